@@ -1,0 +1,89 @@
+"""`emit(...)`: the one optional line a training loop can add.
+
+    from trainmeter import emit
+    emit(train_loss=loss.item())
+
+Outside `tm` it does nothing. Inside, it appends the values to a buffer that the agent's sender
+thread ships with the step records, so a call costs about a dict update and no value is lost to
+a per-call datagram. It returns None, never raises, and never converts a tensor that lives on an
+accelerator: numbers and 0-dimensional CPU tensors only (a tensor that requires grad is read
+through `detach()` so autograd is left alone). Keys in `FACT_KEYS` are facts about the run, not
+series.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+import time
+from typing import Any
+
+from .agent.sender import get_sender
+from .agent.state import STATE
+
+FACT_KEYS = frozenset({"tokens_per_step"})
+
+_warned: set[str] = set()
+_pending: list[tuple[str, float, int, float]] = []
+_drain_registered_for: object = None
+
+
+def as_number(value: Any) -> float | None:
+    """A float for Python and NumPy numbers and 0-dim CPU tensors, else None. Never syncs."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Real):
+        number = float(value)
+    else:
+        try:
+            if getattr(value, "ndim", None) != 0:
+                return None
+            if getattr(getattr(value, "device", None), "type", None) != "cpu":
+                return None  # never read a value off an accelerator: that would synchronize
+            detach = getattr(value, "detach", None)
+            number = float(detach() if detach is not None else value)
+        except Exception:  # noqa: BLE001
+            return None
+    return number if number == number and number not in (float("inf"), float("-inf")) else None
+
+
+def _drain() -> None:
+    """Called by the sender thread: turn buffered values into metric and fact records."""
+    sender = get_sender()
+    if sender is None or not _pending:
+        return
+    batch = _pending[:]
+    del _pending[: len(batch)]
+    for key, value, step, t in batch:
+        if key in FACT_KEYS:
+            sender.send("fact", {"key": key, "value": value, "source": "emitted"}, "emit", t)
+        else:
+            sender.send("metric", {"key": key, "value": value, "via": "emit", "step": step}, "emit", t)
+
+
+def emit(**values: Any) -> None:
+    """Record named numbers for this run: series such as `train_loss`, or facts such as
+    `tokens_per_step`. A no-op outside `tm`."""
+    global _drain_registered_for
+    try:
+        sender = get_sender()
+        if sender is None:
+            return
+        if _drain_registered_for is not sender:
+            _drain_registered_for = sender
+            sender.add_drain(_drain)
+        t = time.monotonic()
+        step = STATE.step
+        for key, value in values.items():
+            number = as_number(value)
+            if number is None:
+                if key not in _warned:
+                    _warned.add(key)
+                    print(
+                        f"trainmeter: emit({key}=...) skipped: not a finite number on the host",
+                        file=sys.stderr,
+                    )
+                continue
+            _pending.append((key, number, step, t))
+    except Exception:  # noqa: BLE001 - invariant 1: never raise into the training loop
+        return

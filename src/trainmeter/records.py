@@ -1,0 +1,155 @@
+"""The wire schema: one JSON object a line, in datagrams and in `events.jsonl`.
+
+The run log is a public contract: other tools parse it and a log written by one version must
+replay in the next. So this module is small, standard library only (the agent imports it inside
+the training process), and strict on the way in: a reader gets either a well-formed record or a
+`RecordError` with a reason it can count, never a half-trusted dict.
+
+A record is ``{"v": 1, "t": <monotonic s>, "src": str, "rank": int|None, "pid": int|None,
+"kind": str, "d": {...}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+VERSION = 1
+
+KINDS = frozenset(
+    {
+        "run.start",
+        "hello",
+        "fact",
+        "step",
+        "metric",
+        "phase",
+        "sample.gpu",
+        "sample.host",
+        "sample.node",
+        "alert",
+        "run.end",
+    }
+)
+
+#: The largest datagram the agent sends; several records are joined by newlines inside it.
+MAX_DATAGRAM = 60_000
+
+
+class RecordError(ValueError):
+    """A line that is not a record this version can read. The message is the reason."""
+
+
+def make(
+    kind: str,
+    d: dict[str, Any],
+    *,
+    t: float,
+    src: str,
+    rank: int | None = None,
+    pid: int | None = None,
+) -> dict[str, Any]:
+    """A record dict in the canonical field order."""
+    return {"v": VERSION, "t": t, "src": src, "rank": rank, "pid": pid, "kind": kind, "d": d}
+
+
+def encode(record: dict[str, Any]) -> str:
+    """One line of JSON, without the newline. NaN and infinity are refused, not written."""
+    try:
+        return json.dumps(record, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise RecordError(f"cannot encode: {exc}") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise RecordError(f"{name} is not a number a record may hold")
+
+
+def decode(line: str | bytes) -> dict[str, Any]:
+    """Parse and check one line; raise `RecordError` with the reason when it is not a record."""
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RecordError("not UTF-8") from None
+    line = line.strip()
+    if not line:
+        raise RecordError("empty line")
+    try:
+        record = json.loads(line, parse_constant=_reject_constant)
+    except RecordError:
+        raise
+    except ValueError as exc:
+        raise RecordError(f"not JSON: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    return validate(record)
+
+
+def validate(record: Any) -> dict[str, Any]:
+    """Check the envelope of an already parsed record; return it, or raise `RecordError`."""
+    if not isinstance(record, dict):
+        raise RecordError("not a JSON object")
+    version = record.get("v")
+    if version != VERSION:
+        raise RecordError(f"schema version {version!r} is not {VERSION}")
+    kind = record.get("kind")
+    if kind not in KINDS:
+        raise RecordError(f"unknown kind {kind!r}")
+    t = record.get("t")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+        raise RecordError("t is not a finite number")
+    if not isinstance(record.get("d"), dict):
+        raise RecordError("d is not an object")
+    rank = record.get("rank")
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
+        raise RecordError("rank is not an integer")
+    return record
+
+
+# ---- redaction of the recorded command line ------------------------------------------------
+
+_SECRET_WORDS = re.compile(
+    r"(api[-_]?key|token|secret|passw(or)?d|passwd|credential|auth|private[-_]?key|access[-_]?key)",
+    re.IGNORECASE,
+)
+#: Flags whose names contain a secret word but hold counts, not secrets.
+_COUNT_WORDS = re.compile(r"(max|num|min|n)[-_]?(new[-_]?)?tokens?$|tokens?[-_]?per|tokenizer", re.I)
+_SECRET_ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+REDACTED = "<redacted>"
+
+
+def _is_secret_flag(flag: str) -> bool:
+    name = flag.lstrip("-")
+    return bool(_SECRET_WORDS.search(name)) and not _COUNT_WORDS.search(name)
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """The command line with secret-looking values replaced.
+
+    `--api-key X`, `--hf_token=X`, `--password=X` and `WANDB_API_KEY=X cmd` lose their values;
+    `--max-tokens 512` or `--tokens-per-step 4096` stay readable, since those are counts.
+    """
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        if arg.startswith("-") and len(arg) > 1:
+            flag, eq, _value = arg.partition("=")
+            if _is_secret_flag(flag):
+                if eq:
+                    out.append(f"{flag}={REDACTED}")
+                else:
+                    out.append(arg)
+                    hide_next = True
+                continue
+        else:
+            env = _SECRET_ENV.match(arg)
+            if env and _is_secret_flag(env.group(1)):
+                out.append(f"{env.group(1)}={REDACTED}")
+                continue
+        out.append(arg)
+    return out

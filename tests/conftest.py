@@ -1,0 +1,56 @@
+"""Shared helpers: run `tm` for real in a scratch directory and read what it left."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+
+def tm_env(**extra: str) -> dict[str, str]:
+    """The environment a user would have: no trainmeter socket inherited from an outer run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINMETER_")}
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.update(extra)
+    return env
+
+
+def run_tm(args: list[str], cwd: Path, timeout: float = 240, **kwargs) -> subprocess.CompletedProcess:
+    """`tm ARGS` as a child process, as a person would type it."""
+    env = kwargs.pop("env", None) or tm_env()
+    return subprocess.run(
+        [sys.executable, "-m", "trainmeter", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
+
+
+def run_dirs(cwd: Path) -> list[Path]:
+    root = cwd / ".trainmeter" / "runs"
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
+
+
+def latest_summary(cwd: Path) -> dict:
+    dirs = run_dirs(cwd)
+    assert dirs, f"no run directory under {cwd}"
+    return json.loads((dirs[-1] / "summary.json").read_text())
+
+
+def read_events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    return tmp_path
