@@ -59,6 +59,7 @@ class Sender:
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
         self._lock = threading.Lock()  # one flusher at a time (thread, atexit, explicit flush)
+        self._start_lock = threading.Lock()  # apart: a drain may send, and sending may start
 
     # ---- the cheap side, called from the training loop ----------------------------------
 
@@ -89,7 +90,7 @@ class Sender:
     # ---- the background side -------------------------------------------------------------
 
     def _start(self) -> None:
-        with self._lock:
+        with self._start_lock:
             if self._thread is not None or self.quiet:
                 return
             thread = threading.Thread(target=self._run, name="trainmeter-sender", daemon=True)
@@ -151,6 +152,14 @@ class Sender:
             self._backlog.append(b"\n".join(lines))
         self._ship()
 
+    def flush_at_exit(self, timeout: float = 2.0) -> None:
+        """The last flush: wait (briefly) for a busy receiver instead of dropping the tail."""
+        deadline = time.monotonic() + timeout
+        self.flush()
+        while self._backlog and not self.quiet and time.monotonic() < deadline:
+            time.sleep(0.005)
+            self.flush()
+
     def _ship(self) -> None:
         sock = self._socket()
         while self._backlog and not self.quiet:
@@ -172,6 +181,10 @@ class Sender:
         if self._sock is None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             sock.setblocking(False)
+            try:  # room for a few full datagrams in flight (capped by net.core.wmem_max)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+            except OSError:
+                pass
             self._sock = sock
         return self._sock
 
@@ -188,6 +201,7 @@ class Sender:
         self._sock = None
         self._thread = None
         self._lock = threading.Lock()
+        self._start_lock = threading.Lock()
         self._wake = threading.Event()
         self._queue.clear()
         self._backlog.clear()
@@ -205,7 +219,7 @@ def get_sender() -> Sender | None:
         path = os.environ.get(SOCKET_ENV)
         if path:
             _sender = Sender(path)
-            atexit.register(_sender.flush)
+            atexit.register(_sender.flush_at_exit)
     if _sender is not None and _sender.quiet:
         return None
     return _sender
