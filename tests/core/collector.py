@@ -36,7 +36,7 @@ class Collector:
         while not self._stop.is_set():
             try:
                 data = self.sock.recv(1 << 20)
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return

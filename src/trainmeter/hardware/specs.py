@@ -1,0 +1,113 @@
+"""Device specs: one JSON file a card under `specs/`, each figure with the datasheet line it
+comes from, and a lookup by the model name NVML reports.
+
+Why it matches the way it does: a wrong peak is the most common way an MFU goes wrong (a sparse
+headline figure, a PCIe card given the SXM peak, a new card silently given an old one's). So a
+name matches only when one of a card's `nvml_names` is the whole reported name, or a run of
+whole words inside it ("NVIDIA H200" inside "NVIDIA H200 NVL"), never a family or a prefix of a
+word ("NVIDIA L4" does not match "NVIDIA L40S"). The longest matching name wins, and a card's
+`exclude` substrings rule it out ("GH200" is not an H200). No match is `None`, never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+#: Figures that must carry a source line whenever they are not null.
+CITED_FIELDS = ("bf16_dense_tflops", "tensor_clock_mhz", "hbm_gb_s")
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One card. Rates are in base units: FLOP/s and bytes/s; None where nothing is published."""
+
+    key: str
+    name: str
+    bf16_dense_flops: float | None
+    tensor_clock_mhz: float | None
+    hbm_bytes_per_s: float | None
+    gpm: bool
+    nvml_names: tuple[str, ...]
+    exclude: tuple[str, ...] = ()
+    sources: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def ridge(self) -> float | None:
+        """FLOP per byte where the roofline bends: dense peak FLOP/s over peak bytes/s."""
+        if not self.bf16_dense_flops or not self.hbm_bytes_per_s:
+            return None
+        return self.bf16_dense_flops / self.hbm_bytes_per_s
+
+    @property
+    def source(self) -> str | None:
+        """The line the dense peak comes from (what a view prints next to MFU)."""
+        return self.sources.get("bf16_dense_tflops")
+
+
+def _spec_from(data: dict[str, Any]) -> DeviceSpec:
+    tflops = data.get("bf16_dense_tflops")
+    gb_s = data.get("hbm_gb_s")
+    return DeviceSpec(
+        key=str(data["key"]),
+        name=str(data["name"]),
+        bf16_dense_flops=None if tflops is None else float(tflops) * 1e12,
+        tensor_clock_mhz=data.get("tensor_clock_mhz"),
+        hbm_bytes_per_s=None if gb_s is None else float(gb_s) * 1e9,
+        gpm=bool(data.get("gpm", False)),
+        nvml_names=tuple(data.get("nvml_names") or ()),
+        exclude=tuple(data.get("exclude") or ()),
+        sources=dict(data.get("sources") or {}),
+    )
+
+
+def load_raw() -> list[dict[str, Any]]:
+    """The spec files as written, sorted by key (tests check every figure has its source)."""
+    folder = resources.files("trainmeter.hardware").joinpath("specs")
+    out = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".json"):
+            out.append(json.loads(entry.read_text(encoding="utf-8")))
+    return sorted(out, key=lambda d: d["key"])
+
+
+@lru_cache(maxsize=1)
+def all_specs() -> tuple[DeviceSpec, ...]:
+    """Every card in the table, loaded once."""
+    return tuple(_spec_from(d) for d in load_raw())
+
+
+def _words(text: str) -> list[str]:
+    return text.casefold().split()
+
+
+def _contains_words(haystack: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    return n > 0 and any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+@lru_cache(maxsize=256)
+def lookup(nvml_name: str | None) -> DeviceSpec | None:
+    """The spec whose NVML name matches `nvml_name` (case-insensitive), or None.
+
+    The longest matching name wins; a card whose `exclude` substring occurs in the name is
+    skipped.
+    """
+    if not isinstance(nvml_name, str) or not nvml_name.strip():
+        return None
+    words = _words(nvml_name)
+    folded = nvml_name.casefold()
+    best: tuple[int, DeviceSpec] | None = None
+    for spec in all_specs():
+        if any(ex.casefold() in folded for ex in spec.exclude):
+            continue
+        for name in spec.nvml_names:
+            name_words = _words(name)
+            if _contains_words(words, name_words):
+                length = len(" ".join(name_words))
+                if best is None or length > best[0]:
+                    best = (length, spec)
+    return None if best is None else best[1]

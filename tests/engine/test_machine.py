@@ -1,0 +1,62 @@
+"""Host (the process tree) and node series: rates from cumulative counters."""
+
+from __future__ import annotations
+
+import pytest
+
+from .build import rec, run
+
+
+def host(t, cpu_s, rss_kb=1000, procs=3):
+    return rec(
+        "sample.host",
+        t,
+        rank=None,
+        src="tm",
+        procs=procs,
+        pids=[1, 2, 3],
+        cpu_s=cpu_s,
+        rss_kb=rss_kb,
+    )
+
+
+def node(t, read_b, rx_b, free_b=500e9):
+    return rec(
+        "sample.node",
+        t,
+        rank=None,
+        src="tm",
+        cpu={"user": 0.5, "system": 0.1, "iowait": 0.0, "steal": 0.0, "idle": 0.4},
+        cores=16,
+        load=[1.0, 2.0, 3.0],
+        memory={"total_b": 64e9, "available_b": 32e9},
+        disk={"path": "/data", "total_b": 1e12, "free_b": free_b},
+        disk_io={"read_b": read_b, "write_b": 0},
+        net={"rx_b": rx_b, "tx_b": 0},
+        limits={"memory_b": 32e9, "cpu_cores": 8, "source": "cgroup v2"},
+    )
+
+
+def test_cores_busy_and_rss():
+    # 10 -> 13 CPU s over 2 s = 1.5 cores; 1,000 kB = 1,024,000 B
+    snap = run(host(1.0, 10.0), host(3.0, 13.0))
+    assert snap["host"] == {"procs": 3, "rss_b": 1_024_000, "cpu_cores": pytest.approx(1.5)}
+
+
+def test_a_fall_in_cumulative_cpu_is_not_a_negative_rate():
+    # a child exited taking its CPU seconds: 13 -> 12 keeps the previous 1.5 cores
+    snap = run(host(1.0, 10.0), host(3.0, 13.0), host(4.0, 12.0))
+    assert snap["host"]["cpu_cores"] == pytest.approx(1.5)
+    # and the next interval is measured from the new reading: 12 -> 14 over 1 s = 2 cores
+    snap = run(host(1.0, 10.0), host(3.0, 13.0), host(4.0, 12.0), host(5.0, 14.0))
+    assert snap["host"]["cpu_cores"] == pytest.approx(2.0)
+
+
+def test_node_rates_and_fields():
+    # read 0 -> 1e6 B over 2 s = 5e5 B/s; rx 1e6 -> 5e5 (a counter reset): no rate
+    snap = run(node(1.0, 0, 1e6), node(3.0, 1e6, 5e5))
+    n = snap["node"]
+    assert n["rates_b_s"] == {"disk_io_read_b": 5e5, "disk_io_write_b": 0.0, "net_tx_b": 0.0}
+    assert n["cores"] == 16 and n["load"] == [1.0, 2.0, 3.0]
+    assert n["limits"]["cpu_cores"] == 8 and n["disk"]["path"] == "/data"
+    assert n["cpu"]["user"] == 0.5

@@ -1,0 +1,73 @@
+"""Loss curves: canonical names, bare `loss`, emitted over tapped, then the latest."""
+
+from __future__ import annotations
+
+from trainmeter.engine.catalog import canonical
+from trainmeter.engine.series import MAX_POINTS
+
+from .build import engine_of, rec, run, start
+
+
+def metric(t, key, value, via="emit", step=None):
+    d = {"key": key, "value": value, "via": via}
+    if step is not None:
+        d["step"] = step
+    return rec("metric", t, src="emit" if via == "emit" else "agent", **d)
+
+
+def test_aliases():
+    assert canonical("train/loss") == "train_loss"
+    assert canonical("eval_loss") == "val_loss"
+    assert canonical("val/loss") == "val_loss"
+    assert canonical("learning_rate") == "lr"
+    assert canonical("Grad_Norm") == "grad_norm"
+    assert canonical("loss") is None  # decided by what else is logged
+
+
+def test_bare_loss_is_train_loss_until_an_explicit_train_key():
+    snap = run(start(), metric(1, "loss", 3.0))
+    assert snap["series"]["train_loss"]["key"] == "loss"
+    assert snap["series"]["train_loss"]["mapped_by_name"] is True
+    snap = run(start(), metric(1, "loss", 3.0), metric(2, "train/loss", 2.9, via="wandb"))
+    assert snap["series"]["train_loss"]["key"] == "train/loss"
+    assert snap["series"]["loss"]["value"] == 3.0
+
+
+def test_emitted_beats_tapped_then_latest():
+    snap = run(
+        start(),
+        metric(1, "train_loss", 2.0, via="emit"),
+        metric(2, "train/loss", 1.9, via="wandb"),  # later but tapped
+    )
+    s = snap["series"]["train_loss"]
+    assert (s["value"], s["source"], s["via"]) == (2.0, "emitted", "emit")
+    snap = run(
+        start(),
+        metric(1, "train/loss", 2.0, "wandb"),
+        metric(2, "training_loss", 1.8, "tensorboard"),
+    )
+    assert snap["series"]["train_loss"]["value"] == 1.8  # both tapped: the latest
+
+
+def test_count_step_and_non_numbers_skipped():
+    snap = run(
+        start(), metric(1, "lr", 1e-3, step=5), metric(2, "lr", 2e-3, step=6), metric(3, "lr", "x")
+    )
+    assert snap["series"]["lr"] == {
+        "value": 2e-3,
+        "key": "lr",
+        "count": 2,
+        "source": "emitted",
+        "via": "emit",
+        "step": 6,
+        "mapped_by_name": False,
+    }
+
+
+def test_curve_history_stays_bounded():
+    engine = engine_of(start(), [metric(1 + i, "loss", float(i), step=i) for i in range(5000)])
+    points = engine.curves()["train_loss"]["points"]
+    assert len(points) < MAX_POINTS
+    assert points[0] == [0, 0.0]
+    xs = [p[0] for p in points]
+    assert xs == sorted(xs) and xs[-1] > 4000

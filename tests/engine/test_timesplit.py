@@ -1,0 +1,87 @@
+"""Where the wall time went, and goodput, worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from .build import end, hello, phase, run, start, steps
+
+ALL = ("steps", "dataloader", "checkpoint", "eval")
+
+
+def stream(probes=ALL, finished=True):
+    recs = [
+        start(0.0),
+        hello(0.2, probes=probes),
+        phase(4.5, "data", 1.0),  # loader wait before the first step: startup's
+        *steps(5.0, 1.0, 10, tokens=100),  # first step record at 5, last at 14
+        phase(10.0, "data", 2.0, n=4),
+        phase(11.0, "checkpoint", 1.5),
+        phase(12.0, "eval", 0.5),
+    ]
+    if finished:
+        recs.append(end(16.0))
+    return recs
+
+
+def parts(snap):
+    return {p["name"]: p for p in snap["time"]["parts"]}
+
+
+def test_all_parts_measured():
+    # elapsed 16; startup = 5 - 1.0 (data before the first step) = 4
+    # window 5..14 = 9; data after the first step = 3 - 1 = 2; compute = 9 - 2 - 1.5 - 0.5 = 5
+    # after = 16 - 14 = 2;   4 + 3 + 1.5 + 0.5 + 5 + 2 = 16 = elapsed
+    snap = run(stream())
+    t = snap["time"]
+    p = parts(snap)
+    assert t["elapsed_s"] == 16 and t["finished"] is True
+    assert {k: v["s"] for k, v in p.items()} == {
+        "startup": 4.0,
+        "data": 3.0,
+        "checkpoint": 1.5,
+        "eval": 0.5,
+        "compute": 5.0,
+        "after": 2.0,
+    }
+    assert sum(v["s"] for v in p.values()) == pytest.approx(t["elapsed_s"])
+    assert p["data"]["n"] == 5
+    assert p["compute"]["label"] == "Compute"
+    # goodput = (compute 5 + data after the first step 2) / 16
+    assert t["goodput"] == pytest.approx(7 / 16)
+
+
+def test_unattached_probe_stays_in_compute_and_the_label_says_so():
+    snap = run(stream(probes=("steps", "dataloader")))
+    p = parts(snap)
+    assert p["checkpoint"] == {
+        "name": "checkpoint",
+        "label": "Checkpoints",
+        "s": None,
+        "measured": False,
+    }
+    assert p["eval"]["s"] is None
+    assert p["compute"]["s"] == 7.0  # 9 - 2: the checkpoint and eval seconds stay inside
+    assert "checkpoints" in p["compute"]["label"] and "eval" in p["compute"]["label"]
+    assert snap["time"]["remainder_includes"] == ["Checkpoints", "Eval"]
+    assert snap["time"]["goodput"] == pytest.approx(9 / 16)
+
+
+def test_live_run_uses_now_and_has_no_after():
+    snap = run(stream(finished=False), now=20.0)
+    p = parts(snap)
+    assert snap["time"]["elapsed_s"] == 20 and snap["time"]["finished"] is False
+    assert "after" not in p
+    assert p["compute"]["s"] == 15 - 2 - 1.5 - 0.5  # window 5..20
+
+
+def test_phases_of_other_ranks_do_not_count():
+    snap = run(stream(), phase(13.0, "checkpoint", 100.0, rank=3))
+    assert parts(snap)["checkpoint"]["s"] == 1.5
+
+
+def test_no_step_and_no_start_are_absent():
+    snap = run(start(0.0), end(3.0))
+    assert snap["time"] == {"elapsed_s": 3.0, "finished": True}
+    assert "optimizer step" in snap["absent"]["time_split"]
+    assert "time" in run(steps(1.0, 1.0, 3))["absent"]

@@ -1,0 +1,121 @@
+"""The device spec table: SPEC's figures, exact-name matching, and a source for every figure."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainmeter.hardware.specs import CITED_FIELDS, all_specs, load_raw, lookup
+
+# (NVML name, key, dense BF16 TFLOP/s, tensor clock MHz, HBM GB/s): SPEC's peak table.
+SPEC_TABLE = [
+    ("NVIDIA H100 80GB HBM3", "h100_sxm", 989.5, 1830, 3350),
+    ("NVIDIA H100 PCIe", "h100_pcie", 756.0, 1620, 2039),
+    ("NVIDIA H200", "h200", 989.5, None, 4800),
+    ("NVIDIA A100-SXM4-80GB", "a100_sxm_80gb", 312.0, None, 2039),
+    ("NVIDIA B200", "b200", 2250.0, None, 8000),
+    ("NVIDIA GB200", "gb200", 2500.0, None, 8000),
+    ("NVIDIA GB10", "gb10", None, None, 273),
+]
+
+
+@pytest.mark.parametrize("nvml, key, tflops, clock, gb_s", SPEC_TABLE)
+def test_spec_figures(nvml, key, tflops, clock, gb_s):
+    spec = lookup(nvml)
+    assert spec is not None and spec.key == key
+    assert spec.bf16_dense_flops == (None if tflops is None else tflops * 1e12)
+    assert spec.tensor_clock_mhz == clock
+    assert spec.hbm_bytes_per_s == gb_s * 1e9
+
+
+def test_ridge_is_peak_over_bandwidth():
+    # H100 SXM: 989.5e12 FLOP/s / 3350e9 B/s = 295.373... FLOP/byte
+    assert lookup("NVIDIA H100 80GB HBM3").ridge == pytest.approx(295.3731343, rel=1e-9)
+    # GB10 has no dense peak, so no ridge (never a borrowed one)
+    assert lookup("NVIDIA GB10").ridge is None
+
+
+def test_case_insensitive_and_surrounding_words():
+    assert lookup("nvidia h100 80gb hbm3").key == "h100_sxm"
+    assert lookup("  NVIDIA   H100 80GB HBM3 ").key == "h100_sxm"
+
+
+def test_h100_variants_never_share_a_peak():
+    sxm, pcie, nvl = (
+        lookup("NVIDIA H100 80GB HBM3"),
+        lookup("NVIDIA H100 PCIe"),
+        lookup("NVIDIA H100 NVL"),
+    )
+    assert {sxm.key, pcie.key, nvl.key} == {"h100_sxm", "h100_pcie", "h100_nvl"}
+    # H100 NVL: 1,671 sparse / 2 = 835.5 dense; PCIe 756; SXM 989.5
+    assert (sxm.bf16_dense_flops, pcie.bf16_dense_flops, nvl.bf16_dense_flops) == (
+        989.5e12,
+        756e12,
+        835.5e12,
+    )
+    assert lookup("NVIDIA H100") is None  # a family name matches nothing
+
+
+def test_gh200_is_not_an_h200_and_h200_nvl_is_its_own_card():
+    assert lookup("NVIDIA GH200 480GB") is None
+    assert lookup("NVIDIA GH200 144G HBM3e") is None
+    assert lookup("NVIDIA H200 NVL").key == "h200_nvl"
+    assert lookup("NVIDIA H200").key == "h200"
+
+
+def test_no_prefix_of_a_word_matches():
+    # "NVIDIA L4" must not give an L40 (not in the table) the L4's peak, nor A10 an A10G.
+    assert lookup("NVIDIA L40") is None
+    assert lookup("NVIDIA A10G") is None
+    assert lookup("NVIDIA L40S").key == "l40s"
+    assert lookup("NVIDIA L4").key == "l4"
+
+
+@pytest.mark.parametrize("name", ["Tesla T4", "AMD Instinct MI300X", "", "cpu", None])
+def test_unknown_card_is_none(name):
+    assert lookup(name) is None
+
+
+def test_every_non_null_figure_has_a_source_line():
+    raw = load_raw()
+    assert len(raw) >= 7
+    for card in raw:
+        for field in CITED_FIELDS:
+            if card.get(field) is not None:
+                line = card["sources"].get(field, "")
+                assert len(line) > 20, f"{card['key']}.{field} has no datasheet line"
+        # a sparse headline figure must say it was halved
+        src = card["sources"].get("bf16_dense_tflops", "")
+        if "sparsity" in src and card["bf16_dense_tflops"] is not None:
+            assert "halved" in src or "dense" in src, card["key"]
+
+
+def test_file_fields_and_unique_names():
+    seen: set[str] = set()
+    for card in load_raw():
+        assert set(card) >= {
+            "key",
+            "name",
+            "bf16_dense_tflops",
+            "tensor_clock_mhz",
+            "hbm_gb_s",
+            "gpm",
+            "nvml_names",
+            "exclude",
+            "sources",
+        }
+        for name in card["nvml_names"]:
+            assert name.casefold() not in seen, f"{name} listed twice"
+            seen.add(name.casefold())
+            assert lookup(name).key == card["key"], name  # each card is found by its own names
+
+
+def test_gpm_only_on_hopper_and_newer_data_center():
+    gpm = {s.key for s in all_specs() if s.gpm}
+    assert {"h100_sxm", "h100_pcie", "h200", "b200", "gb200"} <= gpm
+    assert not gpm & {"a100_sxm_80gb", "l4", "l40s", "rtx_4090", "gb10"}
+
+
+def test_gb10_has_no_peak_but_a_reason():
+    spec = lookup("NVIDIA GB10")
+    assert spec.bf16_dense_flops is None
+    assert "no dense BF16" in spec.sources["bf16_dense_tflops"]
