@@ -1,0 +1,205 @@
+"""`tm attach PID [--interval S]`: watch a program tm did not start, from outside only.
+
+It records what the samplers see (the process tree's CPU and memory, its GPUs, the node) into a
+run directory `.trainmeter/runs/<UTC>-attach-<pid>/events.jsonl`, with a `fact` saying the run
+is observe-only (no agent is inside the program, so no steps, tokens or MFU), and prints one
+compact line every interval. It never signals, traces or otherwise touches the process: Ctrl-C
+detaches and leaves it running (exit 0), and it stops on its own when the process exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+from trainmeter import __version__, records
+
+OBSERVE_ONLY = "attached from outside: no agent in the program"
+
+
+class _Log:
+    """The run's events.jsonl, line-buffered so a killed `tm attach` leaves every sample."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh: TextIO = open(path / "events.jsonl", "a", buffering=1)  # noqa: SIM115
+
+    def write(self, kind: str, d: dict[str, Any]) -> None:
+        rec = records.make(kind, d, t=time.monotonic(), src="tm", pid=os.getpid())
+        try:
+            self._fh.write(records.encode(rec) + "\n")
+        except (records.RecordError, OSError) as exc:
+            print(f"tm attach: cannot record {kind}: {exc}", file=sys.stderr)
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def _run_dir(pid: int, root: Path) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    root.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        path = root / (f"{stamp}-attach-{pid}" + ("" if n == 1 else f"-{n}"))
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise OSError(f"no free run directory under {root}")
+
+
+def _target_env(proc: Any) -> dict[str, str]:
+    """The program's own environment (for CUDA_VISIBLE_DEVICES) when we may read it; else an
+    environment without CUDA_VISIBLE_DEVICES, so the GPUs are found by its process list."""
+    try:
+        return dict(proc.environ())
+    except Exception:  # noqa: BLE001 - another user's process: fall back to NVML's list
+        return {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+
+
+def status_line(pid: int, elapsed: float, host: dict, gpu: dict, prev: tuple | None) -> str:
+    """`[attach 123] 12s  1.02 cores  rss 210 MB  3 procs  gpu0 97% 40.1 GB`."""
+    parts = [f"[attach {pid}] {elapsed:5.0f}s"]
+    if prev is not None and "cpu_s" in host and elapsed > prev[0]:
+        parts.append(f"{(host['cpu_s'] - prev[1]) / (elapsed - prev[0]):.2f} cores")
+    if "rss_kb" in host:
+        parts.append(f"rss {host['rss_kb'] / 1024:.0f} MB")
+    parts.append(f"{host.get('procs', 0)} procs")
+    if "unavailable" in gpu:
+        parts.append("no GPU")
+    for row in gpu.get("gpus", []):
+        util = f"{row['gpu_util'] * 100:.0f}%" if "gpu_util" in row else "?"
+        mem = f" {row['memory_used_b'] / 1e9:.1f} GB" if "memory_used_b" in row else ""
+        parts.append(f"gpu{row['index']} {util}{mem}")
+    return "  ".join(parts)
+
+
+def _write_summary(run_dir: Path) -> None:
+    """summary.json from the log, like a normal run (skipped if the replay is not built)."""
+    try:
+        from trainmeter.supervisor.replay import replay
+
+        snapshot = replay(run_dir / "events.jsonl").snapshot
+        text = json.dumps(snapshot, allow_nan=False, indent=2)
+        (run_dir / "summary.json").write_text(text + "\n")
+    except Exception as exc:  # noqa: BLE001 - the log is the source of truth; it is written
+        print(f"tm attach: no summary.json ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="tm attach", description=__doc__.splitlines()[0])
+    parser.add_argument("pid", type=int)
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
+    parser.add_argument("--gpus", help="GPU indices or UUIDs to watch (default: the program's)")
+    parser.add_argument("--duration", type=float, help="stop after this many seconds")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no live line")
+    args = parser.parse_args(argv)
+    if args.interval <= 0:
+        print("tm attach: --interval must be positive", file=sys.stderr)
+        return 2
+    import psutil
+
+    from trainmeter.sources import default_samplers
+
+    try:
+        proc = psutil.Process(args.pid)
+        cmdline = proc.cmdline()
+    except psutil.NoSuchProcess:
+        print(f"tm attach: no process {args.pid}", file=sys.stderr)
+        return 2
+    except psutil.AccessDenied:
+        cmdline = []
+    try:
+        run_dir = _run_dir(args.pid, Path.cwd() / ".trainmeter" / "runs")
+        log = _Log(run_dir)
+    except OSError as exc:
+        print(f"tm attach: cannot create the run directory: {exc}", file=sys.stderr)
+        return 2
+    start = time.monotonic()
+    log.write(
+        "run.start",
+        {
+            "argv": records.redact_argv(cmdline),
+            "tm_version": __version__,
+            "name": f"attach-{args.pid}",
+            "declared": {},
+            "attached_pid": args.pid,
+            "node_uptime_s": round(time.time() - psutil.boot_time(), 1),
+            "unix_time": time.time(),
+            "hostname": socket.gethostname(),
+            "python": sys.executable,
+        },
+    )
+    log.write(
+        "fact",
+        {"key": "observe_only", "value": OBSERVE_ONLY, "source": "detected", "note": "tm attach"},
+    )
+    samplers = default_samplers(args.pid, run_dir, args.gpus, _target_env(proc))
+    shown = " ".join(cmdline).replace("\n", " ")[:80]
+    print(
+        f"tm attach: watching pid {args.pid} ({shown}); run dir {run_dir}; "
+        "Ctrl-C detaches and leaves it running",
+        file=sys.stderr,
+    )
+    ended = "detached"
+    prev: tuple[float, float] | None = None
+
+    def _stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        while True:
+            latest: dict[str, dict] = {}
+            for sampler in samplers:
+                d = sampler.sample()
+                latest[sampler.kind] = d
+                log.write(sampler.kind, d)
+            host = latest.get("sample.host", {})
+            elapsed = time.monotonic() - start
+            if not args.quiet:
+                line = status_line(args.pid, elapsed, host, latest.get("sample.gpu", {}), prev)
+                print(line, flush=True)
+            if "cpu_s" in host:
+                prev = (elapsed, host["cpu_s"])
+            if not host.get("procs"):
+                ended = "exited"
+                break
+            if args.duration is not None and elapsed >= args.duration:
+                break
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        ended = "detached"
+    finally:
+        for sampler in samplers:
+            sampler.close()
+        end = {
+            "exit_status": None,
+            "elapsed_s": round(time.monotonic() - start, 3),
+            "attach_end": ended,
+        }
+        if ended == "exited":
+            end["note"] = "the program exited; not tm's child, so its exit status is unknown"
+        log.write("run.end", end)
+        log.close()
+        (run_dir / "meta.json").write_text(
+            json.dumps(
+                {"attached_pid": args.pid, "argv": records.redact_argv(cmdline), "ended": ended},
+                indent=2,
+            )
+            + "\n"
+        )
+    _write_summary(run_dir)
+    print(
+        f"tm attach: {ended} after {time.monotonic() - start:.0f}s; log in {run_dir}",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,119 @@
+"""`tm hardware [--json] [--dump FILE] [--from FILE]`: the node, with a reason for every gap.
+
+GPUs with their datasheet peak and its cited source line (or why there is none), a measured
+peak if one was taken here, CPU, memory, disks, network interfaces and container limits.
+`--dump` writes what the readers read (NVML answers in the fake-fixture format, and the /proc,
+/sys and cgroup files) into one JSON file; `--from` shows such a dump on any machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def _gb(value: float | None) -> str:
+    return "?" if value is None else f"{value / 1e9:.1f} GB"
+
+
+def render(inv: dict[str, Any]) -> str:
+    lines = [f"node {inv.get('hostname', '?')}"]
+    cpu = inv.get("cpu", {})
+    lines.append(f"  CPU     {cpu.get('model', 'model unknown')}, {cpu.get('cores', '?')} cores")
+    mem = inv.get("memory", {})
+    lines.append(
+        f"  memory  {_gb(mem.get('total_b'))} total, {_gb(mem.get('available_b'))} available, "
+        f"swap {_gb(mem.get('swap_total_b'))}"
+    )
+    for disk in inv.get("disks", []):
+        lines.append(
+            f"  disk    {disk['mount']} ({disk.get('fs', '?')}): {_gb(disk.get('free_b'))} free "
+            f"of {_gb(disk.get('total_b'))}"
+        )
+    for nic in inv.get("network", []):
+        speed = f", {nic['speed_mb_s']} Mb/s" if "speed_mb_s" in nic else ""
+        lines.append(f"  network {nic['name']} ({nic.get('state', '?')}{speed})")
+    cont = inv.get("container", {})
+    if cont.get("limits"):
+        lim = cont["limits"]
+        parts = []
+        if "memory_b" in lim:
+            parts.append(f"memory {_gb(lim['memory_b'])}")
+        if "cpu_cores" in lim:
+            parts.append(f"{lim['cpu_cores']:g} CPU cores")
+        lines.append(f"  limits  {', '.join(parts)} ({lim.get('source', '')})")
+    else:
+        lines.append(f"  limits  none below the host: {cont.get('limits_missing', '?')}")
+    if "unavailable" in inv:
+        lines.append(f"  GPUs    none visible: {inv['unavailable']}")
+        return "\n".join(lines)
+    versions = inv.get("versions", {})
+    lines.append(
+        f"  GPUs    {len(inv.get('gpus', []))} (driver {versions.get('driver', '?')}, "
+        f"CUDA {versions.get('cuda', '?')})"
+    )
+    for gpu in inv.get("gpus", []):
+        lines.append(
+            f"  [{gpu['index']}] {gpu.get('name') or '?'}  {gpu.get('uuid', '')}  "
+            f"{_gb(gpu.get('memory_total_b'))}, max SM {gpu.get('max_sm_clock_mhz', '?')} MHz"
+        )
+        spec = gpu.get("spec")
+        if spec:
+            peak = spec.get("bf16_dense_flops")
+            clock = spec.get("tensor_clock_mhz")
+            lines.append(
+                f"      dense BF16 peak {peak / 1e12:g} TFLOP/s"
+                + (f" at {clock} MHz tensor clock" if clock else " (tensor clock not published)")
+            )
+            for field, line in (spec.get("sources") or {}).items():
+                lines.append(f"        {field}: {line}")
+        else:
+            lines.append(f"      no datasheet peak: {gpu.get('spec_missing', '?')}")
+        if "measured_peak_flops" in gpu:
+            lines.append(
+                f"      measured peak {gpu['measured_peak_flops'] / 1e12:.1f} TFLOP/s "
+                f"({gpu.get('measured_peak_source', '')})"
+            )
+        lines.append(
+            "      GPM: yes (SM/tensor/DRAM active, OFU)"
+            if gpu.get("gpm")
+            else f"      GPM: no: {gpu.get('gpm_missing', '?')}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="tm hardware", description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the inventory as JSON")
+    parser.add_argument("--dump", metavar="FILE", help="also pack what was read into FILE")
+    parser.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="show a dump made with --dump (on any machine)",
+    )
+    args = parser.parse_args(argv)
+    from trainmeter.sources import inventory as inv_mod
+
+    if args.from_file:
+        try:
+            with open(args.from_file) as fh:
+                inv = inv_mod.inventory_from_dump(json.load(fh))
+        except (OSError, ValueError) as exc:
+            print(f"tm hardware: cannot read {args.from_file}: {exc}", file=sys.stderr)
+            return 2
+    elif args.dump:
+        inv, dump = inv_mod.make_dump()
+        try:
+            with open(args.dump, "w") as fh:
+                json.dump(dump, fh, indent=1)
+        except OSError as exc:
+            print(f"tm hardware: cannot write {args.dump}: {exc}", file=sys.stderr)
+            return 2
+        print(f"tm hardware: wrote {args.dump} (attach it to a bug report)", file=sys.stderr)
+    else:
+        inv = inv_mod.inventory()
+    print(json.dumps(inv, indent=1) if args.json else render(inv))
+    return 0

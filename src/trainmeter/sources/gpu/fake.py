@@ -1,0 +1,99 @@
+"""A backend that replays recorded NVML answers from a JSON fixture.
+
+Fixture format (`trainmeter-nvml/1`), the same the recorder writes and `tm hardware --dump`
+packs::
+
+    {"format": "trainmeter-nvml/1", "note": "how it was made",
+     "init": null | {"error": "LibraryNotFound"},
+     "versions": {"driver": "...", "nvml": "...", "cuda": 12040},
+     "devices": [{"ops": {"name": ["NVIDIA H100 80GB HBM3"], "power_mw": [612000, ...], ...}}]}
+
+Each op holds the answers of its successive calls: the k-th call returns the k-th answer, and
+the last answer repeats once the list runs out (so a static op needs one). An answer
+``{"error": "NotSupported"}`` raises `NvmlError("NotSupported")`; an op the device lacks
+altogether raises `NotSupported`, which is what an old card answers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .backend import Backend, NvmlError, PynvmlBackend
+
+FORMAT = "trainmeter-nvml/1"
+
+
+def load_fixture(source: str | Path | dict[str, Any]) -> dict[str, Any]:
+    """A fixture dict from a path, a JSON string's file, or a dict (a dump's `nvml` part)."""
+    if isinstance(source, dict):
+        data = source
+    else:
+        data = json.loads(Path(source).read_text())
+        if "nvml" in data and "devices" not in data:  # a `tm hardware --dump` file
+            data = data["nvml"]
+    if data.get("format") != FORMAT:
+        raise ValueError(f"not a {FORMAT} fixture: format {data.get('format')!r}")
+    return data
+
+
+def _is_error(answer: Any) -> bool:
+    return isinstance(answer, dict) and set(answer) == {"error"}
+
+
+class FakeBackend:
+    """Replays a fixture. `calls` counts each (index, op) so tests can see what was asked."""
+
+    def __init__(self, fixture: str | Path | dict[str, Any]) -> None:
+        self.fixture = load_fixture(fixture)
+        self.calls: dict[tuple[int, str], int] = defaultdict(int)
+        self.initialized = False
+        self.shutdowns = 0
+
+    def init(self) -> None:
+        failure = self.fixture.get("init")
+        if failure:
+            raise NvmlError(failure["error"])
+        self.initialized = True
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+        self.initialized = False
+
+    def versions(self) -> dict[str, Any]:
+        self._need()
+        return dict(self.fixture.get("versions") or {})
+
+    def device_count(self) -> int:
+        self._need()
+        return len(self.fixture.get("devices") or [])
+
+    def query(self, index: int, op: str) -> Any:
+        self._need()
+        devices = self.fixture.get("devices") or []
+        if not 0 <= index < len(devices):
+            raise NvmlError("InvalidArgument", f"no device {index}")
+        answers = devices[index].get("ops", {}).get(op)
+        k = self.calls[(index, op)]
+        self.calls[(index, op)] = k + 1
+        if not answers:
+            raise NvmlError("NotSupported")
+        answer = answers[min(k, len(answers) - 1)]
+        if _is_error(answer):
+            raise NvmlError(answer["error"])
+        return answer
+
+    def _need(self) -> None:
+        if not self.initialized:
+            raise NvmlError("Uninitialized")
+
+
+def backend_from_env(env: Mapping[str, str]) -> Backend:
+    """The real NVML, or this fake when TRAINMETER_FAKE_NVML names a fixture or dump: how tests
+    and demos on a GPU-less machine run `tm`, `tm hardware` and `tm doctor` over a recorded
+    card."""
+    fixture = env.get("TRAINMETER_FAKE_NVML")
+    return FakeBackend(fixture) if fixture else PynvmlBackend()

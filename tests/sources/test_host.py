@@ -1,0 +1,118 @@
+"""The process tree sampler on real processes: CPU of a busy child, RSS of a memory holder."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from trainmeter.sources.host import HostSampler
+
+# The child says "go" once started and then sleeps (no CPU), so the baseline sample lands after
+# its start-up and before it burns; then it busy-loops
+# for 2 s of wall time and prints the CPU seconds it spent burning, measured by itself.
+BURNER = (
+    "import time\n"
+    "print('go', flush=True)\n"
+    "time.sleep(0.8)\n"
+    "c0 = time.process_time(); t0 = time.monotonic()\n"
+    "print('burn', flush=True)\n"
+    "while time.monotonic() - t0 < 2.0: pass\n"
+    "print(time.process_time() - c0, time.monotonic() - t0, flush=True)\n"
+)
+# The root starts the burner, waits for it (so the burner is reaped into the root's
+# children_* times), then lingers so the test can sample the tree after the reap.
+ROOT = (
+    "import subprocess, sys, time\n"
+    f"p = subprocess.Popen([sys.executable, '-c', {BURNER!r}])\n"
+    "p.wait()\n"
+    "time.sleep(1.5)\n"
+)
+
+
+def _wait_for(pred, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.mark.slow
+def test_busy_child_cpu_is_counted_and_survives_its_reap():
+    root = subprocess.Popen([sys.executable, "-c", ROOT], stdout=subprocess.PIPE, text=True)
+    try:
+        host = HostSampler(root.pid)
+        assert root.stdout.readline().strip() == "go"  # the burner started up, now sleeps
+        first = host.sample()
+        assert len(first["pids"]) == 2 and root.pid in first["pids"]
+        # inside the burn: the tree's CPU grows by about one core
+        assert root.stdout.readline().strip() == "burn"
+        a = host.sample()
+        t_a = time.monotonic()
+        time.sleep(1.0)
+        b = host.sample()
+        t_b = time.monotonic()
+        assert b["procs"] == 2
+        cores = (b["cpu_s"] - a["cpu_s"]) / (t_b - t_a)
+        # A busy loop is one core at most; on a loaded 2-core box it may get less.
+        assert 0.2 < cores < 1.15, cores
+        # after the burner exits and is reaped, only the root is left ...
+        after = _wait_for(lambda: (s := host.sample()).get("procs") == 1 and s)
+        out, _ = root.communicate(timeout=30)
+    finally:
+        root.kill()
+        root.wait()
+    burn_cpu, burn_wall = map(float, out.split())
+    assert burn_wall >= 2.0 and burn_cpu > 0.3
+    # ... and its CPU seconds did not vanish: they moved into the root's children_* times.
+    # The tree's growth matches what the burner measured itself (its startup CPU fell before
+    # `first`; the sleeping root adds almost nothing).
+    grown = after["cpu_s"] - first["cpu_s"]
+    assert grown == pytest.approx(burn_cpu, abs=0.2), (grown, burn_cpu)
+
+
+HOLDER = (
+    "import sys, time\n"
+    "block = b'\\x01' * (200 * 1024 * 1024)\n"  # 200 MiB, every page written by the fill
+    "print('ready', flush=True)\n"
+    "sys.stdin.readline()\n"
+)
+
+
+def test_memory_holder_rss():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        d = HostSampler(proc.pid).sample()
+        assert d["procs"] == 1 and d["pids"] == [proc.pid]
+        # 200 MiB = 204800 KiB, plus the interpreter itself (~10-40 MiB)
+        assert 204_800 <= d["rss_kb"] <= 204_800 + 60 * 1024, d["rss_kb"]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def test_gone_process_gives_zero_procs_and_a_reason():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    d = HostSampler(proc.pid).sample()
+    assert d["procs"] == 0 and d["pids"] == []
+    assert "cpu_s" not in d and d["missing"]["cpu_s"] == "the process has exited"
+
+
+def test_zombie_root_counts_as_exited():
+    # a child that exits but is not waited for stays a zombie: it is not running anything
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    time.sleep(1.0)
+    try:
+        d = HostSampler(proc.pid).sample()
+        assert d["procs"] == 0
+    finally:
+        proc.wait()
