@@ -1,0 +1,303 @@
+"""Which Pythons of the run carry no agent, and why: the `observe_only` facts.
+
+When a Python in the training tree never says `hello`, `tm` still sees the GPUs and the host,
+but no steps, tokens or loss. A dashboard that just shows blanks leaves the user guessing; this
+watcher finds the reason and records it once, as a `detected` fact, so the summary can say
+"observe only: python started with -I" instead of nothing. The supervisor calls `tick` about once
+a second with the training process tree and the pids that said hello.
+
+The reasons, in the order they are checked (the first that holds is the one reported):
+
+- the command is not a Python program at all (a shell script with no Python under it, a binary);
+- the interpreter was started with -I, -S or -E (its command line), which skip PYTHONPATH or
+  `sitecustomize`, and so the agent;
+- its environment does not carry tm's bootstrap on PYTHONPATH (a container or launcher that
+  built a fresh environment), read from /proc/<pid>/environ;
+- TRAINMETER_DISABLE=1 in its environment;
+- the interpreter cannot import trainmeter, or is older than 3.10: asked once per executable by
+  `diagnose_python`, on a background thread so a tick never waits for it.
+
+It only reads /proc through psutil: it never signals, traces or waits on a process. A Python
+forked from another one (a DataLoader worker) runs the parent's code without a new interpreter
+start, so it is judged through its parent, never on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import records
+from ..diagnose_python import why_silent
+
+GRACE_S = 2.0  # a Python without hello after this long is looked at
+ROOT_GRACE_S = 3.0  # a non-Python root with no Python under it after this long is reported
+UNKNOWN_GRACE_S = 10.0  # a silent Python with no known reason, when nobody said hello at all
+_PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)*)?[a-z]?$")
+_NOTE_MAX = 240
+
+Diagnose = Callable[[str, Mapping[str, str]], "str | None"]
+
+
+def bootstrap_dir() -> str:
+    """Where tm's sitecustomize lives (the directory `tm` puts on PYTHONPATH)."""
+    return str(Path(__file__).resolve().parents[1] / "agent" / "bootstrap")
+
+
+def is_python(exe: str, cmdline: list[str]) -> bool:
+    """Whether the process runs a Python interpreter (by its executable, else its argv[0])."""
+    for candidate in (exe, cmdline[0] if cmdline else ""):
+        if candidate and _PYTHON_NAME.match(os.path.basename(candidate)):
+            return True
+    return False
+
+
+def interpreter_flags(cmdline: list[str]) -> set[str]:
+    """The one-letter options given to the interpreter, before its script, -c or -m.
+
+    `python -uI train.py` -> {"u", "I"}; options after the script are the script's own.
+    """
+    flags: set[str] = set()
+    args = iter(cmdline[1:])
+    for arg in args:
+        if arg == "--" or not arg.startswith("-") or arg == "-":
+            break
+        if arg.startswith("--"):
+            if arg == "--check-hash-based-pycs":
+                next(args, None)
+            continue
+        cluster = arg[1:]
+        for i, letter in enumerate(cluster):
+            if letter in "cm":
+                return flags  # the program follows
+            if letter in "WX":
+                if i == len(cluster) - 1:
+                    next(args, None)  # -W ignore: the value is the next word
+                break
+            flags.add(letter)
+    return flags
+
+
+_FLAG_REASONS = {
+    "I": "python started with -I (isolated mode ignores PYTHONPATH, so tm's agent never loads)",
+    "S": "python started with -S (no site module, so tm's sitecustomize never runs)",
+    "E": "python started with -E (PYTHONPATH is ignored, so tm's agent never loads)",
+}
+
+
+def _on_pythonpath(env: Mapping[str, str], directory: str) -> bool:
+    entries = env.get("PYTHONPATH", "").split(os.pathsep)
+    target = os.path.realpath(directory)
+    return any(entry and os.path.realpath(entry) == target for entry in entries)
+
+
+class _Proc:
+    """What the watcher reads about one process, once; None fields when /proc would not say."""
+
+    def __init__(self, pid: int) -> None:
+        import psutil
+
+        self.pid = pid
+        process = psutil.Process(pid)
+        with process.oneshot():
+            self.cmdline: list[str] = process.cmdline()
+            self.create_time: float = process.create_time()
+            self.ppid: int = process.ppid()
+            try:
+                self.exe = process.exe()
+            except (psutil.AccessDenied, psutil.ZombieProcess, OSError):
+                self.exe = ""
+        self._process = process
+
+    def environ(self) -> dict[str, str] | None:
+        try:
+            return dict(self._process.environ())
+        except Exception:  # noqa: BLE001 - not ours to read (another user), or gone
+            return None
+
+    def launched_as(self, environ: Mapping[str, str] | None) -> str:
+        """The interpreter path as it was started, for asking it again.
+
+        Not `exe()`: a virtualenv's `bin/python` is a link to the base interpreter, and /proc
+        shows the base, which has none of the virtualenv's packages. argv[0] is what chose them.
+        """
+        argv0 = self.cmdline[0] if self.cmdline else ""
+        if argv0 and os.sep not in argv0:
+            path = (environ or {}).get("PATH") or os.environ.get("PATH")
+            argv0 = shutil.which(argv0, path=path) or ""
+        elif argv0 and not os.path.isabs(argv0):
+            try:
+                argv0 = os.path.join(self._process.cwd(), argv0)
+            except Exception:  # noqa: BLE001
+                argv0 = ""
+        return argv0 if argv0 and os.path.exists(argv0) else self.exe
+
+    def note(self) -> str:
+        text = " ".join(records.redact_argv(self.cmdline)) or self.exe or "?"
+        if len(text) > _NOTE_MAX:
+            text = text[: _NOTE_MAX - 3] + "..."
+        return f"pid {self.pid}: {text}"
+
+
+class SilentPythonWatcher:
+    """Turns "a Python in the tree never said hello" into `observe_only` facts with a reason."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        *,
+        grace_s: float = GRACE_S,
+        root_grace_s: float = ROOT_GRACE_S,
+        unknown_grace_s: float = UNKNOWN_GRACE_S,
+        clock: Callable[[], float] = time.time,
+        diagnose: Diagnose = why_silent,
+        bootstrap: str | None = None,
+    ) -> None:
+        self.env = dict(os.environ if env is None else env)
+        self.grace_s = grace_s
+        self.root_grace_s = root_grace_s
+        self.unknown_grace_s = unknown_grace_s
+        self.clock = clock
+        self.diagnose = diagnose
+        self.bootstrap = bootstrap or bootstrap_dir()
+        self._procs: dict[int, _Proc] = {}
+        self._done: set[int] = set()  # judged (a reason found, cleared, or forked)
+        self._reported: set[str] = set()
+        self._root: int | None = None
+        self._saw_python = False
+        self._saw_hello = False
+        self._asked: dict[str, list[Any]] = {}  # exe -> [finished?, reason]; one thread each
+        self._lock = threading.Lock()
+
+    # ---- the supervisor's call ------------------------------------------------------------
+
+    def tick(self, tree_pids: list[int], hello_pids: set[int]) -> list[dict[str, Any]]:
+        """New `observe_only` fact payloads (each reason once). `tree_pids[0]` is the root."""
+        if hello_pids:
+            self._saw_hello = True
+        if tree_pids and self._root is None:
+            self._root = tree_pids[0]
+        now = self.clock()
+        procs = [p for p in map(self._read, tree_pids) if p is not None]
+        if any(is_python(p.exe, p.cmdline) for p in procs):
+            self._saw_python = True  # before judging the root: the tree is seen as a whole
+        found: list[dict[str, Any]] = []
+        for proc in procs:
+            if proc.pid in self._done or proc.pid in hello_pids:
+                continue
+            verdict = self._judge(proc, now, tree_pids)
+            if verdict is not None:
+                self._done.add(proc.pid)
+                if verdict and verdict not in self._reported:
+                    self._reported.add(verdict)
+                    found.append(self._fact(verdict, proc))
+        return found
+
+    # ---- judging one process --------------------------------------------------------------
+
+    def _read(self, pid: int) -> _Proc | None:
+        proc = self._procs.get(pid)
+        if proc is None:
+            try:
+                proc = _Proc(pid)
+            except Exception:  # noqa: BLE001 - gone, a zombie, or not readable: nothing to say
+                return None
+            self._procs[pid] = proc
+        return proc
+
+    def _judge(self, proc: _Proc, now: float, tree: list[int]) -> str | None:
+        """A reason; "" when judged with nothing to report; None to look again next tick."""
+        age = now - proc.create_time
+        if not is_python(proc.exe, proc.cmdline):
+            if proc.pid != self._root:
+                return ""  # a helper binary under a Python: not ours to judge
+            if self._saw_python or self._saw_hello or age < self.root_grace_s:
+                return "" if (self._saw_python or self._saw_hello) else None
+            name = os.path.basename(proc.cmdline[0] if proc.cmdline else proc.exe) or "?"
+            return (
+                f"the command is not a Python program ({name}): tm watches it from outside "
+                "only (GPU and host), with no steps, tokens or loss"
+            )
+        self._saw_python = True
+        if age < self.grace_s:
+            return None
+        if self._forked(proc, tree):
+            return ""
+        flags = interpreter_flags(proc.cmdline)
+        for letter in "ISE":
+            if letter in flags:
+                return _FLAG_REASONS[letter]
+        environ = proc.environ()
+        if environ is not None:
+            if not _on_pythonpath(environ, self.bootstrap):
+                return (
+                    "its environment did not inherit tm's PYTHONPATH (a container or a launcher "
+                    "that starts a fresh environment), so the agent never loads"
+                )
+            if environ.get("TRAINMETER_DISABLE") == "1":
+                return "TRAINMETER_DISABLE=1 in its environment: the agent stays off"
+        exe = proc.launched_as(environ)
+        if exe:
+            asked = self._ask(exe, environ if environ is not None else self.env)
+            if asked is None:
+                return None  # the interpreter is being asked; look again next tick
+            if asked:
+                return asked
+        if self._saw_hello:
+            return ""  # the agent runs elsewhere in the tree; no reason to show for this one
+        if age >= self.unknown_grace_s:
+            return (
+                f"a Python ran over {self.unknown_grace_s:g} s without the agent saying hello, "
+                f"for no reason tm can see; `tm doctor --python {exe}` may tell more"
+            )
+        return None
+
+    def _forked(self, proc: _Proc, tree: list[int]) -> bool:
+        """A fork of a Python in the tree (same command line, no new interpreter start)."""
+        if proc.ppid not in tree:
+            return False
+        parent = self._read(proc.ppid)
+        return parent is not None and parent.cmdline == proc.cmdline
+
+    def _ask(self, exe: str, env: Mapping[str, str]) -> str | None:
+        """The diagnosis of `exe`: None while pending, "" when it loads the agent, else why."""
+        with self._lock:
+            slot = self._asked.get(exe)
+            if slot is None:
+                slot = self._asked[exe] = [False, ""]
+                thread = threading.Thread(
+                    target=self._diagnose_into,
+                    args=(slot, exe, dict(env)),
+                    name="trainmeter-diagnose",
+                    daemon=True,
+                )
+                thread.start()
+            finished, reason = slot
+        return reason if finished else None
+
+    def _diagnose_into(self, slot: list[Any], exe: str, env: dict[str, str]) -> None:
+        try:
+            reason = self.diagnose(exe, env) or ""
+        except Exception:  # noqa: BLE001 - a failed diagnosis says nothing
+            reason = ""
+        with self._lock:
+            slot[0], slot[1] = True, reason
+
+    @staticmethod
+    def _fact(reason: str, proc: _Proc) -> dict[str, Any]:
+        return {"key": "observe_only", "value": reason, "source": "detected", "note": proc.note()}
+
+    def wait_for_diagnoses(self, timeout: float = 60.0) -> None:
+        """Block until every interpreter asked about has answered (tests, the end of a run)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if all(slot[0] for slot in self._asked.values()):
+                    return
+            time.sleep(0.02)

@@ -1,0 +1,149 @@
+"""Fixtures for the tap tests: a real datagram socket standing in for `tm`, and clean taps."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trainmeter.agent import sender as sender_module
+from trainmeter.agent import taps
+from trainmeter.agent.taps import _base as tap_base
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "trainmeter"
+
+
+class Collector:
+    """The receiving end of the agent's socket, read synchronously after a flush."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.sock.setblocking(False)
+        self.seen: list[dict] = []
+
+    def records(self) -> list[dict]:
+        sender = sender_module.get_sender()
+        if sender is not None:
+            sender.flush()
+        while True:
+            try:
+                datagram = self.sock.recv(1 << 20)
+            except BlockingIOError:
+                break
+            self.seen.extend(json.loads(line) for line in datagram.splitlines() if line)
+        return list(self.seen)
+
+    def metrics(self, via: str | None = None) -> list[dict]:
+        return [
+            r["d"]
+            for r in self.records()
+            if r["kind"] == "metric" and (via is None or r["d"]["via"] == via)
+        ]
+
+
+@pytest.fixture
+def collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[Collector]:
+    """A bound socket, TRAINMETER_SOCKET pointing at it, and a fresh process sender."""
+    directory = tempfile.mkdtemp(prefix="tmtap")  # short: Unix socket paths stop at 108 bytes
+    path = os.path.join(directory, "s")
+    col = Collector(path)
+    monkeypatch.setenv(sender_module.SOCKET_ENV, path)
+    monkeypatch.setattr(sender_module, "_sender", None)
+    monkeypatch.setattr(sender_module, "_sender_checked", False)
+    tap_base._pending.clear()  # nothing queued by an earlier test leaks into this one
+    try:
+        yield col
+    finally:
+        live = sender_module._sender
+        if live is not None:
+            live.go_quiet()  # stops its thread; the next test gets its own sender
+        col.sock.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def clean_taps() -> Iterator[None]:
+    """Every test starts with no tracker wrapped and leaves none wrapped."""
+    taps.uninstall_all()
+    yield
+    taps.uninstall_all()
+
+
+class CudaLike:
+    """A 0-dim "tensor" on a CUDA device. Any read of its value is logged with who read it, so a
+    test can tell the tap's reads (code under src/trainmeter) from the tracker's own."""
+
+    ndim = 0
+    device = types.SimpleNamespace(type="cuda")
+    shape = ()
+
+    def __init__(self) -> None:
+        self.readers: list[str] = []
+
+    def _read(self) -> float:
+        self.readers.append(sys._getframe(2).f_code.co_filename)
+        return 1.0
+
+    def __float__(self) -> float:
+        return self._read()
+
+    def item(self) -> float:
+        return self._read()
+
+    def detach(self) -> CudaLike:
+        self.readers.append(sys._getframe(1).f_code.co_filename)
+        return self
+
+    def cpu(self) -> CudaLike:
+        self.readers.append(sys._getframe(1).f_code.co_filename)
+        return self
+
+    def read_by_trainmeter(self) -> bool:
+        return any(str(SRC) in name for name in self.readers)
+
+
+@pytest.fixture
+def cuda_like() -> type[CudaLike]:
+    """The class, so a test can make as many as it needs."""
+    return CudaLike
+
+
+@pytest.fixture(scope="session")
+def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A second virtualenv without trainmeter in it (created from the base interpreter)."""
+    import subprocess
+
+    root = tmp_path_factory.mktemp("bare") / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
+    return root
+
+
+@pytest.fixture(scope="session")
+def old_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A Python older than 3.10: a real one when the machine has it (pyenv), else a stand-in
+    named python3.8 that answers the diagnosis as a 3.8 would and otherwise just sleeps."""
+    import glob
+
+    real = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.[6-9]*/bin/python3.[6-9]")))
+    if real:
+        return real[-1]
+    stub = tmp_path_factory.mktemp("old") / "python3.8"
+    stub.write_text(
+        "#!/bin/sh\n"
+        'case "$2" in *sys.version_info*) '
+        'echo \'{"version": [3, 8, 18], "executable": "\'$0\'", "prefix": "/old"}\'; exit 0;; '
+        "esac\nexec sleep 60\n"
+    )
+    stub.chmod(0o755)
+    return str(stub)

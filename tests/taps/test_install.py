@@ -1,0 +1,98 @@
+"""`install_all`: lazy (imports no tracker), per package name, and one hook per tap."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from trainmeter.agent import taps
+from trainmeter.agent.taps import tensorboard as tb_tap
+
+TRACKERS = [
+    "wandb",
+    "mlflow",
+    "transformers",
+    "lightning",
+    "pytorch_lightning",
+    "tensorboardX",
+    "torch",
+    "torch.utils.tensorboard",
+]
+
+
+def test_install_imports_no_tracker() -> None:
+    code = textwrap.dedent(
+        f"""
+        import json, sys
+        from trainmeter.agent import taps
+        names = taps.install_all()
+        print(json.dumps({{"names": names,
+                          "imported": [m for m in {TRACKERS!r} if m in sys.modules]}}))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    answer = json.loads(done.stdout)
+    assert answer == {
+        "names": ["wandb", "tensorboard", "mlflow", "transformers", "lightning"],
+        "imported": [],
+    }
+
+
+def test_attaches_when_the_user_imports_the_tracker(tmp_path: Path) -> None:
+    """tensorboardX is not installed here: a stand-in package shows the hook fires on import."""
+    package = tmp_path / "tensorboardX"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .writer import SummaryWriter\n")
+    (package / "writer.py").write_text(
+        "class SummaryWriter:\n"
+        "    def add_scalar(self, tag, scalar_value, global_step=None):\n"
+        "        return ('written', tag, scalar_value)\n"
+        "    def add_scalars(self, main_tag, tag_scalar_dict, global_step=None):\n"
+        "        return None\n"
+    )
+    code = textwrap.dedent(
+        """
+        import json, sys
+        from trainmeter.agent import taps
+        taps.install_all()
+        import tensorboardX
+        marked = getattr(tensorboardX.SummaryWriter.add_scalar, "__trainmeter_tap__", None)
+        out = tensorboardX.SummaryWriter().add_scalar("loss", 0.5, 3)
+        print(json.dumps({"marked": marked, "out": list(out)}))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=tmp_path,
+    )
+    assert json.loads(done.stdout) == {"marked": "tensorboard", "out": ["written", "loss", 0.5]}
+
+
+def test_both_lightning_package_names() -> None:
+    pl_new = pytest.importorskip("lightning.pytorch")
+    pl_old = pytest.importorskip("pytorch_lightning")
+    taps.install_all()
+    for package in (pl_new, pl_old):
+        assert getattr(package.LightningModule.log, "__trainmeter_tap__", None) == "lightning"
+    taps.uninstall_all()
+    assert not hasattr(pl_new.LightningModule.log, "__trainmeter_tap__")
+
+
+def test_install_twice_wraps_once() -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    taps.install_all()
+    taps.install_all()
+    assert len(tb_tap.TAP.patched) == 2  # add_scalar and add_scalars, not four
+    assert not hasattr(SummaryWriter.add_scalar.__wrapped__, "__trainmeter_tap__")

@@ -1,0 +1,213 @@
+"""The silent-python watcher on real processes: each reason a Python runs without the agent."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from trainmeter.supervisor.silent_pythons import (
+    SilentPythonWatcher,
+    bootstrap_dir,
+    interpreter_flags,
+    is_python,
+)
+
+SLEEP = "import time; time.sleep(60)"
+
+
+def agent_env(**extra: str) -> dict[str, str]:
+    """What `tm` gives its child: the bootstrap first on PYTHONPATH (no socket needed here)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINMETER_")}
+    env["PYTHONPATH"] = bootstrap_dir()
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def spawn() -> Iterator:
+    started: list[subprocess.Popen] = []
+
+    def start(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        proc = subprocess.Popen(argv, env=env or agent_env(), stdin=subprocess.DEVNULL)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait()
+
+
+def later(seconds: float = 30.0):
+    """A clock that runs ahead, so the grace periods are over without waiting for them."""
+    return lambda: time.time() + seconds
+
+
+def watch(watcher: SilentPythonWatcher, tree: list[int], hello: set[int] = frozenset()) -> list:
+    """Ticks until the background diagnoses are in (a tick never waits for them itself)."""
+    facts = watcher.tick(tree, set(hello))
+    watcher.wait_for_diagnoses()
+    return facts + watcher.tick(tree, set(hello))
+
+
+def children_of(pid: int) -> list[int]:
+    import psutil
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        kids = [p.pid for p in psutil.Process(pid).children()]
+        if kids:
+            return kids
+        time.sleep(0.05)
+    raise AssertionError(f"pid {pid} started no child")
+
+
+# ---- the pure parts ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cmdline", "flags"),
+    [
+        (["python3", "-uI", "train.py", "-E"], {"u", "I"}),  # -E after the script is the script's
+        (["python", "-W", "ignore", "-S", "t.py"], {"S"}),  # -W takes the next word
+        (["python", "-Wignore", "-E", "t.py"], {"E"}),
+        (["python", "-c", "pass", "-I"], set()),
+        (["python", "-Bm", "torch.distributed.run", "-I"], {"B"}),
+        (["python", "--check-hash-based-pycs", "never", "-s", "x.py"], {"s"}),
+        (["python", "-X", "dev", "-I", "x.py"], {"I"}),
+    ],
+)
+def test_interpreter_flags(cmdline: list[str], flags: set[str]) -> None:
+    assert interpreter_flags(cmdline) == flags
+
+
+def test_is_python() -> None:
+    assert is_python("/usr/bin/python3.11", [])
+    assert is_python("", ["/venv/bin/python", "x.py"])  # exe unreadable: argv[0] decides
+    assert is_python("/opt/py/bin/python3.13t", [])
+    assert not is_python("/bin/bash", ["bash", "run.sh"])
+    assert not is_python("/usr/bin/pythonista-helper", [])
+
+
+# ---- real processes ------------------------------------------------------------------------
+
+
+def test_isolated_python_reported_once(spawn) -> None:
+    a = spawn([sys.executable, "-I", "-c", SLEEP])
+    b = spawn([sys.executable, "-I", "-c", SLEEP])
+    watcher = SilentPythonWatcher(agent_env(), clock=later())
+    facts = watch(watcher, [a.pid, b.pid])
+    assert len(facts) == 1  # the same reason for both: said once
+    (fact,) = facts
+    assert fact["key"] == "observe_only" and fact["source"] == "detected"
+    assert fact["value"].startswith("python started with -I")
+    assert fact["note"].startswith(f"pid {a.pid}: {sys.executable} -I -c")
+    assert watcher.tick([a.pid, b.pid], set()) == []
+
+
+def test_no_site_python(spawn) -> None:
+    proc = spawn([sys.executable, "-S", "-c", SLEEP])
+    facts = watch(SilentPythonWatcher(agent_env(), clock=later()), [proc.pid])
+    assert len(facts) == 1
+    assert facts[0]["value"].startswith("python started with -S (no site module")
+
+
+def test_environment_without_pythonpath(spawn) -> None:
+    env = agent_env()
+    del env["PYTHONPATH"]
+    proc = spawn([sys.executable, "-c", SLEEP], env=env)
+    facts = watch(SilentPythonWatcher(agent_env(), clock=later()), [proc.pid])
+    assert len(facts) == 1
+    assert "did not inherit tm's PYTHONPATH" in facts[0]["value"]
+
+
+def test_disabled_agent(spawn) -> None:
+    proc = spawn([sys.executable, "-c", SLEEP], env=agent_env(TRAINMETER_DISABLE="1"))
+    facts = watch(SilentPythonWatcher(agent_env(), clock=later()), [proc.pid])
+    assert [f["value"] for f in facts] == [
+        "TRAINMETER_DISABLE=1 in its environment: the agent stays off"
+    ]
+
+
+def test_python_without_trainmeter(spawn, bare_venv: Path) -> None:
+    python = str(bare_venv / "bin" / "python")
+    proc = spawn([python, "-c", SLEEP])
+    facts = watch(SilentPythonWatcher(agent_env(), clock=later()), [proc.pid])
+    assert len(facts) == 1
+    assert facts[0]["value"].startswith(f"trainmeter is not importable from {python}")
+
+
+def test_python_too_old(spawn, old_python: str) -> None:
+    proc = spawn([old_python, "-c", SLEEP])
+    facts = watch(SilentPythonWatcher(agent_env(), clock=later()), [proc.pid])
+    assert len(facts) == 1
+    assert "is older than 3.10" in facts[0]["value"]
+
+
+def test_young_python_waits_for_its_grace(spawn) -> None:
+    proc = spawn([sys.executable, "-I", "-c", SLEEP])
+    now = [time.time()]
+    watcher = SilentPythonWatcher(agent_env(), clock=lambda: now[0])
+    assert watcher.tick([proc.pid], set()) == []  # just started: it may still say hello
+    now[0] += 2.5
+    assert len(watcher.tick([proc.pid], set())) == 1
+
+
+def test_pythons_that_said_hello_and_their_forks_are_quiet(spawn) -> None:
+    # a parent that forks (like a DataLoader worker): the child runs without a new interpreter
+    code = "import os, time\nif os.fork() == 0:\n    time.sleep(60)\nelse:\n    time.sleep(60)"
+    parent = spawn([sys.executable, "-c", code])
+    (child,) = children_of(parent.pid)
+    asked: list[str] = []
+    watcher = SilentPythonWatcher(
+        agent_env(), clock=later(), diagnose=lambda exe, env: asked.append(exe)
+    )
+    assert watch(watcher, [parent.pid, child], {parent.pid}) == []
+    assert asked == []  # judged without asking the interpreter anything
+
+
+def test_unknown_reason_only_when_nobody_said_hello(spawn) -> None:
+    proc = spawn([sys.executable, "-c", SLEEP])  # a Python that would load the agent fine
+    quiet = SilentPythonWatcher(agent_env(), clock=later(5))
+    assert watch(quiet, [proc.pid]) == []  # 5 s: not long enough to call it unknown
+    late = SilentPythonWatcher(agent_env(), clock=later(30))
+    (fact,) = watch(late, [proc.pid])
+    assert fact["value"].startswith(
+        "a Python ran over 10 s without the agent saying hello, for no reason tm can see"
+    )
+    other = spawn([sys.executable, "-c", SLEEP])
+    elsewhere = SilentPythonWatcher(agent_env(), clock=later(30))
+    assert watch(elsewhere, [other.pid, proc.pid], {other.pid}) == []
+
+
+def test_root_that_is_not_python(spawn) -> None:
+    shell = spawn(["/bin/sh", "-c", "sleep 60; true"])
+    now = [time.time()]
+    watcher = SilentPythonWatcher(agent_env(), clock=lambda: now[0])
+    assert watcher.tick([shell.pid], set()) == []
+    now[0] += 3.5
+    (fact,) = watcher.tick([shell.pid], set())
+    assert fact["value"].startswith("the command is not a Python program (sh)")
+    assert fact["note"] == f"pid {shell.pid}: /bin/sh -c sleep 60; true"
+    assert watcher.tick([shell.pid], set()) == []
+
+
+def test_shell_root_with_a_python_under_it_is_not_reported(spawn) -> None:
+    shell = spawn(["/bin/sh", "-c", f"{sys.executable} -c '{SLEEP}'; true"])
+    (python,) = children_of(shell.pid)
+    watcher = SilentPythonWatcher(agent_env(), clock=later())
+    assert watch(watcher, [shell.pid, python], {python}) == []
+
+
+def test_shell_root_over_a_silent_python_names_only_the_python(spawn) -> None:
+    shell = spawn(["/bin/sh", "-c", f"{sys.executable} -I -c '{SLEEP}'; true"])
+    (python,) = children_of(shell.pid)
+    watcher = SilentPythonWatcher(agent_env(), clock=later())
+    facts = watch(watcher, [shell.pid, python])
+    assert [f["value"][:22] for f in facts] == ["python started with -I"]
