@@ -1,0 +1,239 @@
+"""Parsing `tm [options] script.py [args]` and `tm [options] -- command ...`.
+
+Why a hand-written parser rather than argparse: everything after the script name belongs to the
+script (`tm train.py --lr 3` must pass `--lr` on, even where it clashes with one of ours), a bad
+value must be one clear line and exit 2 before anything starts, and `tm`'s start-up cost matters
+(argparse pulls in gettext and friends). Declared facts accept SI suffixes (20B, 1.5e9, 300M, 2k)
+and are parsed with `Decimal` so that `2.3k` is 2300 and not 2299.9999999999995.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+CONVENTIONS = ("titan", "megatron", "hf", "all_params")
+
+_SI = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
+_HINT = "(use 20B, 1.5e9, 300M)"
+
+USAGE = """\
+usage: tm [options] script.py [script args]     run a Python training script and watch it
+       tm [options] -m module [args]            the same for `python -m module`
+       tm [options] -- command [args]           any command: torchrun, a shell script, ...
+       tm summary [RUN] [--json]                a finished run's summary, replayed from its log
+       tm doctor | hardware | attach PID        what tm can see here, the node, a running PID
+
+options (before the script or command):
+  --budget-tokens N   --budget-steps N   --budget-flops N      the budget, for progress and ETA
+  --tokens-per-step N --flops-per-token N                      declared throughput facts
+  --convention {titan,megatron,hf,all_params}                  the FLOPs convention for MFU
+  --params N  --embedding-params N  --layers N  --d-model N  --seq-len N  --dp N
+  --plan-mfu F (0.4 or 40%)  --plan-hours H                    the plan, compared with the run
+  --peak-tflops X --peak-source TEXT                           a declared dense peak per GPU
+  --name NAME  --gpus 0,1  --port N  --no-web  --no-agent  --no-tap  -q/--quiet
+  --version  -h/--help
+numbers accept SI suffixes: 20B, 1.5e9, 300M, 2k
+"""
+
+
+class UsageError(Exception):
+    """A command line `tm` will not start from. The message is the one line the user sees."""
+
+
+class RunOptions:
+    """What `tm` was asked to run, and the facts the user declared about it.
+
+    A plain class, not a dataclass: importing dataclasses costs `tm` some 5 ms at every start.
+    """
+
+    def __init__(self) -> None:
+        self.command: list[str] = []
+        self.name: str | None = None
+        self.declared: dict[str, Any] = {}  # fact key -> value
+        self.notes: dict[str, str] = {}  # fact key -> note (the peak's source)
+        self.gpus: str | None = None
+        self.port: int | None = None
+        self.web = True
+        self.agent = True
+        self.tap = True
+        self.quiet = False
+        self.script: str | None = None  # the Python script, when `tm script.py` was used
+        self.show: str | None = None  # "help" or "version": print and exit 0
+
+    @property
+    def default_name(self) -> str:
+        """The run's name: --name, else the script's stem, else the command's basename."""
+        if self.name:
+            return self.name
+        if self.script:
+            return _stem(self.script)
+        if len(self.command) >= 3 and self.command[1] == "-m":
+            return self.command[2].rsplit(".", 1)[-1]
+        for word in self.command[1:]:
+            if word.endswith(".py") and not word.startswith("-"):
+                return _stem(word)  # `torchrun ... train.py` is the train run
+        return os.path.basename(self.command[0]) if self.command else "run"
+
+
+def _stem(path: str) -> str:
+    base = os.path.basename(path.rstrip("/"))
+    return base[:-3] if base.endswith(".py") else base
+
+
+def parse_si(flag: str, text: str) -> Decimal:
+    """A non-negative number with an optional SI suffix (case-insensitive K/M/B/G/T)."""
+    match = _NUMBER.match(text)
+    if not match:
+        raise UsageError(f"{flag}: {text!r} is not a number {_HINT}")
+    try:
+        value = Decimal(match.group(1)) * _SI[match.group(2).lower()]
+    except InvalidOperation:
+        raise UsageError(f"{flag}: {text!r} is not a number {_HINT}") from None
+    if not value.is_finite():
+        raise UsageError(f"{flag}: {text!r} is not a finite number")
+    return value
+
+
+def parse_count(flag: str, text: str, *, allow_zero: bool = False) -> int:
+    """A whole number such as a parameter count or a layer count."""
+    value = parse_si(flag, text)
+    if value != value.to_integral_value():
+        raise UsageError(f"{flag}: {text!r} is not a whole number")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UsageError(f"{flag}: {text!r} must be {'0 or more' if allow_zero else 'above 0'}")
+    return int(value)
+
+
+def parse_amount(flag: str, text: str) -> float:
+    """A positive real number such as FLOPs, hours or TFLOP/s."""
+    value = parse_si(flag, text)
+    if value <= 0:
+        raise UsageError(f"{flag}: {text!r} must be above 0")
+    return float(value)
+
+
+def parse_fraction(flag: str, text: str) -> float:
+    """A fraction in (0, 1], written 0.4 or 40%."""
+    stripped = text.strip()
+    percent = stripped.endswith("%")
+    body = stripped[:-1] if percent else stripped
+    try:
+        value = Decimal(body.strip())
+    except InvalidOperation:
+        raise UsageError(f"{flag}: {text!r} is not a fraction (use 0.4 or 40%)") from None
+    if not value.is_finite():
+        raise UsageError(f"{flag}: {text!r} is not a fraction (use 0.4 or 40%)")
+    if percent:
+        value /= 100
+    if not 0 < value <= 1:
+        raise UsageError(f"{flag}: {text!r} must be between 0 and 1 (use 0.4 or 40%)")
+    return float(value)
+
+
+# flag -> (fact key, parser)
+_FACT_FLAGS = {
+    "--budget-tokens": ("budget_tokens", parse_count),
+    "--budget-steps": ("budget_steps", parse_count),
+    "--budget-flops": ("budget_flops", parse_amount),
+    "--tokens-per-step": ("tokens_per_step", parse_count),
+    "--flops-per-token": ("flops_per_token", parse_amount),
+    "--params": ("n_params", parse_count),
+    "--embedding-params": ("n_embedding_params", lambda f, t: parse_count(f, t, allow_zero=True)),
+    "--layers": ("n_layers", parse_count),
+    "--d-model": ("d_model", parse_count),
+    "--seq-len": ("seq_len", parse_count),
+    "--dp": ("dp", parse_count),
+    "--plan-mfu": ("plan_mfu", parse_fraction),
+    "--plan-hours": ("plan_hours", parse_amount),
+}
+_VALUE_FLAGS = {"--convention", "--peak-tflops", "--peak-source", "--name", "--gpus", "--port"}
+_SWITCHES = {
+    "--no-web": "web",
+    "--no-agent": "agent",
+    "--no-tap": "tap",
+}
+
+
+def _parse_value_flag(opts: RunOptions, flag: str, value: str) -> None:
+    if flag in _FACT_FLAGS:
+        key, parser = _FACT_FLAGS[flag]
+        opts.declared[key] = parser(flag, value)
+    elif flag == "--convention":
+        if value not in CONVENTIONS:
+            raise UsageError(f"--convention: {value!r} is not one of {', '.join(CONVENTIONS)}")
+        opts.declared["convention"] = value
+    elif flag == "--peak-tflops":
+        # FLOP/s per GPU, from TFLOP/s: 989.5 -> 9.895e14
+        opts.declared["peak_flops"] = parse_amount(flag, value) * 1e12
+    elif flag == "--peak-source":
+        if not value.strip():
+            raise UsageError("--peak-source: say where the peak comes from (a datasheet line)")
+        opts.notes["peak_flops"] = value.strip()
+    elif flag == "--name":
+        if not value.strip():
+            raise UsageError("--name: the name is empty")
+        opts.name = value
+    elif flag == "--gpus":
+        if not re.fullmatch(r"\s*[\w-]+(\s*,\s*[\w-]+)*\s*", value):
+            raise UsageError(f"--gpus: {value!r} is not a list of GPU indices or UUIDs (0,1)")
+        opts.gpus = value.replace(" ", "")
+    elif flag == "--port":
+        if not value.isdigit() or not 0 < int(value) < 65536:
+            raise UsageError(f"--port: {value!r} is not a port number (1-65535)")
+        opts.port = int(value)
+
+
+def parse_run_args(argv: list[str], python: str | None = None) -> RunOptions:
+    """Options up to the script (or `--`), then the command. Raises `UsageError`."""
+    python = python or sys.executable
+    opts = RunOptions()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            opts.command = list(argv[i + 1 :])
+            if not opts.command:
+                raise UsageError("nothing to run after '--'")
+            break
+        if arg in ("-h", "--help"):
+            opts.show = "help"
+            return opts
+        if arg == "--version":
+            opts.show = "version"
+            return opts
+        if arg == "-m":
+            if i + 1 >= len(argv):
+                raise UsageError("-m: which module? (tm -m package.module args)")
+            opts.command = [python, "-m", *argv[i + 1 :]]
+            break
+        if not arg.startswith("-") or arg == "-":
+            opts.script = arg
+            opts.command = [python, *argv[i:]]
+            break
+        flag, eq, inline = arg.partition("=")
+        if flag in ("-q", "--quiet") and not eq:
+            opts.quiet = True
+        elif flag in _SWITCHES and not eq:
+            setattr(opts, _SWITCHES[flag], False)
+        elif flag in _FACT_FLAGS or flag in _VALUE_FLAGS:
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            else:
+                raise UsageError(f"{flag}: needs a value")
+            _parse_value_flag(opts, flag, value)
+        else:
+            raise UsageError(f"unknown option {arg!r} (options go before the script; see tm --help)")
+        i += 1
+    if not opts.command:
+        raise UsageError("nothing to run: tm script.py [args], or tm [options] -- command")
+    if ("peak_flops" in opts.declared) != ("peak_flops" in opts.notes):
+        raise UsageError("--peak-tflops and --peak-source go together: say where the peak is from")
+    return opts

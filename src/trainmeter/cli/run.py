@@ -1,0 +1,55 @@
+"""`tm script.py [args]` and `tm [options] -- command`: run a training command under watch.
+
+This module is what `tm` imports on every run, so it imports only the argument parser up front;
+the supervisor (sockets, threads, the engine) is imported once we know there is something to run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .args import USAGE, RunOptions, UsageError, parse_run_args
+
+
+def passthrough(opts: RunOptions) -> int:
+    """Already inside a `tm` run (TRAINMETER_SOCKET is set): run the command untouched.
+
+    The outer `tm` watches it already; a second run directory would count everything twice.
+    """
+    command = opts.command
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvp(command[0], command)
+    except FileNotFoundError:
+        print(f"tm: {command[0]}: command not found", file=sys.stderr)
+        return 127
+    except OSError as exc:
+        print(f"tm: {command[0]}: cannot run ({exc.strerror})", file=sys.stderr)
+        return 126
+    return 0  # not reached: exec replaced this process
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(USAGE, end="", file=sys.stderr)
+        return 2
+    try:
+        opts = parse_run_args(argv)
+    except UsageError as exc:
+        print(f"tm: {exc}", file=sys.stderr)
+        return 2
+    if opts.show == "help":
+        print(USAGE, end="")
+        return 0
+    if opts.show == "version":
+        from .. import __version__
+
+        print(f"tm {__version__}")
+        return 0
+    if os.environ.get("TRAINMETER_SOCKET"):
+        return passthrough(opts)
+    from ..supervisor.session import supervise
+
+    return supervise(opts)

@@ -1,0 +1,74 @@
+"""`tm summary [RUN] [--json]`: a finished (or crashed) run's summary, rebuilt from its log.
+
+The summary is replayed from `events.jsonl`, not read from `summary.json`, so it works for a run
+that crashed before writing one and for logs written by an older version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+USAGE = """\
+usage: tm summary [RUN] [--json]
+  RUN     a run directory, or a name or prefix under .trainmeter/runs (default: the latest)
+  --json  print the snapshot as JSON (what summary.json holds)
+"""
+
+
+def main(argv: list[str]) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `tm summary | head`: the reader left, which is fine
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 0
+
+
+def _main(argv: list[str]) -> int:
+    spec: str | None = None
+    as_json = False
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            print(USAGE, end="")
+            return 0
+        if arg == "--json":
+            as_json = True
+        elif arg.startswith("-"):
+            print(f"tm summary: unknown option {arg!r}", file=sys.stderr)
+            return 2
+        elif spec is None:
+            spec = arg
+        else:
+            print(f"tm summary: one run at a time ({spec!r} and {arg!r})", file=sys.stderr)
+            return 2
+
+    from ..supervisor.replay import RunNotFound, replay, resolve_run
+
+    try:
+        run_dir = resolve_run(spec)
+        result = replay(run_dir / "events.jsonl")
+    except RunNotFound as exc:
+        print(f"tm summary: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"tm summary: cannot read the run log ({exc})", file=sys.stderr)
+        return 1
+    notes = []
+    if result.bad:
+        reasons = ", ".join(f"{n} {why}" for why, n in sorted(result.bad_reasons.items()))
+        notes.append(f"{result.bad} of {result.lines} lines skipped ({reasons})")
+    if not result.finished:
+        notes.append("no run.end in the log: the run did not finish cleanly, or is still running")
+    for note in notes:
+        print(f"tm summary: {note}", file=sys.stderr)
+    if as_json:
+        print(json.dumps(result.snapshot, allow_nan=False, indent=2), flush=True)
+        return 0
+    from ..views.terminal import summary_text
+
+    print(summary_text(result.snapshot, str(run_dir)), flush=True)
+    return 0

@@ -1,0 +1,151 @@
+"""Starting the training command and waiting for it, with the terminal and signals intact.
+
+- The child inherits stdin, stdout and stderr untouched (no pipes: progress bars, colours and
+  `pdb` keep working) and stays in `tm`'s process group, so Ctrl-C (SIGINT to the foreground
+  group) reaches it directly. `tm` catches SIGINT with a handler that does nothing, rather than
+  SIG_IGN: a caught signal is reset to the default in the child by exec, an ignored one would be
+  inherited and the child's Ctrl-C would stop working.
+- SIGTERM, SIGHUP and SIGQUIT sent to `tm` are forwarded to the child (a job scheduler signals
+  the process it started, which is `tm`), and `tm` never exits before the child does.
+- The exit status is the child's, 128+N when a signal N killed it (invariant 9); a command that
+  cannot be started is 127 (not found) or 126 (not executable), as a shell says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+BOOTSTRAP_DIR = "agent/bootstrap"
+
+
+class LaunchError(Exception):
+    """The command could not be started. `status` is what `tm` exits with."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class ChildExit(NamedTuple):
+    status: int  # what `tm` returns
+    signal: int | None  # the signal that killed the child, if one did
+
+
+def bootstrap_path() -> str:
+    """Where the agent's sitecustomize lives, in the installed package."""
+    import trainmeter
+
+    return str(Path(trainmeter.__file__).resolve().parent / BOOTSTRAP_DIR)
+
+
+def child_env(
+    base: dict[str, str] | os._Environ,
+    socket_path: str | None,
+    *,
+    agent: bool = True,
+    tap: bool = True,
+) -> dict[str, str]:
+    """The training command's environment: the user's, plus how to reach `tm`."""
+    env = dict(base)
+    if socket_path is not None:
+        env["TRAINMETER_SOCKET"] = socket_path
+    if agent and socket_path is not None:
+        old = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = bootstrap_path() + (os.pathsep + old if old else "")
+    if not tap:
+        env["TRAINMETER_NO_TAP"] = "1"
+    return env
+
+
+def exit_status(returncode: int) -> ChildExit:
+    """Popen's returncode as a shell reports it: -N (killed by signal N) becomes 128+N."""
+    if returncode < 0:
+        return ChildExit(128 - returncode, -returncode)
+    return ChildExit(returncode, None)
+
+
+def check_script(command: list[str], script: str | None) -> None:
+    """`tm train.py` for a train.py that is not there: say so now, as a shell would (127)."""
+    if script is not None and script != "-" and not os.path.exists(script):
+        raise LaunchError(127, f"tm: {script}: no such file")
+
+
+class Launcher:
+    """Runs one command. Use `with launcher.signals():` around `start()` and `wait()`."""
+
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        self.command = command
+        self.env = env
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._pending: list[int] = []
+        self.forwarded: list[int] = []
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def _on_forwarded(self, signum: int, _frame: object) -> None:
+        proc = self.proc
+        if proc is None or proc.returncode is not None:
+            self._pending.append(signum)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signum)
+        self.forwarded.append(signum)
+
+    @staticmethod
+    def _on_interrupt(_signum: int, _frame: object) -> None:
+        """Ctrl-C went to the whole foreground group: the child has it; `tm` waits for it."""
+
+    @contextlib.contextmanager
+    def signals(self) -> Iterator[None]:
+        """Install the handlers for the child's lifetime, then put back what was there."""
+        previous: dict[int, object] = {}
+        try:
+            for signum in (signal.SIGINT, *FORWARDED):
+                if signal.getsignal(signum) is signal.SIG_IGN:
+                    continue  # `nohup tm ...`, `tm ... &`: the child inherits the ignore, as usual
+                handler = self._on_interrupt if signum == signal.SIGINT else self._on_forwarded
+                previous[signum] = signal.signal(signum, handler)
+        except ValueError:  # not the main thread: leave signals alone
+            pass
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                with contextlib.suppress(ValueError, TypeError):
+                    signal.signal(signum, handler)  # type: ignore[arg-type]
+
+    def start(self) -> int:
+        """Start the command; raise `LaunchError` when it cannot be started. Returns its pid."""
+        try:
+            self.proc = subprocess.Popen(self.command, env=self.env)
+        except FileNotFoundError:
+            raise LaunchError(127, f"tm: {self.command[0]}: command not found") from None
+        except PermissionError:
+            raise LaunchError(126, f"tm: {self.command[0]}: permission denied") from None
+        except OSError as exc:
+            raise LaunchError(126, f"tm: {self.command[0]}: cannot run ({exc.strerror})") from None
+        for signum in self._pending:  # a SIGTERM that came while we were starting it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signum)
+            self.forwarded.append(signum)
+        self._pending.clear()
+        return self.proc.pid
+
+    def wait(self) -> ChildExit:
+        """Wait for the child however many signals arrive meanwhile (PEP 475 retries)."""
+        assert self.proc is not None
+        while True:
+            try:
+                return exit_status(self.proc.wait())
+            except KeyboardInterrupt:  # only if someone restored Python's default handler
+                continue

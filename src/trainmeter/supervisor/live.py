@@ -1,0 +1,151 @@
+"""The live loop: what `tm` records on its own while the training runs.
+
+Every `interval` seconds it takes one sample from each sampler (GPU, process tree, node),
+asks the silent-python watcher whether a Python in the tree runs without the agent, records the
+ingest socket's drop count when it grows, appends each alert the engine newly raises, and
+flushes the log (at least once a second: a crash loses at most that). Each part that fails is
+switched off with one warning; the loop itself never stops the run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .recorder import Recorder
+
+Warn = Callable[[str, str], None]
+
+
+class LiveLoop:
+    """A daemon thread around `tick()`; `tick()` is public so tests can drive it directly."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        warn: Warn,
+        *,
+        samplers: list[Any] | None = None,
+        watcher: Any = None,
+        tree: Callable[[], list[int]] | None = None,
+        dropped: Callable[[], int] | None = None,
+        interval: float = 1.0,
+        setup: Callable[[LiveLoop], None] | None = None,
+    ) -> None:
+        self.recorder = recorder
+        self.warn = warn
+        self.samplers = list(samplers or [])
+        self.watcher = watcher
+        self.tree = tree or (lambda: [])
+        self.dropped = dropped
+        self.interval = interval
+        self.setup = setup
+        self.ready = setup is None  # setup done: samplers and watcher in place
+        self.ticks = 0
+        self._reported_dropped = 0
+        self._alerts_seen: set[tuple[Any, Any]] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="trainmeter-live", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        if self.setup is not None:
+            try:
+                self.setup(self)  # imports and NVML start here, not on the way to wait()
+            except Exception as exc:  # noqa: BLE001
+                self.warn("live:setup", f"live watching failed to start ({exc!r})")
+            self.ready = True
+            if self._stop.is_set():
+                return
+            self.tick()
+        while not self._stop.wait(min(self.interval, 1.0)):
+            self.tick()
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop ticking; True when the thread ended within `timeout`.
+
+        A thread still setting up (importing, starting NVML) when a short run ends is not waited
+        for: it is a daemon, and the recorder is sealed after `run.end`, so nothing it does can
+        reach the log. This keeps `tm`'s fixed cost off a short run.
+        """
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=timeout if self.ready else 0.0)
+            return not self._thread.is_alive()
+        return True
+
+    # ---- one round ---------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        self.ticks += 1
+        for step in (self._sample, self._watch, self.record_dropped, self._alerts):
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - nothing here may stop the run
+                self.warn(f"live:{step.__name__}", f"live loop: {step.__name__} failed: {exc!r}")
+        self.recorder.flush()
+
+    def _sample(self) -> None:
+        for sampler in list(self.samplers):
+            kind = getattr(sampler, "kind", None)
+            try:
+                d = sampler.sample()
+            except Exception as exc:  # noqa: BLE001 - the contract says never, but be sure
+                self.samplers.remove(sampler)
+                self.warn(f"sampler:{kind}", f"the {kind} sampler failed and is off: {exc!r}")
+                continue
+            if isinstance(d, dict) and isinstance(kind, str):
+                self.recorder.write_tm(kind, d)
+
+    def _watch(self) -> None:
+        if self.watcher is None:
+            return
+        try:
+            facts = self.watcher.tick(self.tree(), self.recorder.hello_pid_set())
+        except Exception as exc:  # noqa: BLE001
+            self.watcher = None
+            self.warn("silent_pythons", f"the silent-python watcher failed and is off: {exc!r}")
+            return
+        for d in facts or []:
+            if isinstance(d, dict) and isinstance(d.get("key"), str):
+                self.recorder.write_tm("fact", d)
+
+    def record_dropped(self) -> None:
+        """The fact `ingest_dropped` each time the count of malformed lines has grown."""
+        if self.dropped is None:
+            return
+        count = int(self.dropped())
+        if count > self._reported_dropped:
+            self._reported_dropped = count
+            self.recorder.write_tm(
+                "fact",
+                {
+                    "key": "ingest_dropped",
+                    "value": count,
+                    "source": "measured",
+                    "note": "lines at the ingest socket that were not records",
+                },
+            )
+
+    def _alerts(self) -> None:
+        snap = self.recorder.snapshot(now=time.monotonic())
+        for alert in snap.get("alerts") or []:
+            if not isinstance(alert, dict):
+                continue
+            key = (alert.get("kind"), alert.get("message"))
+            if key in self._alerts_seen:
+                continue
+            self._alerts_seen.add(key)
+            self.recorder.write_tm("alert", dict(alert))
+
+    def close_samplers(self) -> None:
+        for sampler in self.samplers:
+            try:
+                sampler.close()
+            except Exception:  # noqa: BLE001
+                pass

@@ -1,0 +1,75 @@
+"""The other engineers' parts the supervisor uses, loaded late and behind a guard.
+
+`tm` must run the training even when the engine, a sampler or the silent-python watcher is
+missing or broken (invariant 9), and it must start fast, so each part is imported only once the
+child is running, and each failure is one warning on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Warn = Callable[[str, str], None]
+
+
+def load_engine_factory(warn: Warn) -> tuple[Callable[[], Any] | None, str | None]:
+    """The `Engine` class, or None and the reason."""
+    try:
+        from trainmeter.engine import Engine
+    except Exception as exc:  # noqa: BLE001
+        reason = f"the engine could not be loaded ({exc!r})"
+        warn("engine", f"{reason}; the run is logged but not summarized")
+        return None, reason
+    return Engine, None
+
+
+def make_engine(factory: Callable[[], Any] | None, warn: Warn) -> tuple[Any, str | None]:
+    if factory is None:
+        return None, "the engine could not be loaded"
+    try:
+        return factory(), None
+    except Exception as exc:  # noqa: BLE001
+        reason = f"the engine could not be built ({exc!r})"
+        warn("engine", f"{reason}; the run is logged but not summarized")
+        return None, reason
+
+
+def load_samplers(
+    root_pid: int, run_dir: Path | None, gpus: str | None, warn: Warn
+) -> list[Any]:
+    """`sources.default_samplers(...)`, or no samplers."""
+    try:
+        from trainmeter.sources import default_samplers
+
+        return list(default_samplers(root_pid=root_pid, run_dir=run_dir, gpus=gpus, env=os.environ))
+    except Exception as exc:  # noqa: BLE001
+        warn("samplers", f"no GPU/host/node samples: the samplers did not load ({exc!r})")
+        return []
+
+
+def load_watcher(warn: Warn, env: dict[str, str] | None = None) -> Any:
+    """The silent-python watcher (`supervisor/silent_pythons.py`), or None.
+
+    It is given the child's environment (PYTHONPATH with or without the agent), not tm's.
+    """
+    try:
+        from trainmeter.supervisor.silent_pythons import SilentPythonWatcher
+
+        return SilentPythonWatcher(env=env) if env is not None else SilentPythonWatcher()
+    except Exception as exc:  # noqa: BLE001
+        warn("silent_pythons", f"the silent-python watcher is off ({exc!r})")
+        return None
+
+
+def tree_pids(root_pid: int) -> list[int]:
+    """The child and its descendants now; just the child when psutil cannot say."""
+    try:
+        import psutil
+
+        root = psutil.Process(root_pid)
+        return [root_pid, *(p.pid for p in root.children(recursive=True))]
+    except Exception:  # noqa: BLE001 - the child may be gone already
+        return [root_pid]

@@ -1,0 +1,137 @@
+"""The one door every record goes through: log first, then the engine, in the same order.
+
+Invariant 6 promises that a replay of `events.jsonl` gives the live run's numbers. That holds only
+if the engine is fed exactly the records that were written, in the order they were written, and
+in the form a reader parses back. So both the ingest thread (records from the agents) and the
+live loop (records `tm` makes) go through `Recorder`, under one lock; `tm`'s own records are
+encoded and parsed back before they reach the engine, as a replay would see them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .. import records
+from .store import RunStore
+
+FLUSH_EVERY_S = 1.0
+
+
+def no_engine_snapshot(reason: str) -> dict[str, Any]:
+    """What stands in for a snapshot when the engine could not be loaded or built."""
+    return {"absent": {"engine": reason}, "warnings": [f"no engine: {reason}"]}
+
+
+class Recorder:
+    """Appends records to the store and feeds them to the engine. Never raises."""
+
+    def __init__(self, store: RunStore, warn: Callable[[str, str], None]) -> None:
+        self.store = store
+        self.warn = warn
+        self.pid = os.getpid()
+        self.engine: Any = None
+        self.engine_missing: str | None = None
+        self.feed_errors = 0
+        self.written = 0
+        self.hello_pids: set[int] = set()
+        self._before_engine: list[dict[str, Any]] | None = []
+        self.sealed = False
+        self._last_flush = time.monotonic()
+        self._lock = threading.Lock()
+
+    # ---- writing ---------------------------------------------------------------------------
+
+    def write_tm(self, kind: str, d: dict[str, Any], t: float | None = None) -> None:
+        """A record made by `tm` itself: src "tm", no rank, tm's pid, monotonic time."""
+        record = records.make(
+            kind, d, t=time.monotonic() if t is None else t, src="tm", rank=None, pid=self.pid
+        )
+        try:
+            line = records.encode(record)
+            parsed = records.decode(line)  # what a replay will see, tuples turned into lists
+        except records.RecordError as exc:
+            self.warn(f"encode:{kind}", f"a {kind} record could not be written ({exc})")
+            return
+        self.accept(line.encode("utf-8"), parsed)
+
+    def accept(self, line: bytes, record: dict[str, Any]) -> None:
+        """A decoded record and the exact line it came from (the ingest thread's entry)."""
+        with self._lock:
+            if self.sealed:
+                return
+            self.store.append(line)
+            self.written += 1
+            now = time.monotonic()
+            if now - self._last_flush >= FLUSH_EVERY_S:  # even if the live loop is stuck
+                self._last_flush = now
+                self.store.flush()
+            if record.get("kind") == "hello" and isinstance(record.get("pid"), int):
+                self.hello_pids.add(record["pid"])
+            if self._before_engine is not None:
+                self._before_engine.append(record)
+            else:
+                self._feed(record)
+
+    def _feed(self, record: dict[str, Any]) -> None:
+        if self.engine is None:
+            return
+        try:
+            self.engine.feed(record)
+        except Exception as exc:  # noqa: BLE001 - replay counts the same failures the same way
+            self.feed_errors += 1
+            self.warn("engine.feed", f"the engine failed on a {record.get('kind')} record: {exc!r}")
+
+    def attach_engine(self, engine: Any, missing: str | None = None) -> bool:
+        """Start feeding `engine`, first with everything recorded so far. None: no engine.
+
+        Only the first call counts (False after): a second engine would have missed records.
+        """
+        with self._lock:
+            if self._before_engine is None:
+                return False
+            self.engine = engine
+            self.engine_missing = missing if engine is None else None
+            backlog, self._before_engine = self._before_engine or [], None
+            for record in backlog:
+                self._feed(record)
+        return True
+
+    @property
+    def engine_attached(self) -> bool:
+        return self._before_engine is None
+
+    def seal(self) -> None:
+        """After `run.end`: nothing more is written or fed, whoever still tries."""
+        with self._lock:
+            self.sealed = True
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def snapshot(self, now: float | None = None) -> dict[str, Any]:
+        """The engine's snapshot, taken under the lock so no record is half fed."""
+        with self._lock:
+            if self.engine is None:
+                return no_engine_snapshot(self.engine_missing or "the engine is not loaded")
+            try:
+                snap = self.engine.snapshot(now=now)
+            except Exception as exc:  # noqa: BLE001
+                self.warn("engine.snapshot", f"the engine's snapshot failed: {exc!r}")
+                return no_engine_snapshot(f"the snapshot failed: {exc!r}")
+        return snap if isinstance(snap, dict) else no_engine_snapshot("snapshot is not a dict")
+
+    def hello_pid_set(self) -> set[int]:
+        with self._lock:
+            return set(self.hello_pids)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._last_flush = time.monotonic()
+            self.store.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self.store.close_events()

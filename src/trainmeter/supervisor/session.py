@@ -1,0 +1,268 @@
+"""One supervised run, start to end: the order of things is the contract.
+
+1. Run directory and ingest socket (each may fail: the training still runs, invariant 9).
+2. `run.start` and the declared facts, first in the log.
+3. Start the child; only then load the engine, the samplers and the watcher (start-up cost).
+4. Live loop until the child exits; then a short grace period for the agents' last datagrams.
+5. `ingest_dropped` if lines were dropped, `run.end` last; flush and close the log.
+6. `summary.json` from the engine that was fed exactly the logged records, then the summary line.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import __version__, records
+from ..cli.args import RunOptions
+from . import parts
+from .ingest import Ingest
+from .launcher import ChildExit, Launcher, LaunchError, check_script, child_env
+from .live import LiveLoop
+from .recorder import Recorder
+from .store import RunStore
+from .warn import WarnOnce
+
+
+def node_uptime_s() -> float | None:
+    """Seconds since the node booted: how long the rented machine has been paid for."""
+    try:
+        with open("/proc/uptime", encoding="ascii") as fh:
+            return float(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import psutil
+
+        return max(time.time() - psutil.boot_time(), 0.0)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+class Session:
+    """Holds the pieces of one run so each step can be guarded on its own."""
+
+    def __init__(
+        self,
+        opts: RunOptions,
+        *,
+        engine_factory: Callable[[], Any] | None = None,
+        samplers_factory: Callable[[int, Path | None], list[Any]] | None = None,
+        watcher: Any = None,
+        interval: float = 1.0,
+        grace_s: float = 0.3,
+        root: Path | None = None,
+        stderr=None,
+    ) -> None:
+        self.opts = opts
+        self.warn = WarnOnce(stderr)
+        self.stderr = stderr
+        self.engine_factory = engine_factory
+        self.samplers_factory = samplers_factory
+        self.watcher = watcher
+        self.interval = interval
+        self.grace_s = grace_s
+        self.root = root
+        self.name = opts.default_name
+        self.store: RunStore | None = None
+        self.recorder: Recorder | None = None
+        self.ingest: Ingest | None = None
+        self.live: LiveLoop | None = None
+        self.t0 = time.monotonic()
+        self.started_utc = datetime.now(timezone.utc)
+        self.final: dict[str, Any] | None = None
+        self.elapsed_s: float | None = None
+        self.child_env: dict[str, str] | None = None
+
+    # ---- 1 and 2 ----------------------------------------------------------------------------
+
+    def prepare(self) -> dict[str, str]:
+        """Store, recorder, socket, first records. Returns the child's environment."""
+        self.store = RunStore.create(self.name, self.warn, root=self.root, when=self.started_utc)
+        self.recorder = Recorder(self.store, self.warn)
+        try:
+            self.ingest = Ingest(self.recorder.accept)
+        except OSError as exc:
+            self.warn("ingest", f"no ingest socket ({exc}); the agent cannot report")
+        env = child_env(
+            os.environ,
+            self.ingest.path if self.ingest else None,
+            agent=self.opts.agent,
+            tap=self.opts.tap,
+        )
+        self.store.write_json("meta.json", self.meta())
+        self.recorder.write_tm("run.start", self.start_payload(), t=self.t0)
+        for key, value in self.opts.declared.items():
+            fact = {"key": key, "value": value, "source": "declared"}
+            if key in self.opts.notes:
+                fact["note"] = self.opts.notes[key]
+            self.recorder.write_tm("fact", fact)
+        self.recorder.flush()
+        if self.ingest is not None:
+            self.ingest.start()
+        return env
+
+    def start_payload(self) -> dict[str, Any]:
+        return {
+            "argv": records.redact_argv(self.opts.command),
+            "tm_version": __version__,
+            "name": self.name,
+            "declared": dict(self.opts.declared),
+            "declared_notes": dict(self.opts.notes),
+            "node_uptime_s": node_uptime_s(),
+            "unix_time": time.time(),
+            "hostname": socket.gethostname(),
+            "python": platform.python_version(),
+            "run_dir": str(self.store.path) if self.store and self.store.path else None,
+            "agent": self.opts.agent,
+            "tap": self.opts.tap,
+        }
+
+    def meta(self, end: dict[str, Any] | None = None) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "name": self.name,
+            "argv": records.redact_argv(self.opts.command),
+            "start_utc": self.started_utc.isoformat(timespec="seconds"),
+            "tm_version": __version__,
+            "hostname": socket.gethostname(),
+            "python": platform.python_version(),
+            "executable": sys.executable,
+            "run_dir": str(self.store.path) if self.store and self.store.path else None,
+            "declared": dict(self.opts.declared),
+            "declared_notes": dict(self.opts.notes),
+        }
+        if end:
+            meta.update(end)
+        return meta
+
+    # ---- 3 and 4 ----------------------------------------------------------------------------
+
+    def run_child(self, env: dict[str, str]) -> ChildExit:
+        self.child_env = env
+        launcher = Launcher(self.opts.command, env)
+        with launcher.signals():
+            try:
+                check_script(self.opts.command, self.opts.script)
+                pid = launcher.start()
+            except LaunchError as exc:
+                self.say(exc.message)
+                self._attach_engine()
+                return ChildExit(exc.status, None)
+            self._start_watching(pid)
+            child = launcher.wait()
+        return child
+
+    def _attach_engine(self) -> None:
+        if self.recorder is None or self.recorder.engine_attached:
+            return
+        factory, missing = (
+            (self.engine_factory, None)
+            if self.engine_factory is not None
+            else parts.load_engine_factory(self.warn)
+        )
+        engine, reason = parts.make_engine(factory, self.warn)
+        self.recorder.attach_engine(engine, missing or reason)
+
+    def _start_watching(self, pid: int) -> None:
+        """Start the live loop; its thread loads the engine, samplers and watcher itself."""
+        ingest = self.ingest
+        try:
+            self.live = LiveLoop(
+                self.recorder,
+                self.warn,
+                tree=lambda: parts.tree_pids(pid),
+                dropped=(lambda: ingest.dropped) if ingest is not None else None,
+                interval=self.interval,
+                setup=lambda live: self._set_up_live(live, pid),
+            )
+            self.live.start()
+        except Exception as exc:  # noqa: BLE001 - watching is optional, the child is not
+            self.warn("watch", f"live watching failed to start ({exc!r})")
+
+    def _set_up_live(self, live: LiveLoop, pid: int) -> None:
+        self._attach_engine()
+        run_dir = (self.store.path if self.store else None) or Path.cwd()
+        if self.samplers_factory is not None:
+            live.samplers = list(self.samplers_factory(pid, run_dir))
+        else:
+            live.samplers = parts.load_samplers(pid, run_dir, self.opts.gpus, self.warn)
+        if self.watcher is not None:
+            live.watcher = self.watcher
+        elif self.opts.agent:  # with --no-agent a Python without the agent is what was asked
+            live.watcher = parts.load_watcher(self.warn, self.child_env)
+
+    # ---- 5 and 6 ----------------------------------------------------------------------------
+
+    def finish(self, child: ChildExit) -> None:
+        if self.live is not None:
+            self.live.stop(timeout=0.1)
+        if self.ingest is not None:
+            self.ingest.settle(max_s=self.grace_s)
+            self.ingest.stop()
+        if self.live is not None:
+            self.live.record_dropped()
+            self.live.close_samplers()
+        elif self.ingest is not None and self.ingest.dropped:
+            LiveLoop(self.recorder, self.warn, dropped=lambda: self.ingest.dropped).record_dropped()
+        elapsed = time.monotonic() - self.t0
+        self.elapsed_s = elapsed
+        end = {"exit_status": child.status, "signal": child.signal, "elapsed_s": elapsed}
+        self.recorder.write_tm("run.end", end)
+        self.recorder.seal()
+        self.recorder.close()
+        self._attach_engine()
+        self.final = self.recorder.snapshot(now=None)
+        self.store.write_json("summary.json", self.final)
+        self.store.write_json(
+            "meta.json",
+            self.meta({"end_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), **end}),
+        )
+
+    def summary_line(self) -> str:
+        from ..views.terminal import summary_line
+
+        run_dir = self.store.path if self.store and not self.store.broken else None
+        return summary_line(self.final or {}, run_dir, self.elapsed_s)
+
+    def say(self, line: str) -> None:
+        try:
+            print(line, file=self.stderr or sys.stderr, flush=True)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def supervise(opts: RunOptions, **kwargs: Any) -> int:
+    """Run `opts.command` under `tm`. Returns the child's exit status whatever else fails."""
+    session = Session(opts, **kwargs)
+    env: dict[str, str] | None = None
+    try:
+        env = session.prepare()
+    except Exception as exc:  # noqa: BLE001 - the training runs even when tm's setup fails
+        session.warn("prepare", f"setup failed ({exc!r}); running the command unwatched")
+    if env is None:
+        env = child_env(os.environ, None, agent=False)
+    child = session.run_child(env)
+    try:
+        # a second Ctrl-C while the log is closed must not turn the child's status into 1
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        previous = None
+    try:
+        session.finish(child)
+        if not opts.quiet:
+            session.say(session.summary_line())
+    except Exception as exc:  # noqa: BLE001 - invariant 9: the status is the child's
+        session.warn("finish", f"the run summary failed ({exc!r})")
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    return child.status
+

@@ -1,0 +1,33 @@
+"""Warn once on stderr: a part of trainmeter that fails says so once and the run goes on.
+
+Invariant 1 and 9 mean a failing probe, sampler or disk never stops training nor changes the
+exit status; the user still deserves to know, but only once, not once a second.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+
+class WarnOnce:
+    """Prints `trainmeter: <message>` the first time a key is seen. Thread-safe, never raises."""
+
+    def __init__(self, stream=None) -> None:
+        self._stream = stream
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, key: str, message: str | None = None) -> None:
+        with self._lock:
+            if key in self._seen:
+                return
+            self._seen.add(key)
+        try:
+            stream = self._stream or sys.stderr
+            print(f"trainmeter: {message or key}", file=stream, flush=True)
+        except Exception:  # noqa: BLE001 - a closed stderr is no reason to stop a run
+            pass
+
+    def seen(self, key: str) -> bool:
+        return key in self._seen
