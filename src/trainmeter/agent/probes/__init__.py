@@ -1,0 +1,10 @@
+"""The agent's probes inside the training process: one probe a module, standard library only
+(plus the torch the user imported). `boot.attach_torch` installs them once torch is imported.
+
+- `steps`   optimizer steps, micro-batches, tokens and real tokens (the only hot-path probe)
+- `model`   N, E, frozen parameters, L, d, T, MoE experts, data-parallel degree
+- `phases`  data-loader waits, checkpoints, eval spans
+- `flops`   counted FLOPs of one real step (or, for a compiled model, of a fake-tensor copy)
+- `device`  the CUDA device, only when the user already initialized CUDA
+- `guard`   how a probe fails: off, one warning, the run goes on
+"""

@@ -1,0 +1,121 @@
+"""The agent's entry point inside every Python process `tm` starts (called by sitecustomize).
+
+`start()` says `hello` at once (so even a script that never imports torch is seen), then waits
+for the user's own `import torch` to attach the probes: importing torch ourselves would cost
+seconds and could change the run. Each probe attaches on its own; one that fails is left out of
+`probes`, warns once, and the run goes on. When torch attaches, `hello` is sent again with the
+probes that attached and the torch version; the engine unions the `probes` of every hello.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from . import importhook
+from .probes import guard
+from .sender import get_sender
+from .state import STATE
+
+DISABLE_ENV = "TRAINMETER_DISABLE"
+NO_TAP_ENV = "TRAINMETER_NO_TAP"
+
+_versions: dict[str, str] = {}
+_started = False
+
+
+def _int_env(name: str) -> int | None:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.lstrip("-").isdigit() else None
+
+
+def say_hello() -> None:
+    """Send `hello` with what is known now; taps may call this again after they attach."""
+    sender = get_sender()
+    if sender is None:
+        return
+    world = _int_env("WORLD_SIZE")
+    d: dict[str, Any] = {
+        "world_size": world if world and world > 0 else 1,
+        "local_rank": _int_env("LOCAL_RANK"),
+        "rank": sender.rank,
+        "probes": list(STATE.probes),
+        "python": sys.version.split()[0],
+        "executable": sys.executable,
+        "argv0": sys.argv[0] if getattr(sys, "argv", None) else None,
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "versions": dict(_versions),
+    }
+    sender.send("hello", d)
+
+
+def _probe_modules() -> list[tuple[str, Any]]:
+    from .probes import device, flops, model, phases, steps
+
+    # steps first: the others ride on its hooks and listeners
+    return [
+        ("steps", steps),
+        ("model", model),
+        ("phases", phases),
+        ("flops", flops),
+        ("device", device),
+    ]
+
+
+def attach_torch(torch: Any) -> None:
+    """Called right after the user's `import torch` finished: install every probe."""
+    _versions["torch"] = str(getattr(torch, "__version__", "?"))
+    for name, module in _probe_modules():
+        if guard.is_off("steps") and name != "steps":
+            guard.off(name, "the steps probe it rides on is off")
+            continue
+        try:
+            for probe in module.attach(torch):
+                guard.attached(probe)
+        except Exception as exc:  # noqa: BLE001 - invariant 1: this probe is off, others go on
+            guard.off(name, exc)
+    say_hello()
+
+
+def _install_taps() -> None:
+    """Let the taps package hook the trackers; it owns the names it adds to `STATE.probes`."""
+    try:
+        from . import taps
+    except Exception as exc:  # noqa: BLE001
+        guard.off("taps", exc)
+        return
+    install_all = getattr(taps, "install_all", None)
+    if install_all is None:
+        return
+    try:
+        names = install_all()
+    except Exception as exc:  # noqa: BLE001 - invariant 1
+        guard.off("taps", exc)
+        return
+    for name in names or ():
+        if isinstance(name, str):
+            guard.attached(name)
+
+
+def start() -> None:
+    """Say hello and wait for torch. A no-op outside `tm` or with TRAINMETER_DISABLE=1."""
+    global _started
+    if _started or os.environ.get(DISABLE_ENV) == "1":
+        return
+    if get_sender() is None:
+        return
+    _started = True
+    STATE.taps_enabled = os.environ.get(NO_TAP_ENV) != "1"
+    if STATE.taps_enabled:
+        _install_taps()
+    say_hello()
+    importhook.when_imported("torch", _guarded_attach)
+
+
+def _guarded_attach(torch: Any) -> None:
+    try:
+        attach_torch(torch)
+    except Exception as exc:  # noqa: BLE001 - invariant 1
+        guard.off("agent", exc)

@@ -1,0 +1,61 @@
+"""The accelerator this process trains on, when CUDA is already initialized by the user.
+
+`torch.cuda.is_initialized()` is checked first, so this probe never creates a CUDA context
+(invariant 1: `tm` and its agent never do). It looks at torch attach time, at the first training
+forward and after the first step, and sends the `device` fact once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..sender import get_sender
+from . import steps
+
+_torch: Any = None
+_sent = False
+
+
+def look() -> bool:
+    """Send {name, index, uuid} of the current CUDA device if CUDA is up; True once sent."""
+    global _sent
+    if _sent:
+        return True
+    cuda = _torch.cuda
+    if not cuda.is_initialized():
+        return False
+    index = int(cuda.current_device())
+    props = cuda.get_device_properties(index)
+    uuid = getattr(props, "uuid", None)
+    value = {"name": str(props.name), "index": index, "uuid": None if uuid is None else str(uuid)}
+    if value["uuid"] and not value["uuid"].startswith(("GPU-", "MIG-")):
+        value["uuid"] = "GPU-" + value["uuid"]  # NVML spells it with the prefix
+    sender = get_sender()
+    if sender is not None:
+        sender.send(
+            "fact",
+            {"key": "device", "value": value, "source": "detected", "note": "torch.cuda"},
+        )
+    _sent = True
+    return True
+
+
+def _on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
+    look()
+
+
+def _on_step(n: int) -> None:
+    if look() or n >= 1:
+        steps.step_listeners.remove(_on_step)
+
+
+_on_first_forward.probe = _on_step.probe = "device"  # type: ignore[attr-defined]
+
+
+def attach(torch: Any) -> list[str]:
+    global _torch
+    _torch = torch
+    look()
+    steps.first_forward.append(_on_first_forward)
+    steps.step_listeners.append(_on_step)
+    return ["device"]

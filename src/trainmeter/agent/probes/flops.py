@@ -1,0 +1,226 @@
+"""Counted FLOPs: what one real training step executed, per token (the `counted` convention).
+
+After warm-up (the step after `ARM_AFTER`), one whole optimizer step runs inside
+`torch.utils.flop_counter.FlopCounterMode`: it is entered in the optimizer post-hook of step
+`ARM_AFTER` and left in the post-hook of the next step, so every micro-batch's forward and
+backward of that step is seen. The mode only looks at operator shapes and re-dispatches each op
+unchanged, so the step computes exactly what it would have computed without us.
+
+A compiled model runs kernels the mode cannot see, and running it under a dispatch mode could
+make dynamo recompile. So for a model wrapped by `torch.compile` the step itself is left alone:
+the first micro-batch's inputs are captured and the *uncompiled* module (`_orig_mod`) is copied
+into a `FakeTensorMode` (shapes only: no memory, no device, no kernel, no random numbers drawn)
+and run forward and backward there under the counter. Anything else (a model compiled in place,
+a compiled training function, an operator fake tensors cannot run) gets a `counted_unavailable`
+fact with the reason instead of a number.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from typing import Any
+
+from ..sender import get_sender
+from . import phases, steps
+from .model import unwrap_chain
+
+ARM_AFTER = 2
+MAX_TRIES = 3
+NOTE = "FlopCounterMode over one whole optimizer step: executed matmul/conv/attention FLOPs"
+
+_torch: Any = None
+_counter_cls: Any = None
+_mode: Any = None
+_start: tuple[int, int] = (0, 0)  # (tokens committed, eval spans) when the window opened
+_compiled: str | None = None  # how the model is compiled: None, "wrapper", or a reason
+_captured: list[Any] = []
+_tries = 0
+
+
+def _send(key: str, value: Any, note: str) -> None:
+    sender = get_sender()
+    if sender is not None:
+        sender.send("fact", {"key": key, "value": value, "source": "measured", "note": note})
+
+
+def _unavailable(reason: str) -> None:
+    _send("counted_unavailable", reason, reason)
+    _finish()
+
+
+def _finish() -> None:
+    if on_step in steps.step_listeners:
+        steps.step_listeners.remove(on_step)
+
+
+def _dynamo_frames() -> int:
+    utils = sys.modules.get("torch._dynamo.utils")
+    try:
+        return int(utils.counters["frames"]["total"]) if utils is not None else 0
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
+    """Decide how this model can be counted, and import the counter before the first step."""
+    global _counter_cls, _compiled
+    from torch.utils.flop_counter import FlopCounterMode
+
+    _counter_cls = FlopCounterMode
+    _compiled = None
+    if any(hasattr(m, "_orig_mod") for m in unwrap_chain(root)):
+        _compiled = "wrapper"
+    elif any(getattr(m, "_compiled_call_impl", None) is not None for m in root.modules()):
+        _compiled = "submodules compiled in place (module.compile()): not counted"
+    if on_step not in steps.step_listeners:
+        steps.step_listeners.append(on_step)
+
+
+on_first_forward.probe = "flops"  # type: ignore[attr-defined]
+
+
+def on_step(n: int) -> None:
+    global _mode, _start, _tries
+    if _mode is not None:
+        _close_live(n)
+    elif _captured:
+        _count_fake()
+    elif n >= ARM_AFTER:
+        if isinstance(_compiled, str) and _compiled != "wrapper":
+            _unavailable(_compiled)
+        elif _compiled == "wrapper":
+            steps.capture = _captured
+        elif _dynamo_frames():
+            _unavailable(
+                "torch.compile is in use outside the model; counting a live step could "
+                "make it recompile, so no step was counted"
+            )
+        else:
+            _open_live()
+
+
+on_step.probe = "flops"  # type: ignore[attr-defined]
+
+
+def _open_live() -> None:
+    global _mode, _start
+    mode = _counter_cls(display=False)
+    mode.__enter__()
+    _mode = mode
+    _start = (steps._committed[1], phases._totals["eval"][1])
+
+
+def _close_live(n: int) -> None:
+    global _mode, _tries
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    mode = _mode
+    if _get_current_dispatch_mode() is not mode.mode:
+        _mode = None
+        _unavailable("another dispatch mode was entered during the counted step")
+        return
+    mode.__exit__(None, None, None)
+    _mode = None
+    tokens = steps._committed[1] - _start[0]
+    if phases._totals["eval"][1] != _start[1] or phases.eval_open():
+        _tries += 1
+        if _tries >= MAX_TRIES:
+            _unavailable("every counted step had an eval span inside it")
+        else:
+            _open_live()  # an eval ran inside the window: count the next step instead
+        return
+    _report(mode.get_total_flops(), tokens, NOTE + f" (step {n})")
+
+
+def _report(flops: int, tokens: int, note: str) -> None:
+    if flops <= 0:
+        _unavailable("FlopCounterMode saw no matmul, convolution or attention in the step")
+    elif tokens <= 0:
+        _send("counted_flops_per_step", flops, note)
+        _unavailable("no token tensor was seen, so FLOPs per token cannot be formed")
+    else:
+        _send(
+            "counted_flops_per_token", flops / tokens, note + f", {flops} FLOPs / {tokens} tokens"
+        )
+        _finish()
+
+
+def _count_fake() -> None:
+    """The compiled model: count its uncompiled module on fake tensors of the same shapes."""
+    args, kwargs, tokens = _captured.pop()
+    _captured.clear()
+    module = unwrap_chain(steps.root())[-1]
+    try:
+        steps.pause(True)
+        flops = fake_flops(module, args, kwargs)
+    except Exception as exc:  # noqa: BLE001 - an operator fake tensors cannot run
+        _unavailable(f"the compiled model could not be counted on fake tensors: {exc!r}"[:300])
+        return
+    finally:
+        steps.pause(False)
+    n = 0 if tokens is None else int(tokens.numel())
+    _report(
+        flops,
+        n,
+        "FlopCounterMode on a fake-tensor copy of the uncompiled module, forward "
+        "and backward of one micro-batch",
+    )
+
+
+def _loss_like(out: Any) -> Any:
+    """The tensor to run backward from: `.loss` if the model made one, else the first float
+    output (the backward matmuls are the same whatever scalar is made from the logits)."""
+    tensor = _torch.Tensor
+    loss = getattr(out, "loss", None)
+    if isinstance(loss, tensor):
+        return loss
+    items = (
+        out.values() if isinstance(out, dict) else out if isinstance(out, (list, tuple)) else [out]
+    )
+    for item in items:
+        if isinstance(item, tensor) and item.is_floating_point() and item.requires_grad:
+            return item
+    return None
+
+
+def fake_flops(module: Any, args: Any, kwargs: Any) -> int:
+    from torch._subclasses.fake_tensor import FakeCopyMode, FakeTensorMode
+    from torch.utils._pytree import tree_map
+
+    fake = FakeTensorMode()
+    with FakeCopyMode(fake):
+        clone = copy.deepcopy(module)
+
+    def to_fake(x: Any) -> Any:
+        return fake.from_tensor(x) if isinstance(x, _torch.Tensor) else x
+
+    fargs, fkwargs = tree_map(to_fake, (tuple(args), dict(kwargs or {})))
+    with fake, _counter_cls(display=False) as counter:
+        out = clone(*fargs, **fkwargs)
+        target = _loss_like(out)
+        if target is not None:
+            target.sum().backward()
+    return int(counter.get_total_flops())
+
+
+def _leave_mode_in_child() -> None:
+    """A DataLoader worker forked while the window is open must not count for ever."""
+    global _mode
+    if _mode is not None:
+        try:
+            _mode.__exit__(None, None, None)
+        except Exception:  # noqa: BLE001
+            pass
+        _mode = None
+    _finish()
+
+
+def attach(torch: Any) -> list[str]:
+    global _torch
+    _torch = torch
+    steps.first_forward.append(on_first_forward)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_leave_mode_in_child)
+    return ["flops"]

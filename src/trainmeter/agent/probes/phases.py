@@ -1,0 +1,206 @@
+"""Where wall time goes besides compute: data-loader waits, checkpoints, eval spans.
+
+Each phase is timed where the loop already goes through torch (or transformers/safetensors):
+
+- `data`: time inside `_BaseDataLoaderIter.__next__`, the one method every DataLoader iterator
+  uses, except while an eval span is open (an eval loader's waits belong to eval);
+- `checkpoint`: `torch.save`, and `save_pretrained` / safetensors `save_file` / `save_model`
+  when those modules get imported; a save nested in another save counts once;
+- `eval`: from the root model's `.eval()` to its next `.train()` (`nn.Module.train` is wrapped:
+  it runs only at mode switches, never per step).
+
+Totals only grow, on the training thread; the sender thread sends the difference since its last
+look as `phase` records {name, s, n}, so no lock is needed and nothing is lost between flushes.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+from .. import importhook
+from ..sender import get_sender
+from . import guard, steps
+
+NAMES = ("data", "checkpoint", "eval")
+
+_totals: dict[str, list[float]] = {name: [0.0, 0] for name in NAMES}
+_sent: dict[str, tuple[float, float]] = {name: (0.0, 0) for name in NAMES}
+_eval_since: float | None = None
+_saving = 0
+
+
+def add(name: str, seconds: float) -> None:
+    entry = _totals[name]
+    entry[0] += seconds
+    entry[1] += 1
+
+
+def drain() -> None:
+    """Sender thread: one `phase` record per phase that moved since the last flush."""
+    sender = get_sender()
+    if sender is None:
+        return
+    for name in NAMES:
+        s, n = _totals[name]
+        sent_s, sent_n = _sent[name]
+        if n != sent_n:
+            sender.send("phase", {"name": name, "s": s - sent_s, "n": int(n - sent_n)})
+            _sent[name] = (s, n)
+
+
+def eval_open() -> bool:
+    return _eval_since is not None
+
+
+# ---- data ----------------------------------------------------------------------------------
+
+
+def _wrap_next(original: Any) -> Any:
+    @functools.wraps(original)
+    def __next__(self: Any) -> Any:
+        if _eval_since is not None:
+            return original(self)
+        t0 = time.perf_counter()
+        try:
+            return original(self)
+        finally:
+            add("data", time.perf_counter() - t0)
+
+    __next__.__trainmeter_original__ = original  # type: ignore[attr-defined]
+    return __next__
+
+
+def attach_data(torch: Any) -> None:
+    from torch.utils.data import dataloader
+
+    cls = dataloader._BaseDataLoaderIter
+    if not hasattr(cls.__next__, "__trainmeter_original__"):
+        cls.__next__ = _wrap_next(cls.__next__)
+
+
+# ---- checkpoint ----------------------------------------------------------------------------
+
+
+def _wrap_save(original: Any) -> Any:
+    if hasattr(original, "__trainmeter_original__"):
+        return original
+
+    @functools.wraps(original)
+    def save(*args: Any, **kwargs: Any) -> Any:
+        global _saving
+        if _saving:
+            return original(*args, **kwargs)
+        _saving += 1
+        t0 = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _saving -= 1
+            add("checkpoint", time.perf_counter() - t0)
+
+    save.__trainmeter_original__ = original  # type: ignore[attr-defined]
+    return save
+
+
+def _patch(owner: Any, attr: str) -> None:
+    original = getattr(owner, attr, None)
+    if callable(original):
+        setattr(owner, attr, _wrap_save(original))
+
+
+def _patch_transformers(module: Any) -> None:
+    cls = getattr(module, "PreTrainedModel", None)
+    if cls is not None:
+        _patch(cls, "save_pretrained")
+
+
+def _patch_safetensors(module: Any) -> None:
+    _patch(module, "save_file")
+    _patch(module, "save_model")
+
+
+def attach_checkpoint(torch: Any) -> None:
+    wrapped = _wrap_save(torch.save)
+    torch.save = wrapped
+    torch.serialization.save = wrapped
+    importhook.when_imported("transformers.modeling_utils", _guarded(_patch_transformers))
+    importhook.when_imported("safetensors.torch", _guarded(_patch_safetensors))
+
+
+def _guarded(patch: Any) -> Any:
+    def run(module: Any) -> None:
+        try:
+            patch(module)
+        except Exception as exc:  # noqa: BLE001 - invariant 1: only this patch is lost
+            guard.off("checkpoint", exc)
+
+    return run
+
+
+# ---- eval ----------------------------------------------------------------------------------
+
+
+def _wrap_train(original: Any) -> Any:
+    @functools.wraps(original)
+    def train(self: Any, mode: bool = True) -> Any:
+        if self is steps.root() or self in _family():
+            try:
+                _switch(bool(mode))
+            except Exception as exc:  # noqa: BLE001 - invariant 1
+                guard.off("eval", exc)
+        return original(self, mode)
+
+    train.__trainmeter_original__ = original  # type: ignore[attr-defined]
+    return train
+
+
+_family_of: list[Any] = [None, ()]
+
+
+def _family() -> tuple[Any, ...]:
+    """The root and the modules it wraps (a user may call `model.module.eval()`)."""
+    root = steps.root()
+    if root is None:
+        return ()
+    if _family_of[0] is not root:
+        from .model import unwrap_chain
+
+        _family_of[0], _family_of[1] = root, tuple(unwrap_chain(root))
+    return _family_of[1]
+
+
+def _switch(training: bool) -> None:
+    global _eval_since
+    if not training and _eval_since is None:
+        _eval_since = time.perf_counter()
+    elif training and _eval_since is not None:
+        add("eval", time.perf_counter() - _eval_since)
+        _eval_since = None
+
+
+def attach_eval(torch: Any) -> None:
+    cls = torch.nn.Module
+    if not hasattr(cls.train, "__trainmeter_original__"):
+        cls.train = _wrap_train(cls.train)
+
+
+def attach(torch: Any) -> list[str]:
+    """Install each phase probe on its own; one that fails is simply not listed."""
+    names = []
+    for name, install in (
+        ("dataloader", attach_data),
+        ("checkpoint", attach_checkpoint),
+        ("eval", attach_eval),
+    ):
+        try:
+            install(torch)
+            names.append(name)
+        except Exception as exc:  # noqa: BLE001 - invariant 1
+            guard.off(name, exc)
+    if names:
+        sender = get_sender()
+        if sender is not None:
+            sender.add_drain(drain)
+    return names

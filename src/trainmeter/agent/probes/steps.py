@@ -1,0 +1,301 @@
+"""Optimizer steps, micro-batches and tokens: the one probe on the training loop's hot path.
+
+How the model's forward is found, cheaply:
+
+- *Discovery*: a global forward pre-hook and an always-called global forward hook keep a depth
+  counter; a training-mode call entered at depth 0 is a root call. The first root module with
+  parameters (a loss module has none) is the model: its *root*. Global hooks push every
+  module of every forward onto torch's slow call path, so they live only until the root is
+  found: then they are removed and one forward pre-hook (with kwargs) goes on the root alone.
+- Each training-mode call of the root is one micro-batch. Its token tensor (`tokens.find`:
+  `input_ids=`, else the first 2-D integer tensor) adds `numel()` tokens; only metadata is read.
+- A global optimizer step post-hook commits the pending micro-batches as one step. A step with
+  no root forward since the last one (several optimizers, a repeated call) is the same step and
+  is not counted again; when the same optimizer does that, the model may have been replaced, so
+  discovery starts again (it re-adopts the same root in place if nothing changed).
+
+Nothing is sent from the hot path: the step hook publishes one immutable tuple of running totals,
+and the sender thread (`drain`) turns the difference since its last look into one `step` record
+per flush. The tuple is swapped in a single assignment, so the two threads never need a lock.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ..sender import get_sender
+from ..state import STATE
+from . import guard
+from . import tokens as tok
+
+_NO_RESULT = object()
+
+_depth = 0
+_root: Any = None
+_rejected: weakref.WeakSet[Any] = weakref.WeakSet()
+_first_done = False
+_real_on = True
+_last_optimizer = 0  # id() only: holding the optimizer would keep its state alive
+
+# pending micro-batches of the step in progress (training thread only)
+_p_micro = 0
+_p_tokens = 0
+_p_real = 0
+_p_real_missing = 0
+_any_tokens = False
+
+# running totals published by the step hook: steps, tokens, real, real_missing, micro, t
+_committed: tuple[int, int, int, int, int, float] = (0, 0, 0, 0, 0, 0.0)
+_sent = _committed
+
+#: Called once per root module at its first counted forward: f(root, token_tensor, args, kwargs).
+first_forward: list[Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], None]] = []
+#: Called after each counted step with the step index; keep empty when nobody listens.
+step_listeners: list[Callable[[int], None]] = []
+#: Set to a list to receive (args, kwargs, tokens) of the next counted root call, then reset.
+capture: list[Any] | None = None
+
+_nn_module: Any = None
+_discovery: list[Any] = []  # handles of the two global forward hooks, while discovering
+_root_hook: list[Any] = []  # handles of the root's own hooks
+_step_hook: list[Any] = []
+
+
+def root() -> Any:
+    """The module whose training forwards are counted as micro-batches, or None."""
+    return _root
+
+
+def pause(on: bool) -> None:
+    """Stop (or resume) discovery while the agent itself runs a module (between steps only)."""
+    global _depth
+    _depth = 1 << 30 if on else 0
+
+
+# ---- discovery: global hooks, only until the root is known ------------------------------
+
+
+def _pre(module: Any, args: Any) -> None:
+    global _depth
+    if _depth == 0 and module.training:
+        try:
+            if _adopt(module):
+                return  # the global hooks are gone: no depth to keep
+        except Exception as exc:  # noqa: BLE001 - invariant 1
+            _fail(exc)
+            return
+    _depth += 1
+
+
+def _post(module: Any, args: Any, *rest: Any) -> None:
+    global _depth
+    _depth -= 1
+    if _depth < 0:
+        _depth = 0
+
+
+def _adopt(module: Any) -> bool:
+    """Make the module of this outermost training-mode call the root, unless it has no
+    parameters (a loss module). Adopting before its forward runs keeps torch.compile from
+    tracing the global hooks and recompiling once they are gone."""
+    global _root, _first_done
+    if module is _root and _root_hook:
+        # the root again, after a step without its forward: its own pre-hook is in this call's
+        # hook list and counts it; removing that hook now would make torch call it without
+        # its keyword arguments
+        _remove(_discovery)
+        return True
+    if module in _rejected:
+        return False
+    if next(iter(module.parameters()), None) is None:
+        _rejected.add(module)
+        return False
+    _end_discovery()
+    _root, _first_done = module, False
+    _root_hook.append(module.register_forward_pre_hook(_root_pre, with_kwargs=True))
+    # this call's pre-hooks were already listed: count it after its forward, once
+    _root_hook.append(module.register_forward_hook(_first_call, with_kwargs=True, always_call=True))
+    return True
+
+
+def _first_call(module: Any, args: Any, kwargs: Any, result: Any = _NO_RESULT) -> None:
+    # with always_call, the exception path calls hook(module, args, result): nothing to count
+    try:
+        if len(_root_hook) > 1:
+            _root_hook.pop().remove()
+        if result is not _NO_RESULT and module.training and module is _root:
+            _micro(module, args, kwargs)
+    except Exception as exc:  # noqa: BLE001 - invariant 1
+        _fail(exc)
+
+
+def _start_discovery() -> None:
+    global _depth
+    _depth = 0
+    _discovery.append(_nn_module.register_module_forward_pre_hook(_pre))
+    _discovery.append(_nn_module.register_module_forward_hook(_post, always_call=True))
+
+
+def _end_discovery() -> None:
+    _remove(_discovery)
+    _remove(_root_hook)
+
+
+def _remove(handles: list[Any]) -> None:
+    while handles:
+        try:
+            handles.pop().remove()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+# ---- the hot path: the root's pre-hook and the optimizer's post-hook --------------------
+
+
+def _root_pre(module: Any, args: Any, kwargs: Any = None) -> None:
+    # kwargs defaults: torch calls a pre-hook without them if its handle went away mid-call
+    if module.training and module is _root:
+        try:
+            _micro(module, args, kwargs or {})
+        except Exception as exc:  # noqa: BLE001 - invariant 1
+            _fail(exc)
+
+
+def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    global _p_micro, _p_tokens, _p_real, _p_real_missing, _any_tokens, _first_done, capture
+    _p_micro += 1
+    tokens = tok.find(args, kwargs)
+    if tokens is not None:
+        _p_tokens += tokens.numel()
+        _any_tokens = True
+        real = _real(tokens, kwargs) if _real_on and kwargs else None
+        if real is None:
+            _p_real_missing += 1
+        else:
+            _p_real += real
+    if capture is not None:
+        capture.append((args, kwargs, tokens))
+        capture = None
+    if not _first_done:
+        _first_done = True
+        for listener in tuple(first_forward):
+            _call(listener, module, tokens, args, kwargs)
+
+
+def _call(listener: Callable[..., None], *args: Any) -> None:
+    """Run another probe's callback; if it raises, that probe goes off, not this one."""
+    try:
+        listener(*args)
+    except Exception as exc:  # noqa: BLE001 - invariant 1
+        for group in (first_forward, step_listeners):
+            if listener in group:
+                group.remove(listener)
+        guard.off(getattr(listener, "probe", listener.__module__.rpartition(".")[2]), exc)
+
+
+def _real(tokens: Any, kwargs: dict[str, Any]) -> int | None:
+    global _real_on
+    try:
+        return tok.real(tokens, kwargs)
+    except Exception as exc:  # noqa: BLE001 - counting padding is optional: stop only that
+        _real_on = False
+        guard.off("real tokens", exc)
+        return None
+
+
+def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    global _committed, _p_micro, _p_tokens, _p_real, _p_real_missing, _last_optimizer
+    try:
+        previous, _last_optimizer = _last_optimizer, id(optimizer)
+        if not _p_micro and _root is not None:
+            # no forward of the root since the last step: the same step again (a second
+            # optimizer, a repeated call), not counted twice. The same optimizer stepping
+            # twice may also mean the model was replaced: look for the root again
+            if _last_optimizer == previous and not _discovery:
+                _start_discovery()
+            return
+        c = _committed
+        n = c[0] + 1
+        _committed = (
+            n,
+            c[1] + _p_tokens,
+            c[2] + _p_real,
+            c[3] + _p_real_missing,
+            c[4] + _p_micro,
+            time.monotonic(),
+        )
+        _p_micro = _p_tokens = _p_real = _p_real_missing = 0
+        STATE.step = n
+        if step_listeners:
+            for listener in tuple(step_listeners):
+                _call(listener, n)
+    except Exception as exc:  # noqa: BLE001 - invariant 1
+        _fail(exc)
+
+
+# ---- the sender side ---------------------------------------------------------------------
+
+
+def drain() -> None:
+    """Sender thread: one `step` record for the steps committed since the last call."""
+    global _sent
+    c, s = _committed, _sent
+    if c[0] == s[0]:
+        return
+    sender = get_sender()
+    if sender is None:
+        return
+    d: dict[str, Any] = {"k": c[0] - s[0], "n": c[0], "micro": c[4] - s[4]}
+    if _any_tokens:
+        d["tokens"] = c[1] - s[1]
+        if c[3] == s[3] and c[4] > s[4]:
+            d["real_tokens"] = c[2] - s[2]
+    sender.send("step", d, t=c[5])
+    _sent = c
+
+
+def _fail(exc: BaseException) -> None:
+    detach()
+    guard.off("steps", exc)
+    guard.off("tokens", "the steps probe it rides on is off")
+
+
+def _forget_after_fork() -> None:
+    """A forked child (a DataLoader worker) must not resend its parent's unsent steps."""
+    global _sent, _p_micro, _p_tokens, _p_real, _p_real_missing
+    _sent = _committed
+    _p_micro = _p_tokens = _p_real = _p_real_missing = 0
+
+
+def attach(torch: Any) -> list[str]:
+    """Start discovery and hook every optimizer; return the probe names that attached."""
+    global _nn_module
+    from torch.nn.modules import module as nn_module
+    from torch.optim import optimizer as optim_module
+
+    tok.bind(torch)
+    _nn_module = nn_module
+    # torch warns that global hooks fire once more for a torch.compile wrapper; the depth
+    # counter already handles that, and the warning would be ours, not the user's
+    warnings.filterwarnings(
+        "ignore", message=r"Using `torch.compile\(module\)` when there are global hooks"
+    )
+    _start_discovery()
+    _step_hook.append(optim_module.register_optimizer_step_post_hook(_after_step))
+    sender = get_sender()
+    if sender is not None:
+        sender.add_drain(drain)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_forget_after_fork)
+    return ["steps", "tokens"]
+
+
+def detach() -> None:
+    """Remove every hook (a failed probe, or a test)."""
+    _end_discovery()
+    _remove(_step_hook)

@@ -1,0 +1,46 @@
+"""N, E, frozen, L, d, T and experts of a real model, against counts worked out by hand.
+
+The tiny LM (tests/agent/scripts/tiny_lm.py): V=64, T=8, d=16, L=2.
+  wte 64*16 = 1024, wpe 8*16 = 128
+  a block: LayerNorm 2*16 = 32, fc1 16*64+64 = 1088, fc2 64*16+16 = 1040 -> 2160; two: 4320
+  ln_f 32, head 16*64 = 1024 (no bias)
+  untied N = 1024 + 128 + 4320 + 32 + 1024 = 6528, E = 1024 + 128 = 1152
+  tied   N = 6528 - 1024 = 5504 (the head is the token table), E = 128 (wpe only)
+"""
+
+from __future__ import annotations
+
+from conftest import run_tiny_lm
+
+
+def _detected(run) -> dict:
+    assert run.rc == 0, run.stderr
+    facts = {}
+    for rec in run.kind("fact"):
+        if rec["d"]["source"] == "detected":
+            facts[rec["d"]["key"]] = rec["d"]["value"]
+    return facts
+
+
+def test_untied_model_shape(workdir):
+    facts = _detected(run_tiny_lm(workdir, "--steps", "2"))
+    assert facts["n_params"] == 6528
+    assert facts["n_embedding_params"] == 1152
+    assert facts["n_frozen_params"] == 0
+    assert (facts["n_layers"], facts["d_model"], facts["seq_len"]) == (2, 16, 8)
+    assert "moe_experts" not in facts
+
+
+def test_tied_head_stays_in_n_minus_e_and_frozen_is_counted(workdir):
+    facts = _detected(run_tiny_lm(workdir, "--steps", "2", "--tied", "--frozen", "--experts", "8"))
+    assert facts["n_params"] == 5504
+    assert facts["n_embedding_params"] == 128
+    assert facts["n_frozen_params"] == 128  # the frozen position table
+    assert facts["moe_experts"] == 8
+
+
+def test_config_is_found_through_torch_compile(workdir):
+    run = run_tiny_lm(workdir, "--steps", "2", "--compile", "eager")
+    facts = _detected(run)
+    assert (facts["n_params"], facts["n_layers"], facts["d_model"]) == (6528, 2, 16)
+    assert "global hooks" not in run.stderr  # torch's warning about our hooks is silenced

@@ -1,0 +1,136 @@
+"""The probes' pure parts, in this process: token finding, padding, parameter counting, config
+lookup through wrappers, the device fact, and warn-once."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from trainmeter.agent.probes import device, guard, model, tokens  # noqa: E402
+from trainmeter.agent.state import STATE  # noqa: E402
+
+tokens.bind(torch)
+model._torch = torch
+
+
+def test_find_prefers_input_ids_then_positional_then_other_keywords():
+    ids = torch.zeros(2, 5, dtype=torch.long)
+    mask = torch.ones(2, 5, dtype=torch.long)
+    floats = torch.zeros(2, 5)
+    assert tokens.find((), {"attention_mask": mask, "input_ids": ids}) is ids
+    assert tokens.find((floats, ids), {}) is ids
+    assert tokens.find((), {"attention_mask": mask, "tokens": ids}) is ids
+    assert tokens.find((floats, torch.zeros(5, dtype=torch.long)), {"labels": mask}) is None
+    assert tokens.find((ids.to(torch.int32),), None) is not None
+
+
+def test_real_tokens_from_mask_or_labels_only_on_the_cpu():
+    ids = torch.zeros(2, 4, dtype=torch.long)
+    mask = torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0]])
+    assert tokens.real(ids, {"attention_mask": mask}) == 4  # 3 + 1
+    labels = torch.tensor([[5, -100, 7, -100], [-100, -100, -100, 1]])
+    assert tokens.real(ids, {"labels": labels}) == 3
+    assert tokens.real(ids, {"attention_mask": mask[:, :3]}) is None  # another shape
+    meta_mask = torch.ones(2, 4, device="meta")
+    assert tokens.real(ids, {"attention_mask": meta_mask}) is None  # not on the CPU: no value
+
+
+class _Tied(nn.Module):
+    """The token table shared with the head through a second Parameter on the same storage."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)  # 40
+        self.pos = nn.Embedding(3, 4)  # 12
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = nn.Parameter(self.emb.weight.data)  # same storage, new Parameter
+        self.frozen = nn.Linear(4, 2)  # 8 + 2 = 10
+        self.frozen.requires_grad_(False)
+
+
+def test_count_params_dedupes_by_storage_and_keeps_tied_tables_out_of_e():
+    total, embedding, frozen = model.count_params(_Tied())
+    # N = emb 40 + pos 12 + frozen 10 (the head shares emb's storage) = 62
+    assert (total, embedding, frozen) == (62, 12, 10)
+
+
+def test_config_and_dp_are_found_through_wrappers():
+    inner = nn.Linear(2, 2)
+    inner.config = {"num_hidden_layers": 3, "hidden_size": 8, "n_routed_experts": 16}
+    wrapper = nn.Module()
+    wrapper.module = inner
+    compiled = nn.Module()
+    compiled._orig_mod = wrapper
+    chain = model.unwrap_chain(compiled)
+    assert chain == [compiled, wrapper, inner]
+    config = model.find_config(chain)
+    assert model.config_int(config, model.LAYER_KEYS) == 3
+    assert model.config_int(config, model.WIDTH_KEYS) == 8
+    assert model.config_int(config, model.EXPERT_KEYS) == 16
+    nested = types.SimpleNamespace(text_config=types.SimpleNamespace(n_layer=True, num_layers=4))
+    assert model.config_int(nested, model.LAYER_KEYS) == 4  # a bool is not a count
+    assert model.data_parallel_degree(chain) is None  # no DDP process group here
+
+
+class _Sender:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict]] = []
+
+    def send(self, kind: str, d: dict) -> None:
+        self.sent.append((kind, d))
+
+
+def test_device_fact_only_when_cuda_is_already_initialized(monkeypatch):
+    calls: list[str] = []
+    state = {"up": False}
+
+    class _Cuda:
+        @staticmethod
+        def is_initialized() -> bool:
+            calls.append("is_initialized")
+            return state["up"]
+
+        @staticmethod
+        def current_device() -> int:
+            calls.append("current_device")
+            return 1
+
+        @staticmethod
+        def get_device_properties(index: int):
+            calls.append(f"props {index}")
+            return types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", uuid="1234-abcd")
+
+    sender = _Sender()
+    monkeypatch.setattr(device, "_torch", types.SimpleNamespace(cuda=_Cuda))
+    monkeypatch.setattr(device, "_sent", False)
+    monkeypatch.setattr(device, "get_sender", lambda: sender)
+    assert device.look() is False
+    assert calls == ["is_initialized"]  # nothing that could create a context
+    state["up"] = True
+    assert device.look() is True and device.look() is True
+    assert sender.sent == [
+        (
+            "fact",
+            {
+                "key": "device",
+                "value": {"name": "NVIDIA H100 80GB HBM3", "index": 1, "uuid": "GPU-1234-abcd"},
+                "source": "detected",
+                "note": "torch.cuda",
+            },
+        )
+    ]
+
+
+def test_off_warns_once_and_drops_the_probe_name(capsys, monkeypatch):
+    monkeypatch.setattr(STATE, "probes", ["steps", "unit-probe"])
+    guard.off("unit-probe", ValueError("bad"))
+    guard.off("unit-probe", ValueError("worse"))
+    err = capsys.readouterr().err
+    assert err == "trainmeter: unit-probe off: ValueError('bad'); the run goes on\n"
+    assert STATE.probes == ["steps"] and guard.is_off("unit-probe")
+    guard.attached("unit-probe")
+    assert STATE.probes == ["steps"]
