@@ -71,3 +71,12 @@ def test_curve_history_stays_bounded():
     assert points[0] == [0, 0.0]
     xs = [p[0] for p in points]
     assert xs == sorted(xs) and xs[-1] > 4000
+
+
+def test_one_copy_of_a_series_when_every_rank_logs_it():
+    on_rank = [
+        {**metric(t, "train_loss", 3.0 - t / 10), "rank": r} for t in (1, 2, 3) for r in (0, 1, 2)
+    ]
+    snap = run(start(), on_rank)
+    assert snap["series"]["train_loss"]["count"] == 3
+    assert snap["series"]["train_loss"]["value"] == 3.0 - 3 / 10  # rank 0's last value

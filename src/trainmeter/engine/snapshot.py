@@ -104,6 +104,8 @@ class Engine:
         self.data_window.step(t, self.ledger.phase_s.get("data", 0.0))
 
     def _on_metric(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
+        if (record.get("rank") or 0) != 0:
+            return  # every rank logs the same curve in most loops: keep one copy, rank 0's
         key, value = d.get("key"), num(d.get("value"))
         if not isinstance(key, str) or value is None:
             return
@@ -159,13 +161,13 @@ class Engine:
         self.run.update({k: d[k] for k in _RUN_FIELDS if k in d})
         declared = d.get("declared")
         if isinstance(declared, dict):
-            note = declared.get("peak_source")
+            notes = d.get("declared_notes")
+            notes = dict(notes) if isinstance(notes, dict) else {}
+            if "peak_source" in declared:  # older logs kept the peak's source among the facts
+                notes.setdefault("peak_flops", declared["peak_source"])
             for key, value in declared.items():
-                if key == "peak_source":
-                    continue
-                self.facts.offer(
-                    key, value, "declared", note if key == "peak_flops" and note else None
-                )
+                if key != "peak_source":
+                    self.facts.offer(key, value, "declared", notes.get(key))
             self._refresh_clock()
 
     def _on_end(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
@@ -306,14 +308,16 @@ class Engine:
         measured = list(self.gpu.measured_peaks.values())
         peak_entry, spec, peak_reason = peak.choose(self.facts, names, measured, self._lookup)
         n_gpus = len(self._visible()) or None
-        if fpt is not None:
+        if fpt is None:
+            absent["flops_spent"] = "needs FLOPs per token: " + absent["flops_per_token"]
+        elif fpt_value is None:
             snap["flops_per_token"] = fpt
-            if fpt_value is not None:
-                snap["flops_spent"] = fpt_value * clock.tokens_seen
-            else:
-                absent["flops_spent"] = "no convention chosen: declare --convention " + "|".join(
-                    CONVENTIONS
-                )
+            absent["flops_spent"] = "no convention chosen: declare --convention " + "|".join(
+                CONVENTIONS
+            )
+        else:
+            snap["flops_per_token"] = fpt
+            snap["flops_spent"] = fpt_value * clock.tokens_seen
         snap.update(
             budget.budget(
                 self.facts,
@@ -343,7 +347,12 @@ class Engine:
                 {"name": d.get("name"), "index": d.get("index"), "uuid": d.get("uuid")}
                 for d in self._visible().values()
             ]
-        if n_gpus is not None:
+        if n_gpus is None:
+            absent["n_gpus"] = (
+                "no device fact from the agent and no GPU sample (NVML): see tm doctor, "
+                "or give --gpus"
+            )
+        else:
             snap["n_gpus"] = {"value": n_gpus, "source": devices_source}
             if devices_source == "assumed":
                 warnings.append(
@@ -475,11 +484,18 @@ class Engine:
                 "parameters do work per token, so a FLOPs count from all parameters is too high; "
                 "give the active count with --params"
             )
-        declared, detected = self.clock.declared_per_step, self.clock.detected_per_step
-        if declared is not None and detected and abs(declared / detected - 1.0) > 0.01:
+        declared = self.clock.declared_per_step
+        detected = [
+            v
+            for v in (self.clock.detected_per_step, self.clock.detected_real_per_step)
+            if v
+        ]
+        if declared is not None and detected and all(
+            abs(declared / v - 1.0) > 0.01 for v in detected
+        ):
             warnings.append(
-                f"tokens per step: {declared:g} declared, {detected:g} detected in the batches "
-                "(more than 1% apart); counting the declared value"
+                f"tokens per step: {declared:g} declared, {detected[0]:g} detected in the "
+                "batches (more than 1% apart); counting the declared value"
             )
         reason = facts.value("observe_only")
         if reason is not None:
