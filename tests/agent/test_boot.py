@@ -40,6 +40,36 @@ def test_no_tap_installs_no_tap(workdir):
     run = run_agent(["python", "-c", "pass"], workdir, TRAINMETER_NO_TAP="1")
     assert run.rc == 0
     assert [r["d"]["probes"] for r in run.kind("hello")] == [[]]
+    assert [r["d"]["taps_armed"] for r in run.kind("hello")] == [[]]
+
+
+TAPS = ["wandb", "tensorboard", "mlflow", "transformers", "lightning"]
+
+
+def test_armed_taps_are_not_probes_until_their_tracker_is_imported(workdir):
+    # a loop that uses no tracker lists none in `probes`; the armed ones are `taps_armed`
+    run = run_agent(["python", "-c", "pass"], workdir)
+    assert run.rc == 0, run.stderr
+    hellos = [r["d"] for r in run.kind("hello")]
+    assert [h["probes"] for h in hellos] == [[]]
+    assert hellos[0]["taps_armed"] == TAPS
+    # importing a tracker (a stand-in tensorboardX here) attaches its tap: another hello
+    package = workdir / "tensorboardX"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .writer import SummaryWriter\n")
+    (package / "writer.py").write_text(
+        "class SummaryWriter:\n"
+        "    def add_scalar(self, tag, scalar_value, global_step=None):\n"
+        "        return None\n"
+        "    def add_scalars(self, main_tag, tag_scalar_dict, global_step=None):\n"
+        "        return None\n"
+    )
+    run = run_agent(["python", "-c", "import tensorboardX"], workdir)
+    assert run.rc == 0, run.stderr
+    hellos = [r["d"] for r in run.kind("hello")]
+    assert len(hellos) == 2
+    assert hellos[0]["probes"] == [] and hellos[-1]["probes"] == ["tensorboard"]
+    assert hellos[-1]["taps_armed"] == [t for t in TAPS if t != "tensorboard"]
 
 
 def test_disable_and_no_socket_send_nothing(workdir):

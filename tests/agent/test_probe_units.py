@@ -10,7 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from trainmeter.agent.probes import device, guard, model, tokens  # noqa: E402
+from trainmeter.agent import boot  # noqa: E402
+from trainmeter.agent.probes import device, flops, guard, model, phases, steps, tokens  # noqa: E402
 from trainmeter.agent.state import STATE  # noqa: E402
 
 tokens.bind(torch)
@@ -134,3 +135,90 @@ def test_off_warns_once_and_drops_the_probe_name(capsys, monkeypatch):
     assert STATE.probes == ["steps"] and guard.is_off("unit-probe")
     guard.attached("unit-probe")
     assert STATE.probes == ["steps"]
+
+
+def test_device_fact_names_the_device_the_model_is_on(monkeypatch):
+    # a model moved with .to("cuda:3") while the current device is still 0
+    calls: list[str] = []
+
+    class _Cuda:
+        @staticmethod
+        def is_initialized() -> bool:
+            return True
+
+        @staticmethod
+        def current_device() -> int:
+            calls.append("current_device")
+            return 0
+
+        @staticmethod
+        def get_device_properties(index: int):
+            calls.append(f"props {index}")
+            return types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", uuid="GPU-9")
+
+    sender = _Sender()
+    monkeypatch.setattr(device, "_torch", types.SimpleNamespace(cuda=_Cuda))
+    monkeypatch.setattr(device, "_sent", False)
+    monkeypatch.setattr(device, "get_sender", lambda: sender)
+    ids = types.SimpleNamespace(device=types.SimpleNamespace(type="cuda", index=3))
+    device._on_first_forward(nn.Linear(1, 1), ids, (), {})
+    assert calls == ["props 3"]
+    assert sender.sent[0][1]["value"]["index"] == 3
+
+
+def test_train_every_step_does_not_walk_the_model_when_nothing_switches(monkeypatch):
+    # HF Trainer calls model.train() every step, and train() recurses into every submodule
+    looked: list[int] = []
+    monkeypatch.setattr(steps, "root", lambda: looked.append(1))
+    monkeypatch.setattr(phases, "_eval_since", None)
+    net = nn.Sequential(*(nn.Linear(2, 2) for _ in range(10)))
+    wrapped = phases._wrap_train(nn.Module.train)
+    monkeypatch.setattr(nn.Module, "train", wrapped)
+    net.train()
+    assert looked == []
+    net.eval()  # a real switch looks for the root (not found here: no span opens)
+    assert looked and phases._eval_since is None
+
+
+def test_fake_count_is_refused_when_the_copy_would_run_hooks():
+    net = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    assert flops.fake_refusal(net) is None
+    handle = net[1].register_forward_hook(lambda *a: None)
+    assert flops.fake_refusal(net) == "Linear has forward or backward hooks"
+    handle.remove()
+    handle = nn.modules.module.register_module_forward_pre_hook(lambda *a: None)
+    try:
+        assert flops.fake_refusal(net) == "global module hooks are registered"
+    finally:
+        handle.remove()
+
+
+def test_int_env_never_raises(monkeypatch):
+    for value, expected in (("4", 4), (" 2 ", 2), ("-1", -1), ("--1", None), ("²", None)):
+        monkeypatch.setenv("TM_TEST_INT", value)
+        assert boot._int_env("TM_TEST_INT") == expected
+    monkeypatch.delenv("TM_TEST_INT")
+    assert boot._int_env("TM_TEST_INT") is None
+
+
+def test_config_is_also_found_as_model_args_or_params():
+    # TorchTitan keeps its hyper-parameters in `model_args`, Meta's reference Llama in `params`
+    titan = nn.Linear(2, 2)
+    titan.model_args = types.SimpleNamespace(n_layers=16, dim=2048)
+    llama = nn.Linear(2, 2)
+    llama.params = types.SimpleNamespace(n_layers=32, dim=4096)
+    for module, layers in ((titan, 16), (llama, 32)):
+        config = model.find_config(model.unwrap_chain(module))
+        assert model.config_int(config, model.LAYER_KEYS) == layers
+    lists = nn.Module()
+    lists.params = nn.ParameterList([nn.Parameter(torch.zeros(1))])
+    assert model.find_config([lists]) is None  # a module's parameter list is not a config
+
+
+def test_distributed_checkpoint_save_is_timed(monkeypatch):
+    saved: list[str] = []
+    dcp = types.SimpleNamespace(save=lambda state, **kw: saved.append("save"))
+    monkeypatch.setitem(phases._totals, "checkpoint", [0.0, 0])
+    phases._patch_dcp(dcp)
+    dcp.save({}, checkpoint_id="x")
+    assert saved == ["save"] and phases._totals["checkpoint"][1] == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import run_tiny_lm
+from conftest import run_agent, run_tiny_lm
 
 
 def test_gradient_accumulation_counts_steps_micro_and_tokens(workdir):
@@ -89,3 +89,63 @@ def test_losses_are_bit_identical_with_and_without_the_agent(workdir):
     assert "counted_flops_per_token" in with_agent.facts()
     assert len(with_agent.losses()) == 10
     assert with_agent.losses() == without.losses()
+
+
+def test_a_root_compiled_in_place_is_counted_without_touching_its_graph(workdir):
+    # module.compile() makes dynamo trace the module's hooks: ours must be invisible there (no
+    # graph break, which fullgraph=True turns into an error, no recompile) and the micro-batches
+    # and tokens are counted from outside the compiled call. This once added a graph and
+    # printed dynamo warnings (`int(mask.sum())`, `time.monotonic` traced in our hooks).
+    flags = ("--steps", "4", "--accum", "2", "--compile-in-place", "eager", "--fullgraph")
+    flags += ("--mask", "--double-step")
+    run = run_tiny_lm(workdir, *flags)
+    plain = run_tiny_lm(workdir, *flags, agent=False)
+    assert run.rc == plain.rc == 0, run.stderr
+    assert run.stderr == ""
+    assert run.losses() == plain.losses() and len(run.losses()) == 8
+    graphs = [line for line in run.stdout.splitlines() if line.startswith("TRUTH_GRAPHS")]
+    assert graphs == ["TRUTH_GRAPHS unique_graphs=1"]
+    assert run.steps_total("k") == 4
+    assert run.steps_total("micro") == 8
+    assert run.steps_total("tokens") == run.truth()["tokens"] == 4 * 2 * 4 * 8
+    assert run.steps_total("real_tokens") == run.truth()["real"]
+    assert run.facts()["n_params"] > 0
+
+
+COMPILED_STEP = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+m = nn.Linear(8, 8)
+opt = torch.optim.AdamW(m.parameters(), lr=torch.tensor(0.01))
+
+
+@torch.compile(backend="eager")
+def step():
+    opt.step()
+
+
+for i in range(4):
+    loss = m(torch.randn(4, 8)).sum()
+    loss.backward()
+    step()
+    opt.zero_grad()
+    print("LOSS", loss.item().hex())
+"""
+
+
+def test_a_compiled_optimizer_step_is_left_alone_and_said_so(workdir):
+    # dynamo traces the optimizer's post-hooks: ours must not break its graph (it once did, at
+    # `time.monotonic`, with a dynamo warning on the user's stderr). Steps cannot be counted
+    # there, and the agent says so once instead of reporting nothing silently.
+    script = workdir / "compiled_step.py"
+    script.write_text(COMPILED_STEP)
+    run = run_agent(["python", str(script)], workdir)
+    plain = run_agent(["python", str(script)], workdir, agent=False)
+    assert run.rc == plain.rc == 0, run.stderr
+    assert run.losses() == plain.losses() and len(run.losses()) == 4
+    ours = [line for line in run.stderr.splitlines() if line.startswith("trainmeter:")]
+    assert ours[0].startswith("trainmeter: steps off: optimizer.step() runs inside torch.compile")
+    assert "time.monotonic" not in run.stderr and "Graph break" not in run.stderr
+    assert run.kind("step") == []

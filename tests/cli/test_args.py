@@ -155,3 +155,19 @@ def test_bad_command_lines_are_refused(argv: list[str], message: str) -> None:
 def test_help_and_version_stop_parsing() -> None:
     assert parse_run_args(["--help", "--bogus"]).show == "help"
     assert parse_run_args(["--version"]).show == "version"
+
+
+def test_help_names_exactly_the_commands_that_exist_and_marks_reserved_flags() -> None:
+    import re
+
+    from trainmeter.cli.args import USAGE
+    from trainmeter.cli.main import COMMANDS
+
+    named: set[str] = set()
+    for line in USAGE.splitlines():
+        match = re.match(r"\s*(?:usage:)?\s*tm ([a-z][a-z |]*?)(?: [A-Z\[]|\s{2,}|$)", line)
+        if match:
+            named.update(w for w in match.group(1).split(" | ") if w.strip())
+    assert named == set(COMMANDS)
+    reserved = next(line for line in USAGE.splitlines() if "--port" in line)
+    assert "--no-web" in reserved and "reserved" in reserved

@@ -122,3 +122,10 @@ def test_energy_sums_per_gpu_and_survives_a_counter_reset():
     assert energy["resets"] == 1
     assert energy["joules_per_token"] == pytest.approx(1300 / 60_000)
     assert "energy" in run(start(0.0))["absent"]
+
+
+def test_gpus_are_listed_in_index_order_past_ten():
+    rows = [h100_row(i) for i in (10, 2, 0, 1)]
+    snap = run(gpu(1.0, *rows))
+    assert list(snap["ladder"]["gpus"]) == ["0", "1", "2", "10"]
+    assert list(snap["gpus"]) == ["0", "1", "2", "10"]

@@ -85,7 +85,10 @@ def test_empty_engine_is_json_and_names_what_is_absent():
     snap = Engine().snapshot()
     json.dumps(snap, allow_nan=False)
     assert snap["steps"] == 0
-    for key in ("tokens_per_s", "mfu", "flops_per_token", "progress", "time", "ofu", "energy"):
+    for key in (
+        "tokens_per_s", "mfu", "flops_per_token", "flops_spent", "n_gpus", "progress", "time",
+        "ofu", "energy",
+    ):  # fmt: skip
         assert key in snap["absent"], key
         assert snap["absent"][key]
 

@@ -53,3 +53,11 @@ def test_declared_peak_source_is_the_note():
     snap = run(start(0.0, peak_flops=8e14, peak_source="our matmul benchmark"))
     assert snap["facts"]["peak_flops"]["note"] == "our matmul benchmark"
     assert "peak_source" not in snap["facts"]
+
+
+def test_declared_notes_of_run_start_carry_the_peak_source():
+    """`tm` writes the peak's source in run.start's `declared_notes`, beside `declared`."""
+    record = start(0.0, peak_flops=8e14)
+    record["d"]["declared_notes"] = {"peak_flops": "vendor quote 2026"}
+    snap = run(record)
+    assert snap["facts"]["peak_flops"]["note"] == "vendor quote 2026"

@@ -84,3 +84,12 @@ def test_no_tokens_is_absent_with_a_way_to_enable():
     snap = run(start(0.0), steps(1.0, 1.0, 6))
     assert "tokens_per_s" not in snap
     assert "--tokens-per-step" in snap["absent"]["tokens_per_s"]
+
+
+def test_declared_count_matching_the_real_tokens_does_not_warn():
+    # 1,000 tokens a step, 750 of them real; the user declared the 750 that are not padding.
+    snap = run(start(0.0, tokens_per_step=750), steps(1.0, 1.0, 8, tokens=1000, real_tokens=750))
+    assert snap["tokens_seen"] == 8 * 750
+    assert not any("tokens per step" in w for w in snap["warnings"])
+    off = run(start(0.0, tokens_per_step=500), steps(1.0, 1.0, 8, tokens=1000, real_tokens=750))
+    assert any("tokens per step" in w for w in off["warnings"])

@@ -85,3 +85,29 @@ def test_no_step_and_no_start_are_absent():
     assert snap["time"] == {"elapsed_s": 3.0, "finished": True}
     assert "optimizer step" in snap["absent"]["time_split"]
     assert "time" in run(steps(1.0, 1.0, 3))["absent"]
+
+
+def test_phases_before_the_first_and_after_the_last_step_come_out_of_their_own_slot():
+    """A final eval and checkpoint after the last step are part of the tail, not of compute;
+    an eval before the first step is part of startup. The parts still add up to elapsed."""
+    snap = run(
+        start(0.0),
+        hello(0.2, probes=ALL),
+        phase(4.5, "data", 1.0),
+        phase(4.6, "eval", 0.5),  # before the first step
+        *steps(5.0, 1.0, 10, tokens=100),  # 5 .. 14
+        phase(10.0, "data", 2.0),
+        phase(15.0, "eval", 0.5),  # after the last step
+        phase(15.5, "checkpoint", 1.0),
+        end(17.0),
+    )
+    # startup 5 - 1.0 - 0.5 = 3.5; window 9 - data 2 = compute 7; tail 3 - 0.5 - 1.0 = 1.5
+    assert {k: v["s"] for k, v in parts(snap).items()} == {
+        "startup": 3.5,
+        "data": 3.0,
+        "checkpoint": 1.0,
+        "eval": 1.0,
+        "compute": 7.0,
+        "after": 1.5,
+    }
+    assert snap["time"]["goodput"] == pytest.approx((7 + 2) / 17)

@@ -200,3 +200,28 @@ def test_an_ignored_signal_stays_ignored_for_the_child(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_after_the_child_exited_does_not_change_the_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int
+) -> None:
+    """A scheduler's second SIGTERM while tm writes the summary: still the child's status."""
+    from trainmeter.cli.args import parse_run_args
+    from trainmeter.supervisor import session as session_mod
+
+    monkeypatch.chdir(tmp_path)
+    write_script(tmp_path / "t.py", "import sys; sys.exit(3)")
+    real_finish = session_mod.Session.finish
+
+    def finish(self, child):  # type: ignore[no-untyped-def]
+        os.kill(os.getpid(), signum)  # delivered now, in the main thread
+        real_finish(self, child)
+
+    monkeypatch.setattr(session_mod.Session, "finish", finish)
+    before = signal.getsignal(signum)
+    opts = parse_run_args(["-q", "--no-agent", "t.py"])
+    status = session_mod.supervise(opts, samplers_factory=lambda pid, run_dir: [], watcher=object())
+    assert status == 3
+    assert signal.getsignal(signum) is before  # put back as it was
+    assert (run_dirs(tmp_path)[0] / "summary.json").exists()

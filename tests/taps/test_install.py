@@ -96,3 +96,26 @@ def test_install_twice_wraps_once() -> None:
     taps.install_all()
     assert len(tb_tap.TAP.patched) == 2  # add_scalar and add_scalars, not four
     assert not hasattr(SummaryWriter.add_scalar.__wrapped__, "__trainmeter_tap__")
+
+
+def test_a_tap_is_a_probe_only_once_it_attached(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Armed is not attached: `probes` gets a tap's name when it wraps its tracker, and the
+    callback (boot's: say hello again) runs once for it."""
+    from trainmeter.agent.state import STATE
+    from trainmeter.agent.taps import _base
+
+    monkeypatch.setattr(STATE, "probes", [])
+    monkeypatch.setattr(_base, "on_attach", None)
+    attached: list[str] = []
+    # torch.utils.tensorboard is imported in this process: its tap attaches at once; wandb,
+    # mlflow, transformers and lightning are only armed unless imported here already
+    import torch.utils.tensorboard  # noqa: F401
+
+    names = taps.install_all(on_attach=attached.append)
+    assert names == ["wandb", "tensorboard", "mlflow", "transformers", "lightning"]
+    assert "tensorboard" in STATE.probes and attached.count("tensorboard") == 1
+    for name in ("wandb", "mlflow"):
+        module = {"wandb": "wandb.sdk.wandb_run", "mlflow": "mlflow"}[name]
+        assert (name in STATE.probes) == (module in sys.modules)
+    taps.uninstall_all()
+    assert "tensorboard" not in STATE.probes

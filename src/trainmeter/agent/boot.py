@@ -5,29 +5,37 @@ for the user's own `import torch` to attach the probes: importing torch ourselve
 seconds and could change the run. Each probe attaches on its own; one that fails is left out of
 `probes`, warns once, and the run goes on. When torch attaches, `hello` is sent again with the
 probes that attached and the torch version; the engine unions the `probes` of every hello.
+A tap is in `probes` only once its tracker was imported and wrapped (it then says `hello` again);
+until then it is listed in `taps_armed`.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from . import importhook
 from .probes import guard
 from .sender import get_sender
 from .state import STATE
 
+TYPE_CHECKING = False  # typing costs ~9 ms in every Python the run starts
+if TYPE_CHECKING:
+    from typing import Any
+
 DISABLE_ENV = "TRAINMETER_DISABLE"
 NO_TAP_ENV = "TRAINMETER_NO_TAP"
 
 _versions: dict[str, str] = {}
+_armed: list[str] = []  # taps whose import hooks are registered
 _started = False
 
 
 def _int_env(name: str) -> int | None:
-    value = os.environ.get(name, "").strip()
-    return int(value) if value.lstrip("-").isdigit() else None
+    try:
+        return int(os.environ.get(name, "").strip())
+    except ValueError:  # unset, empty, or not a number ("--1", "²"): unknown
+        return None
 
 
 def say_hello() -> None:
@@ -41,6 +49,7 @@ def say_hello() -> None:
         "local_rank": _int_env("LOCAL_RANK"),
         "rank": sender.rank,
         "probes": list(STATE.probes),
+        "taps_armed": [name for name in _armed if name not in STATE.probes],
         "python": sys.version.split()[0],
         "executable": sys.executable,
         "argv0": sys.argv[0] if getattr(sys, "argv", None) else None,
@@ -79,8 +88,14 @@ def attach_torch(torch: Any) -> None:
     say_hello()
 
 
+def _tap_attached(name: str) -> None:
+    """A tap wrapped its tracker (the user imported it): tell `tm` with another hello."""
+    say_hello()
+
+
 def _install_taps() -> None:
-    """Let the taps package hook the trackers; it owns the names it adds to `STATE.probes`."""
+    """Arm the taps' import hooks. A tap's name goes into `STATE.probes` (the taps package adds
+    it) only when it attaches; armed ones are reported as `taps_armed`."""
     try:
         from . import taps
     except Exception as exc:  # noqa: BLE001
@@ -90,13 +105,11 @@ def _install_taps() -> None:
     if install_all is None:
         return
     try:
-        names = install_all()
+        names = install_all(on_attach=_tap_attached)
     except Exception as exc:  # noqa: BLE001 - invariant 1
         guard.off("taps", exc)
         return
-    for name in names or ():
-        if isinstance(name, str):
-            guard.attached(name)
+    _armed[:] = [name for name in names or () if isinstance(name, str)]
 
 
 def start() -> None:

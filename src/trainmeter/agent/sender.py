@@ -38,9 +38,10 @@ _MAX_BACKLOG = 256  # datagrams kept while the receiver is full, then dropped an
 
 def _rank_from_env() -> int | None:
     for name in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
-        value = os.environ.get(name)
-        if value is not None and value.strip().lstrip("-").isdigit():
-            return int(value)
+        try:
+            return int(os.environ[name])
+        except (KeyError, ValueError):  # unset, or not a number ("--1", "²"): look further
+            continue
     return None
 
 

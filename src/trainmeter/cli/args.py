@@ -35,8 +35,8 @@ options (before the script or command):
   --params N  --embedding-params N  --layers N  --d-model N  --seq-len N  --dp N
   --plan-mfu F (0.4 or 40%)  --plan-hours H                    the plan, compared with the run
   --peak-tflops X --peak-source TEXT                           a declared dense peak per GPU
-  --name NAME  --gpus 0,1  --port N  --no-web  --no-agent  --no-tap  -q/--quiet
-  --version  -h/--help
+  --name NAME  --gpus 0,1  --no-agent  --no-tap  -q/--quiet  --version  -h/--help
+  --port N  --no-web      reserved for the dashboard, which is not built yet: accepted, no effect
 numbers accept SI suffixes: 20B, 1.5e9, 300M, 2k
 """
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import signal
 import socket
 import sys
@@ -135,7 +136,7 @@ def main(argv: list[str]) -> int:
             "node_uptime_s": round(time.time() - psutil.boot_time(), 1),
             "unix_time": time.time(),
             "hostname": socket.gethostname(),
-            "python": sys.executable,
+            "python": platform.python_version(),
         },
     )
     log.write(

@@ -139,25 +139,14 @@ def _agent(python: str | None, env: dict[str, str]) -> list[dict[str, str]]:
 
 
 def _python_check(python: str, env: dict[str, str]) -> dict[str, str]:
+    from trainmeter.diagnose_python import why_silent
+
     try:
-        from trainmeter import diagnose_python
-    except ImportError:
-        return _check(
-            "agent in python",
-            INFO,
-            "trainmeter.diagnose_python is not in this build: "
-            f"cannot say whether {python} would load the agent",
-        )
-    try:
-        reason = diagnose_python.why_silent(python, env)
+        reason = why_silent(python, env)
     except Exception as exc:  # noqa: BLE001 - a failing diagnosis is itself the answer
         return _check("agent in python", NO, f"diagnosis failed: {type(exc).__name__}: {exc}")
     if not reason:
         return _check("agent in python", OK, f"{python} loads the agent")
-    if isinstance(reason, (list, tuple)):
-        reason = "; ".join(str(r) for r in reason)
-    elif not isinstance(reason, str):
-        reason = json.dumps(reason, default=str)
     return _check("agent in python", NO, f"{python}: {reason}")
 
 

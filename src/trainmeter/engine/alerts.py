@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from .metrics import by_gpu
+
 DATA_SHARE = 0.25
 DATA_WINDOW_S = 60.0
 DATA_MIN_SPAN_S = 5.0
@@ -80,7 +82,7 @@ def data_starvation(window: DataWindow) -> dict[str, Any] | None:
 
 def throttling(throttle: dict[str, tuple[list[str], float]]) -> list[dict[str, Any]]:
     out = []
-    for gpu, (reasons, t) in sorted(throttle.items()):
+    for gpu, (reasons, t) in sorted(throttle.items(), key=by_gpu):
         hot = [r for r in reasons if any(w in r.lower() for w in THROTTLE_WORDS)]
         if hot:
             out.append(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .metrics import num
+from .metrics import by_gpu, num
 
 
 class _Meter:
@@ -54,7 +54,7 @@ class EnergyMeter:
         joules = sum(per_gpu.values())
         out: dict[str, Any] = {
             "joules": joules,
-            "per_gpu": dict(sorted(per_gpu.items())),
+            "per_gpu": dict(sorted(per_gpu.items(), key=by_gpu)),
             "resets": sum(m.resets for m in self._meters.values()),
             "source": "NVML total energy counter, latest less first reading per GPU",
         }

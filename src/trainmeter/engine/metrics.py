@@ -16,6 +16,12 @@ def num(x: Any) -> float | None:
     return None
 
 
+def by_gpu(item: tuple[str, Any]) -> tuple[int, int, str]:
+    """Sort key for (GPU label, value) pairs: indices in number order (2 before 10), then UUIDs."""
+    label = item[0]
+    return (0, int(label), "") if label.isdigit() else (1, 0, label)
+
+
 def mfu(flops_per_token: float, tokens_per_s: float, n_gpus: int, peak_flops: float) -> float:
     """Model FLOPs utilization: FLOPs per token x tokens/s over (GPUs x dense peak per GPU)."""
     return flops_per_token * tokens_per_s / (n_gpus * peak_flops)

@@ -98,8 +98,7 @@ class Engine:
         if r != 0:
             return  # rank 0 is the step clock
         clock = self.clock
-        if clock.first_t is None:
-            self.ledger.first_step()
+        self.ledger.step(t)
         clock.step(t, d)
         self.data_window.step(t, self.ledger.phase_s.get("data", 0.0))
 
@@ -121,7 +120,7 @@ class Engine:
         name, seconds = d.get("name"), num(d.get("s"))
         if isinstance(name, str) and seconds is not None and seconds >= 0:
             n = d.get("n")
-            self.ledger.phase(name, seconds, n if isinstance(n, int) and n > 0 else 1)
+            self.ledger.phase(name, seconds, n if isinstance(n, int) and n > 0 else 1, t)
 
     def _on_fact(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         key = d.get("key")
@@ -373,9 +372,7 @@ class Engine:
         else:
             absent["node"] = "no node sample yet"
         snap["series"] = self.series.snapshot()
-        time_split = self.ledger.snapshot(
-            clock.first_t, clock.last_t, self.t_last, now, self.probes, absent
-        )
+        time_split = self.ledger.snapshot(self.t_last, now, self.probes, absent)
         if time_split is not None:
             snap["time"] = time_split
         self._counted(snap, peak_entry, n_gpus, tps, shape, absent)
@@ -486,12 +483,12 @@ class Engine:
             )
         declared = self.clock.declared_per_step
         detected = [
-            v
-            for v in (self.clock.detected_per_step, self.clock.detected_real_per_step)
-            if v
+            v for v in (self.clock.detected_per_step, self.clock.detected_real_per_step) if v
         ]
-        if declared is not None and detected and all(
-            abs(declared / v - 1.0) > 0.01 for v in detected
+        if (
+            declared is not None
+            and detected
+            and all(abs(declared / v - 1.0) > 0.01 for v in detected)
         ):
             warnings.append(
                 f"tokens per step: {declared:g} declared, {detected[0]:g} detected in the "

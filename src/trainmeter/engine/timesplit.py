@@ -2,12 +2,13 @@
 
     elapsed = startup + data + checkpoint + eval + compute + after
 
-Startup runs from the start of the run to rank 0's first step record, less the data wait the
-loader probe measured before it. The training window runs from that first step to the last one
-(to now while the run is live); compute is what is left of it after the measured data wait
-(past the first step), checkpoints and evals. A part whose probe never attached is not
-measured: its time stays inside compute and the compute label says so. After the last step is
-the tail once the run has ended. Goodput = (compute + data wait past the first step) / elapsed.
+Rank 0's first and last step records cut the wall time into three slots: before the first step,
+the training window (to now while the run is live), and after the last step (once the run has
+ended). Each measured phase second belongs to the slot it was recorded in, so a final eval or
+checkpoint after the last step comes out of the tail, not out of compute, and the parts add up
+to the elapsed time. Startup, compute and after are what is left of their slot. A part whose
+probe never attached is not measured: its time stays inside the slot's remainder and the
+compute label says so. Goodput = (compute + data wait past the first step) / elapsed.
 """
 
 from __future__ import annotations
@@ -39,25 +40,34 @@ class TimeLedger:
         self.node_uptime_s: float | None = None
         self.phase_s: dict[str, float] = {}
         self.phase_n: dict[str, int] = {}
-        self.data_before_first = 0.0
+        self.first_t: float | None = None  # rank 0's first and latest step records
+        self.last_t: float | None = None
+        self.before: dict[str, float] = {}  # phase seconds recorded before the first step
+        self.tail: dict[str, float] = {}  # phase seconds recorded after the latest step
+        self._tail_t = float("-inf")
 
-    def phase(self, name: str, seconds: float, n: int) -> None:
+    def phase(self, name: str, seconds: float, n: int, t: float) -> None:
         self.phase_s[name] = self.phase_s.get(name, 0.0) + seconds
         self.phase_n[name] = self.phase_n.get(name, 0) + n
+        if self.first_t is None or t <= self.first_t:
+            self.before[name] = self.before.get(name, 0.0) + seconds
+        elif self.last_t is not None and t > self.last_t:
+            self.tail[name] = self.tail.get(name, 0.0) + seconds
+            self._tail_t = max(self._tail_t, t)
 
-    def first_step(self) -> None:
-        """Called at rank 0's first step: the data wait so far belongs to startup."""
-        self.data_before_first = self.phase_s.get("data", 0.0)
+    def step(self, t: float) -> None:
+        """Rank 0's step record at `t`: the tail recorded before it joins the window."""
+        if self.first_t is None:
+            self.first_t = t
+        if self.last_t is None or t > self.last_t:
+            self.last_t = t
+        if t >= self._tail_t:
+            self.tail.clear()
 
     def snapshot(
-        self,
-        first: float | None,
-        last: float | None,
-        t_last: float,
-        now: float | None,
-        probes: set[str],
-        absent: dict[str, str],
+        self, t_last: float, now: float | None, probes: set[str], absent: dict[str, str]
     ) -> dict[str, Any] | None:
+        """The split at `now` (None: at the latest record); `t_last` is the latest record's t."""
         if self.t_start is None:
             absent["time"] = "no run.start record: replay a complete events.jsonl"
             return None
@@ -67,6 +77,7 @@ class TimeLedger:
         out: dict[str, Any] = {"elapsed_s": elapsed, "finished": finished}
         if self.node_uptime_s is not None:
             out["node_uptime_s"] = self.node_uptime_s
+        first, last = self.first_t, self.last_t
         if first is None or last is None:
             absent["time_split"] = (
                 "no optimizer step seen: the agent's step probe needs the loop to use a "
@@ -74,17 +85,15 @@ class TimeLedger:
             )
             return out
         window_end = last if finished else max(end, last)
-        window = max(window_end - first, 0.0)
-        measured = {
-            name: self.phase_s.get(name, 0.0)
-            for name, probe, _ in MEASURED_PARTS
-            if probe in probes
-        }
-        before = min(self.data_before_first, max(first - self.t_start, 0.0))
-        data_rest = max(measured.get("data", 0.0) - self.data_before_first, 0.0)
-        in_window = sum(v for k, v in measured.items() if k != "data")
+        names = [name for name, probe, _ in MEASURED_PARTS if probe in probes]
+        measured = {name: self.phase_s.get(name, 0.0) for name in names}
+        before = sum(self.before.get(name, 0.0) for name in names)
+        after = sum(self.tail.get(name, 0.0) for name in names) if finished else 0.0
         startup = max(first - self.t_start - before, 0.0)
-        compute = max(window - data_rest - in_window, 0.0)
+        compute = max(window_end - first - (sum(measured.values()) - before - after), 0.0)
+        data_rest = 0.0  # data wait past the first step, counted as good time
+        if "data" in measured:
+            data_rest = max(measured["data"] - self.before.get("data", 0.0), 0.0)
         parts = [_part("startup", "Startup and compile", startup, True)]
         parts += [
             _part(name, label, measured.get(name), name in measured, self.phase_n.get(name, 0))
@@ -96,7 +105,8 @@ class TimeLedger:
             compute_label += " and the rest (includes " + ", ".join(unmeasured).lower() + ")"
         parts.append(_part("compute", compute_label, compute, False))
         if finished:
-            parts.append(_part("after", "After the last step", max(end - window_end, 0.0), True))
+            tail = max(end - window_end - after, 0.0)
+            parts.append(_part("after", "After the last step", tail, True))
         out["parts"] = parts
         out["remainder_includes"] = unmeasured
         if elapsed > 0:

@@ -42,6 +42,16 @@ def _raise_rcvbuf(sock: socket.socket, size: int) -> int:
     return sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
 
 
+def decode_counted(line: bytes, reasons: dict[str, int]) -> dict[str, Any] | None:
+    """The record on `line`, or None with the reason (the error's first word) counted."""
+    try:
+        return records.decode(line)
+    except records.RecordError as exc:
+        reason = str(exc).split(":", 1)[0]
+        reasons[reason] = reasons.get(reason, 0) + 1
+        return None
+
+
 class Ingest:
     """Owns the socket, its directory and the receiving thread."""
 
@@ -92,12 +102,9 @@ class Ingest:
             line = line.strip()
             if not line:
                 continue
-            try:
-                record = records.decode(line)
-            except records.RecordError as exc:
+            record = decode_counted(line, self.drop_reasons)
+            if record is None:
                 self.dropped += 1
-                reason = str(exc).split(":", 1)[0]
-                self.drop_reasons[reason] = self.drop_reasons.get(reason, 0) + 1
                 continue
             self.received += 1
             try:
@@ -105,14 +112,22 @@ class Ingest:
             except Exception:  # noqa: BLE001 - the sink never raises; if it did, keep receiving
                 pass
 
-    def settle(self, quiet_s: float = 0.05, max_s: float = 0.3) -> None:
+    def settle(
+        self,
+        quiet_s: float = 0.05,
+        max_s: float = 0.3,
+        agents_alive: Callable[[], bool] | None = None,
+    ) -> None:
         """After the child exits: wait until the socket is quiet for `quiet_s`, at most `max_s`.
 
-        An agent flushes at exit, so its last datagrams are queued by the time the child is
-        reaped (`stop()` takes those); this wait is for processes of the run still flushing, such
-        as a worker that outlives its parent by a moment. A run that went quiet before it ended
-        costs no wait at all, which keeps `tm`'s fixed cost low.
+        An agent flushes at exit, so once every process that said hello is gone its last
+        datagrams are already queued (`stop()` takes those) and there is nothing to wait for:
+        `agents_alive` says so, and then this returns at once, which keeps `tm`'s fixed cost
+        low. The wait is for processes of the run still flushing, such as a worker that
+        outlives its parent by a moment.
         """
+        if agents_alive is not None and not agents_alive():
+            return
         deadline = time.monotonic() + max_s
         while True:
             now = time.monotonic()

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import records
 from . import parts
+from .ingest import decode_counted
 from .recorder import Recorder
 from .store import RunStore, runs_root
 from .warn import WarnOnce
@@ -58,12 +58,9 @@ def replay(
             line = line.strip()
             if not line:
                 continue
-            try:
-                record = records.decode(line)
-            except records.RecordError as exc:
+            record = decode_counted(line, result.bad_reasons)
+            if record is None:
                 result.bad += 1
-                why = str(exc).split(":", 1)[0]
-                result.bad_reasons[why] = result.bad_reasons.get(why, 0) + 1
                 continue
             result.records += 1
             if record["kind"] == "run.end":

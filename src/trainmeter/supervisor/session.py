@@ -25,7 +25,7 @@ from .. import __version__, records
 from ..cli.args import RunOptions
 from . import parts
 from .ingest import Ingest
-from .launcher import ChildExit, Launcher, LaunchError, check_script, child_env
+from .launcher import FORWARDED, ChildExit, Launcher, LaunchError, check_script, child_env
 from .live import LiveLoop
 from .recorder import Recorder
 from .store import RunStore
@@ -110,34 +110,33 @@ class Session:
             self.ingest.start()
         return env
 
-    def start_payload(self) -> dict[str, Any]:
+    def _about(self) -> dict[str, Any]:
+        """What both `run.start` and `meta.json` say about the run."""
         return {
+            "name": self.name,
             "argv": records.redact_argv(self.opts.command),
             "tm_version": __version__,
-            "name": self.name,
-            "declared": dict(self.opts.declared),
-            "declared_notes": dict(self.opts.notes),
-            "node_uptime_s": node_uptime_s(),
-            "unix_time": time.time(),
             "hostname": socket.gethostname(),
             "python": platform.python_version(),
             "run_dir": str(self.store.path) if self.store and self.store.path else None,
+            "declared": dict(self.opts.declared),
+            "declared_notes": dict(self.opts.notes),
+        }
+
+    def start_payload(self) -> dict[str, Any]:
+        return {
+            **self._about(),
+            "node_uptime_s": node_uptime_s(),
+            "unix_time": time.time(),
             "agent": self.opts.agent,
             "tap": self.opts.tap,
         }
 
     def meta(self, end: dict[str, Any] | None = None) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            "name": self.name,
-            "argv": records.redact_argv(self.opts.command),
+        meta = {
+            **self._about(),
             "start_utc": self.started_utc.isoformat(timespec="seconds"),
-            "tm_version": __version__,
-            "hostname": socket.gethostname(),
-            "python": platform.python_version(),
             "executable": sys.executable,
-            "run_dir": str(self.store.path) if self.store and self.store.path else None,
-            "declared": dict(self.opts.declared),
-            "declared_notes": dict(self.opts.notes),
         }
         if end:
             meta.update(end)
@@ -201,11 +200,23 @@ class Session:
 
     # ---- 5 and 6 ----------------------------------------------------------------------------
 
+    def _agents_alive(self) -> bool:
+        """Whether a process that said hello still runs (and so may still send)."""
+        for pid in self.recorder.hello_pid_set():
+            try:
+                os.kill(pid, 0)  # signal 0: a liveness check, nothing is delivered
+            except ProcessLookupError:
+                continue
+            except OSError:
+                return True  # exists, not ours to signal
+            return True
+        return False
+
     def finish(self, child: ChildExit) -> None:
         if self.live is not None:
             self.live.stop(timeout=0.1)
         if self.ingest is not None:
-            self.ingest.settle(max_s=self.grace_s)
+            self.ingest.settle(max_s=self.grace_s, agents_alive=self._agents_alive)
             self.ingest.stop()
         if self.live is not None:
             self.live.record_dropped()
@@ -250,11 +261,14 @@ def supervise(opts: RunOptions, **kwargs: Any) -> int:
     if env is None:
         env = child_env(os.environ, None, agent=False)
     child = session.run_child(env)
-    try:
-        # a second Ctrl-C while the log is closed must not turn the child's status into 1
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread
-        previous = None
+    # The child is gone. A second Ctrl-C, or a scheduler's SIGTERM/SIGHUP/SIGQUIT, while the log
+    # is closed must not turn its status into 1 or 128+N: those are ignored until tm returns.
+    previous: dict[int, Any] = {}
+    for signum in (signal.SIGINT, *FORWARDED):
+        try:
+            previous[signum] = signal.signal(signum, signal.SIG_IGN)
+        except ValueError:  # not the main thread
+            break
     try:
         session.finish(child)
         if not opts.quiet:
@@ -262,7 +276,6 @@ def supervise(opts: RunOptions, **kwargs: Any) -> int:
     except Exception as exc:  # noqa: BLE001 - invariant 9: the status is the child's
         session.warn("finish", f"the run summary failed ({exc!r})")
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     return child.status
-

@@ -30,11 +30,11 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from .. import records
 from ..diagnose_python import why_silent
+from .launcher import bootstrap_path as bootstrap_dir  # the directory tm puts on PYTHONPATH
 
 GRACE_S = 2.0  # a Python without hello after this long is looked at
 ROOT_GRACE_S = 3.0  # a non-Python root with no Python under it after this long is reported
@@ -43,11 +43,6 @@ _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)*)?[a-z]?$")
 _NOTE_MAX = 240
 
 Diagnose = Callable[[str, Mapping[str, str]], "str | None"]
-
-
-def bootstrap_dir() -> str:
-    """Where tm's sitecustomize lives (the directory `tm` puts on PYTHONPATH)."""
-    return str(Path(__file__).resolve().parents[1] / "agent" / "bootstrap")
 
 
 def is_python(exe: str, cmdline: list[str]) -> bool:

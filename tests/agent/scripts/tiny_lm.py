@@ -28,6 +28,7 @@ p.add_argument("--eval-every", type=int, default=0)
 p.add_argument("--ckpt-every", type=int, default=0)
 p.add_argument("--compile", default="", help="torch.compile backend")
 p.add_argument("--compile-in-place", default="", help="model.compile(backend=...)")
+p.add_argument("--fullgraph", action="store_true", help="compile with fullgraph=True")
 p.add_argument("--dropout", type=float, default=0.0)
 p.add_argument("--experts", type=int, default=0)
 p.add_argument("--two-optimizers", action="store_true")
@@ -97,9 +98,10 @@ if args.two_optimizers:
     optimizers = [torch.optim.AdamW(params[:2], lr=1e-3), torch.optim.AdamW(params[2:], lr=1e-3)]
 else:
     optimizers = [torch.optim.AdamW(params, lr=1e-3)]
-run = torch.compile(model, backend=args.compile) if args.compile else model
+full = {"fullgraph": True} if args.fullgraph else {}
+run = torch.compile(model, backend=args.compile, **full) if args.compile else model
 if args.compile_in_place:
-    model.compile(backend=args.compile_in_place)
+    model.compile(backend=args.compile_in_place, **full)
 
 sizes = [args.batch] * (args.steps * args.accum)
 if args.vary_batch:

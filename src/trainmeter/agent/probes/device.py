@@ -16,15 +16,27 @@ _torch: Any = None
 _sent = False
 
 
-def look() -> bool:
-    """Send {name, index, uuid} of the current CUDA device if CUDA is up; True once sent."""
+def _cuda_index(*tensors: Any) -> int | None:
+    """The CUDA device a tensor lives on (metadata only), for a model moved with
+    `.to("cuda:3")` while the current device is still 0."""
+    for tensor in tensors:
+        dev = getattr(tensor, "device", None)
+        if getattr(dev, "type", None) == "cuda" and isinstance(getattr(dev, "index", None), int):
+            return dev.index
+    return None
+
+
+def look(index: int | None = None) -> bool:
+    """Send {name, index, uuid} of the training CUDA device (`index`, else the current one) if
+    CUDA is up; True once sent."""
     global _sent
     if _sent:
         return True
     cuda = _torch.cuda
     if not cuda.is_initialized():
         return False
-    index = int(cuda.current_device())
+    if index is None:
+        index = int(cuda.current_device())
     props = cuda.get_device_properties(index)
     uuid = getattr(props, "uuid", None)
     value = {"name": str(props.name), "index": index, "uuid": None if uuid is None else str(uuid)}
@@ -40,12 +52,16 @@ def look() -> bool:
     return True
 
 
+def _first_param(root: Any) -> Any:
+    return next(iter(root.parameters()), None) if root is not None else None
+
+
 def _on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
-    look()
+    look(_cuda_index(tokens, _first_param(root)))
 
 
 def _on_step(n: int) -> None:
-    if look() or n >= 1:
+    if look(_cuda_index(_first_param(steps.root()))) or n >= 1:
         steps.step_listeners.remove(_on_step)
 
 

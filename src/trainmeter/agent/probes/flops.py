@@ -147,11 +147,46 @@ def _report(flops: int, tokens: int, note: str) -> None:
         _finish()
 
 
+_GLOBAL_HOOKS = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+)
+_MODULE_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+
+
+def fake_refusal(module: Any) -> str | None:
+    """Why running a fake copy of `module` could touch the run, or None when it cannot.
+
+    The copy runs the module's Python code: a forward/backward hook on it (the user's
+    activation logger, FSDP2's all-gather) would run too and change the user's state or issue a
+    collective on this rank alone; an FSDP unit or a DTensor parameter communicates in forward."""
+    globals_ = sys.modules.get("torch.nn.modules.module")
+    if any(getattr(globals_, name, None) for name in _GLOBAL_HOOKS):
+        return "global module hooks are registered"
+    for sub in module.modules():
+        if "FullyShardedDataParallel" in type(sub).__name__ or type(sub).__name__.startswith(
+            "FSDP"
+        ):
+            return "the model is sharded (FSDP): its forward communicates"
+        if any(getattr(sub, name, None) for name in _MODULE_HOOKS):
+            return f"{type(sub).__name__} has forward or backward hooks"
+    for p in module.parameters():
+        if type(p).__name__ == "DTensor" or type(getattr(p, "data", None)).__name__ == "DTensor":
+            return "the model has DTensor parameters: its forward communicates"
+    return None
+
+
 def _count_fake() -> None:
     """The compiled model: count its uncompiled module on fake tensors of the same shapes."""
     args, kwargs, tokens = _captured.pop()
     _captured.clear()
     module = unwrap_chain(steps.root())[-1]
+    refusal = fake_refusal(module)
+    if refusal is not None:
+        _unavailable(f"the compiled model was not counted on a fake-tensor copy: {refusal}")
+        return
     try:
         steps.pause(True)
         flops = fake_flops(module, args, kwargs)

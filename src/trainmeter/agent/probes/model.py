@@ -62,11 +62,18 @@ def config_int(config: Any, keys: tuple[str, ...]) -> int | None:
     return None
 
 
+#: Where models keep their hyper-parameters: HF and nanoGPT `config`, TorchTitan `model_args`,
+#: Meta's reference Llama `params`.
+CONFIG_ATTRS = ("config", "model_args", "params")
+
+
 def find_config(chain: list[Any]) -> Any:
-    for module in chain:
-        config = getattr(module, "config", None)
-        if config is not None:
-            return config
+    nn_module = _torch.nn.Module
+    for attr in CONFIG_ATTRS:
+        for module in chain:
+            config = getattr(module, attr, None)
+            if config is not None and not isinstance(config, nn_module) and not callable(config):
+                return config
     return None
 
 

@@ -4,8 +4,9 @@ Each phase is timed where the loop already goes through torch (or transformers/s
 
 - `data`: time inside `_BaseDataLoaderIter.__next__`, the one method every DataLoader iterator
   uses, except while an eval span is open (an eval loader's waits belong to eval);
-- `checkpoint`: `torch.save`, and `save_pretrained` / safetensors `save_file` / `save_model`
-  when those modules get imported; a save nested in another save counts once;
+- `checkpoint`: `torch.save`, and `save_pretrained` / safetensors `save_file` / `save_model` /
+  `torch.distributed.checkpoint.save` when those modules get imported; a save nested in another
+  save counts once;
 - `eval`: from the root model's `.eval()` to its next `.train()` (`nn.Module.train` is wrapped:
   it runs only at mode switches, never per step).
 
@@ -127,6 +128,14 @@ def attach_checkpoint(torch: Any) -> None:
     torch.serialization.save = wrapped
     importhook.when_imported("transformers.modeling_utils", _guarded(_patch_transformers))
     importhook.when_imported("safetensors.torch", _guarded(_patch_safetensors))
+    importhook.when_imported("torch.distributed.checkpoint", _guarded(_patch_dcp))
+
+
+def _patch_dcp(module: Any) -> None:
+    """`torch.distributed.checkpoint.save` (TorchTitan, FSDP2); `async_save` blocks only
+    while it stages, and that is the part timed."""
+    _patch(module, "save")
+    _patch(module, "async_save")
 
 
 def _guarded(patch: Any) -> Any:
@@ -145,9 +154,12 @@ def _guarded(patch: Any) -> Any:
 def _wrap_train(original: Any) -> Any:
     @functools.wraps(original)
     def train(self: Any, mode: bool = True) -> Any:
-        if self is steps.root() or self in _family():
+        # `train()` recurses into every submodule, and loops such as HF Trainer call
+        # `model.train()` every step: only a real switch (into eval, or out of an open eval
+        # span) with a bool mode looks any further than this one comparison
+        if mode is (_eval_since is not None) and (self is steps.root() or self in _family()):
             try:
-                _switch(bool(mode))
+                _switch(mode)
             except Exception as exc:  # noqa: BLE001 - invariant 1
                 guard.off("eval", exc)
         return original(self, mode)

@@ -14,6 +14,13 @@ How the model's forward is found, cheaply:
   is not counted again; when the same optimizer does that, the model may have been replaced, so
   discovery starts again (it re-adopts the same root in place if nothing changed).
 
+Under torch.compile every hook is traced by dynamo whenever the call it hooks is compiled (a
+module compiled in place with `module.compile()`, a compiled training function). Our hooks must
+then be invisible: each returns at once when `torch.compiler.is_compiling()` (a constant in the
+trace), so they add no graph break, no guard and no recompile, and `fullgraph=True` still holds.
+A root compiled in place is counted from outside its compiled call instead: `nn.Module.compile`
+is wrapped so the module's `_compiled_call_impl` goes through `_compiled_pre` first, eagerly.
+
 Nothing is sent from the hot path: the step hook publishes one immutable tuple of running totals,
 and the sender thread (`drain`) turns the difference since its last look into one `step` record
 per flush. The tuple is swapped in a single assignment, so the two threads never need a lock.
@@ -21,13 +28,16 @@ per flush. The tuple is swapped in a single assignment, so the two threads never
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 import time
 import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
 
+from .. import importhook
 from ..sender import get_sender
 from ..state import STATE
 from . import guard
@@ -61,6 +71,8 @@ step_listeners: list[Callable[[int], None]] = []
 capture: list[Any] | None = None
 
 _nn_module: Any = None
+_compiling: Callable[[], bool] = bool  # torch.compiler.is_compiling once attached
+_comptime: Any = None  # torch._dynamo.comptime.comptime: runs a function at compile time
 _discovery: list[Any] = []  # handles of the two global forward hooks, while discovering
 _root_hook: list[Any] = []  # handles of the root's own hooks
 _step_hook: list[Any] = []
@@ -82,6 +94,8 @@ def pause(on: bool) -> None:
 
 def _pre(module: Any, args: Any) -> None:
     global _depth
+    if _compiling():
+        return  # traced by dynamo: be a no-op in its graph (see the module docstring)
     if _depth == 0 and module.training:
         try:
             if _adopt(module):
@@ -94,12 +108,14 @@ def _pre(module: Any, args: Any) -> None:
 
 def _post(module: Any, args: Any, *rest: Any) -> None:
     global _depth
+    if _compiling():
+        return
     _depth -= 1
     if _depth < 0:
         _depth = 0
 
 
-def _adopt(module: Any) -> bool:
+def _adopt(module: Any, hooks: bool = True) -> bool:
     """Make the module of this outermost training-mode call the root, unless it has no
     parameters (a loss module). Adopting before its forward runs keeps torch.compile from
     tracing the global hooks and recompiling once they are gone."""
@@ -117,6 +133,8 @@ def _adopt(module: Any) -> bool:
         return False
     _end_discovery()
     _root, _first_done = module, False
+    if not hooks:
+        return True  # a root compiled in place: `_compiled_pre` counts its calls
     _root_hook.append(module.register_forward_pre_hook(_root_pre, with_kwargs=True))
     # this call's pre-hooks were already listed: count it after its forward, once
     _root_hook.append(module.register_forward_hook(_first_call, with_kwargs=True, always_call=True))
@@ -125,6 +143,8 @@ def _adopt(module: Any) -> bool:
 
 def _first_call(module: Any, args: Any, kwargs: Any, result: Any = _NO_RESULT) -> None:
     # with always_call, the exception path calls hook(module, args, result): nothing to count
+    if _compiling():
+        return
     try:
         if len(_root_hook) > 1:
             _root_hook.pop().remove()
@@ -159,11 +179,58 @@ def _remove(handles: list[Any]) -> None:
 
 def _root_pre(module: Any, args: Any, kwargs: Any = None) -> None:
     # kwargs defaults: torch calls a pre-hook without them if its handle went away mid-call
+    if _compiling():
+        return
     if module.training and module is _root:
         try:
             _micro(module, args, kwargs or {})
         except Exception as exc:  # noqa: BLE001 - invariant 1
             _fail(exc)
+
+
+def _compiled_pre(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Eagerly, before a module compiled in place runs its compiled call: what `_pre` and
+    `_root_pre` would do, had dynamo not traced them."""
+    if not module.training or _compiling():
+        return
+    try:
+        if module is _root:
+            if _discovery:
+                _remove(_discovery)  # the root again after a step without its forward
+            _micro(module, args, kwargs)
+        elif _discovery and _depth == 0 and _adopt(module, hooks=False):
+            _micro(module, args, kwargs)
+    except Exception as exc:  # noqa: BLE001 - invariant 1
+        _fail(exc)
+
+
+def _shim(module: Any, compiled_call: Any) -> Any:
+    ref = weakref.ref(module)  # the module holds the shim: no cycle through it
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        owner = ref()
+        if owner is not None:
+            _compiled_pre(owner, args, kwargs)
+        return compiled_call(*args, **kwargs)
+
+    call.__trainmeter_original__ = compiled_call  # type: ignore[attr-defined]
+    return call
+
+
+def _wrap_compile(original: Any) -> Any:
+    @functools.wraps(original)
+    def compile(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        try:
+            compiled_call = self.__dict__.get("_compiled_call_impl")
+            if compiled_call is not None and not hasattr(compiled_call, "__trainmeter_original__"):
+                self._compiled_call_impl = _shim(self, compiled_call)
+        except Exception as exc:  # noqa: BLE001 - invariant 1
+            _fail(exc)
+        return result
+
+    compile.__trainmeter_original__ = original  # type: ignore[attr-defined]
+    return compile
 
 
 def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -210,6 +277,12 @@ def _real(tokens: Any, kwargs: dict[str, Any]) -> int | None:
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     global _committed, _p_micro, _p_tokens, _p_real, _p_real_missing, _last_optimizer
+    if _compiling():
+        # a compiled optimizer step: this hook is being traced, and counting here would need a
+        # graph break. Say so once, at compile time, instead of counting nothing silently
+        if _comptime is not None:
+            _comptime(_compiled_step)
+        return
     try:
         previous, _last_optimizer = _last_optimizer, id(optimizer)
         if not _p_micro and _root is not None:
@@ -236,6 +309,22 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
                 _call(listener, n)
     except Exception as exc:  # noqa: BLE001 - invariant 1
         _fail(exc)
+
+
+def _bind_comptime(dynamo: Any) -> None:
+    global _comptime
+    module = sys.modules.get("torch._dynamo.comptime")
+    _comptime = getattr(module, "comptime", None)
+
+
+def _compiled_step(ctx: Any = None) -> None:
+    """Run by dynamo at compile time (`comptime`), never in the compiled step itself."""
+    reason = (
+        "optimizer.step() runs inside torch.compile, where the step hook cannot run without a "
+        "graph break: optimizer steps and tokens are not counted"
+    )
+    guard.off("steps", reason)
+    guard.off("tokens", "the steps probe it rides on is off")
 
 
 # ---- the sender side ---------------------------------------------------------------------
@@ -274,7 +363,7 @@ def _forget_after_fork() -> None:
 
 def attach(torch: Any) -> list[str]:
     """Start discovery and hook every optimizer; return the probe names that attached."""
-    global _nn_module
+    global _nn_module, _compiling
     from torch.nn.modules import module as nn_module
     from torch.optim import optimizer as optim_module
 
@@ -285,6 +374,14 @@ def attach(torch: Any) -> list[str]:
     warnings.filterwarnings(
         "ignore", message=r"Using `torch.compile\(module\)` when there are global hooks"
     )
+    compiler = getattr(torch, "compiler", None)
+    _compiling = getattr(compiler, "is_compiling", None) or bool
+    # dynamo is imported only when the user compiles: take its `comptime` then, not before
+    importhook.when_imported("torch._dynamo", _bind_comptime)
+    module_cls = torch.nn.Module
+    compile_method = getattr(module_cls, "compile", None)
+    if compile_method is not None and not hasattr(compile_method, "__trainmeter_original__"):
+        module_cls.compile = _wrap_compile(compile_method)
     _start_discovery()
     _step_hook.append(optim_module.register_optimizer_step_post_hook(_after_step))
     sender = get_sender()

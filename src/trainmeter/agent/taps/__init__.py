@@ -1,15 +1,18 @@
 """Taps: pick up the values a training loop already logs to its tracker.
 
-`install_all()` registers one import hook per tap and returns the tap names. Nothing is imported
-here: each tap attaches only when the user's own code imports its tracker (wandb, TensorBoard,
-MLflow, transformers, Lightning), so a run that uses none of them pays nothing.
+`install_all()` registers one import hook per tap and returns the names of the taps it *armed*.
+Nothing is imported here: each tap attaches only when the user's own code imports its tracker
+(wandb, TensorBoard, MLflow, transformers, Lightning), so a run that uses none of them pays
+nothing. A tap joins `STATE.probes` (and so `hello`'s `probes`) only when it attached; then
+`on_attach(name)` is called, which boot uses to say `hello` again.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
-from . import lightning, mlflow, tensorboard, transformers, wandb
+from . import _base, lightning, mlflow, tensorboard, transformers, wandb
 from ._base import Tap
 
 _MODULES = (wandb, tensorboard, mlflow, transformers, lightning)
@@ -21,10 +24,13 @@ def taps() -> list[Tap]:
     return [module.TAP for module in _MODULES]
 
 
-def install_all() -> list[str]:
-    """Register every tap's import hook; the names of those registered (none with --no-tap)."""
+def install_all(on_attach: Callable[[str], None] | None = None) -> list[str]:
+    """Register every tap's import hook; the names of those armed (none with --no-tap).
+    `on_attach(name)` is called when a tap attaches (its tracker imported and wrapped)."""
     if os.environ.get(NO_TAP_ENV) == "1":
         return []
+    if on_attach is not None:
+        _base.on_attach = on_attach
     names: list[str] = []
     for module in _MODULES:
         try:
