@@ -17,6 +17,8 @@ import numbers
 import sys
 import time
 
+from .agent import outbox
+from .agent.outbox import FACT_KEYS  # noqa: F401 - part of the public surface
 from .agent.sender import get_sender
 from .agent.state import STATE
 
@@ -24,11 +26,7 @@ TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run 
 if TYPE_CHECKING:
     from typing import Any
 
-FACT_KEYS = frozenset({"tokens_per_step"})
-
 _warned: set[str] = set()
-_pending: list[tuple[str, float, int, float]] = []
-_drain_registered_for: object = None
 
 
 def as_number(value: Any) -> float | None:
@@ -50,31 +48,12 @@ def as_number(value: Any) -> float | None:
     return number if number == number and number not in (float("inf"), float("-inf")) else None
 
 
-def _drain() -> None:
-    """Called by the sender thread: turn buffered values into metric and fact records."""
-    sender = get_sender()
-    if sender is None or not _pending:
-        return
-    batch = _pending[:]
-    del _pending[: len(batch)]
-    for key, value, step, t in batch:
-        if key in FACT_KEYS:
-            sender.send("fact", {"key": key, "value": value, "source": "emitted"}, "emit", t)
-        else:
-            sender.send("metric", {"key": key, "value": value, "via": "emit", "step": step}, "emit", t)
-
-
 def emit(**values: Any) -> None:
     """Record named numbers for this run: series such as `train_loss`, or facts such as
     `tokens_per_step`. A no-op outside `tm`."""
-    global _drain_registered_for
     try:
-        sender = get_sender()
-        if sender is None:
+        if get_sender() is None:
             return
-        if _drain_registered_for is not sender:
-            _drain_registered_for = sender
-            sender.add_drain(_drain)
         t = time.monotonic()
         step = STATE.step
         for key, value in values.items():
@@ -87,6 +66,6 @@ def emit(**values: Any) -> None:
                         file=sys.stderr,
                     )
                 continue
-            _pending.append((key, number, step, t))
+            outbox.put(key, number, "emit", step, t)
     except Exception:  # noqa: BLE001 - invariant 1: never raise into the training loop
         return

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from trainmeter.agent import outbox, taps
 from trainmeter.agent import sender as sender_module
-from trainmeter.agent import taps
-from trainmeter.agent.taps import _base as tap_base
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "trainmeter"
 
@@ -60,7 +59,7 @@ def collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[Collector]:
     monkeypatch.setenv(sender_module.SOCKET_ENV, path)
     monkeypatch.setattr(sender_module, "_sender", None)
     monkeypatch.setattr(sender_module, "_sender_checked", False)
-    tap_base._pending.clear()  # nothing queued by an earlier test leaks into this one
+    outbox.clear()  # nothing queued by an earlier test leaks into this one
     try:
         yield col
     finally:

@@ -26,11 +26,10 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable
 
 from ...emit import as_number
-from ..sender import get_sender
+from ..outbox import put
 from ..state import STATE
 
 TYPE_CHECKING = False  # typing costs ~9 ms in every Python the run starts
@@ -44,8 +43,6 @@ MARK = "__trainmeter_tap__"
 
 
 _local = threading.local()
-_pending: list[tuple[str, float, str, int | None, float]] = []
-_drain_registered_for: object = None
 #: Called with a tap's name the first time it attached (boot sets it to say `hello` again).
 on_attach: Callable[[str], None] | None = None
 
@@ -60,31 +57,6 @@ def _announce(name: str) -> None:
             callback(name)
         except Exception:  # noqa: BLE001 - invariant 1: the tracker's import goes on
             pass
-
-
-def _drain() -> None:
-    """Called by the sender thread: turn what the taps read into `metric` records."""
-    sender = get_sender()
-    if sender is None or not _pending:
-        return
-    batch = _pending[:]
-    del _pending[: len(batch)]
-    for key, value, via, step, t in batch:
-        d: dict[str, Any] = {"key": key, "value": value, "via": via}
-        if step is not None:
-            d["step"] = step
-        sender.send("metric", d, "agent", t)
-
-
-def _queue(key: str, value: float, via: str, step: int | None) -> None:
-    global _drain_registered_for
-    sender = get_sender()
-    if sender is None:
-        return  # outside tm, or the supervisor is gone: nothing to tell
-    if _drain_registered_for is not sender:
-        _drain_registered_for = sender
-        sender.add_drain(_drain)
-    _pending.append((key, value, via, step, time.monotonic()))
 
 
 def step_or_current(step: Any) -> int | None:
@@ -136,7 +108,7 @@ class Tap:
                     file=sys.stderr,
                 )
             return
-        _queue(str(key), number, self.name, step)
+        put(str(key), number, self.name, step)
 
     def record_all(self, items: Iterable[tuple[Any, Any]], step: int | None) -> None:
         for key, value in items:
