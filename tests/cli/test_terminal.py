@@ -35,6 +35,9 @@ def test_duration(seconds: float, text: str) -> None:
 def test_mfu_is_named_or_a_range_never_bare() -> None:
     assert mfu_text({"mfu": {"value": 0.3812, "convention": "titan"}}) == "MFU 38.1% (titan)"
     assert mfu_text({"mfu": {"range": [0.368, 0.422]}}) == "MFU 36.8-42.2% by convention"
+    # a CPU run against a declared GPU peak: tiny, but not shown as zero
+    assert mfu_text({"mfu": {"range": [3.64e-8, 4.36e-8]}}) == "MFU 3.6e-06-4.4e-06% by convention"
+    assert mfu_text({"mfu": {"value": 0.0004, "convention": "hf"}}) == "MFU 0.04% (hf)"
     assert mfu_text({"absent": {"mfu": "no peak"}}) is None
 
 

@@ -43,7 +43,11 @@ def duration(seconds: float | None) -> str:
 
 
 def percent(fraction: float) -> str:
-    return f"{100 * fraction:.1f}%"
+    """One decimal for ordinary values; a tiny one keeps two significant digits, never 0.0%."""
+    value = 100 * fraction
+    if value == 0 or abs(value) >= 0.1:
+        return f"{value:.1f}%"
+    return f"{value:.2g}%"
 
 
 def mfu_text(snap: dict[str, Any]) -> str | None:
@@ -55,7 +59,7 @@ def mfu_text(snap: dict[str, Any]) -> str | None:
         return f"MFU {percent(mfu['value'])} ({mfu.get('convention') or 'convention unknown'})"
     rng = mfu.get("range")
     if isinstance(rng, (list, tuple)) and len(rng) == 2:
-        return f"MFU {100 * rng[0]:.1f}-{100 * rng[1]:.1f}% by convention"
+        return f"MFU {percent(rng[0])[:-1]}-{percent(rng[1])} by convention"
     return None
 
 
