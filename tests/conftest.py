@@ -54,3 +54,13 @@ def read_events(run_dir: Path) -> list[dict]:
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A second virtualenv without trainmeter (created from the base interpreter), made once
+    for the session and shared by the observe-only tests of the taps and the frameworks."""
+    root = tmp_path_factory.mktemp("bare") / "venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
+    return root

@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from ..conftest import read_events
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -56,12 +54,3 @@ def metric_records(run_dir: Path, via: str | None = None) -> list[dict]:
         for r in read_events(run_dir)
         if r["kind"] == "metric" and (via is None or r["d"].get("via") == via)
     ]
-
-
-@pytest.fixture(scope="session")
-def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A second virtualenv without trainmeter (created from the base interpreter)."""
-    root = tmp_path_factory.mktemp("bare") / "venv"
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
-    return root

@@ -118,17 +118,6 @@ def cuda_like() -> type[CudaLike]:
 
 
 @pytest.fixture(scope="session")
-def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A second virtualenv without trainmeter in it (created from the base interpreter)."""
-    import subprocess
-
-    root = tmp_path_factory.mktemp("bare") / "venv"
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
-    return root
-
-
-@pytest.fixture(scope="session")
 def old_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A Python older than 3.10: a real one when the machine has it (pyenv), else a stand-in
     named python3.8 that answers the diagnosis as a 3.8 would and otherwise just sleeps."""
