@@ -13,7 +13,6 @@ series.
 
 from __future__ import annotations
 
-import numbers
 import sys
 import time
 
@@ -21,31 +20,13 @@ from .agent import outbox
 from .agent.outbox import FACT_KEYS  # noqa: F401 - part of the public surface
 from .agent.sender import get_sender
 from .agent.state import STATE
+from .agent.values import as_number
 
 TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
 if TYPE_CHECKING:
     from typing import Any
 
 _warned: set[str] = set()
-
-
-def as_number(value: Any) -> float | None:
-    """A float for Python and NumPy numbers and 0-dim CPU tensors, else None. Never syncs."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, numbers.Real):
-        number = float(value)
-    else:
-        try:
-            if getattr(value, "ndim", None) != 0:
-                return None
-            if getattr(getattr(value, "device", None), "type", None) != "cpu":
-                return None  # never read a value off an accelerator: that would synchronize
-            detach = getattr(value, "detach", None)
-            number = float(detach() if detach is not None else value)
-        except Exception:  # noqa: BLE001
-            return None
-    return number if number == number and number not in (float("inf"), float("-inf")) else None
 
 
 def emit(**values: Any) -> None:

@@ -20,6 +20,18 @@ if TYPE_CHECKING:
 
 VERSION = 1
 
+# The environment between `tm` and the processes it starts: the other half of the contract.
+#: Path of the ingest datagram socket; set only inside a `tm` run ("already inside tm").
+ENV_SOCKET = "TRAINMETER_SOCKET"
+#: "1": the agent installs no taps (`tm --no-tap`).
+ENV_NO_TAP = "TRAINMETER_NO_TAP"
+#: "1", set by a user: the agent does nothing in that process.
+ENV_DISABLE = "TRAINMETER_DISABLE"
+#: A fixture or `tm hardware --dump` file the GPU sampler replays in place of the driver.
+ENV_FAKE_NVML = "TRAINMETER_FAKE_NVML"
+#: Where measured peak files live.
+ENV_PEAKS_DIR = "TRAINMETER_PEAKS_DIR"
+
 KINDS = frozenset(
     {
         "run.start",

@@ -11,7 +11,7 @@ from trainmeter.engine import Engine
 from .build import device, end, engine_of, fact, flat, gpu, hello, phase, rec, run, start, steps
 from .test_budget import SHAPE
 from .test_counters import h100_row
-from .test_machine import host, node
+from .test_host_node import host, node
 
 
 def rich_stream():

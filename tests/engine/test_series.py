@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainmeter.engine.catalog import canonical
 from trainmeter.engine.series import MAX_POINTS
+from trainmeter.engine.series_names import canonical
 
 from .build import engine_of, rec, run, start
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from trainmeter.measure_peak import build_record
+from trainmeter.hardware.measure_peak import build_record
+from trainmeter.hardware.measured_peaks import write_peak
 from trainmeter.sources.gpu.fake import FakeBackend
-from trainmeter.sources.gpu.peaks import write_peak
 from trainmeter.sources.gpu.sampler import GpuSampler
 
 from ..conftest import run_tm, tm_env

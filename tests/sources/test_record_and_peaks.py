@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from trainmeter.measure_peak import build_record, matmul_flops
+from trainmeter.hardware.measure_peak import build_record, matmul_flops
+from trainmeter.hardware.measured_peaks import peak_path, read_peak, write_peak
 from trainmeter.sources.gpu.fake import FakeBackend
-from trainmeter.sources.gpu.peaks import peak_path, read_peak, write_peak
 from trainmeter.sources.gpu.record import RecordingBackend, record
 from trainmeter.sources.gpu.sampler import GpuSampler
 
@@ -114,7 +114,7 @@ def test_peak_file_for_another_host_or_bad_content_is_ignored(tmp_path):
 
 def test_measure_peak_without_a_gpu_says_so_and_exits_1():
     res = subprocess.run(
-        [sys.executable, "-m", "trainmeter.measure_peak"],
+        [sys.executable, "-m", "trainmeter.hardware.measure_peak"],
         capture_output=True,
         text=True,
         timeout=120,

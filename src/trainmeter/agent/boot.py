@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..records import ENV_DISABLE, ENV_NO_TAP
 from . import importhook
 from .probes import guard
 from .sender import get_sender
@@ -23,8 +24,8 @@ TYPE_CHECKING = False  # typing costs ~9 ms in every Python the run starts
 if TYPE_CHECKING:
     from typing import Any
 
-DISABLE_ENV = "TRAINMETER_DISABLE"
-NO_TAP_ENV = "TRAINMETER_NO_TAP"
+DISABLE_ENV = ENV_DISABLE
+NO_TAP_ENV = ENV_NO_TAP
 
 _versions: dict[str, str] = {}
 _armed: list[str] = []  # taps whose import hooks are registered

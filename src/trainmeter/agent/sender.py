@@ -25,13 +25,14 @@ import threading
 import time
 
 from .. import records
+from ..records import ENV_SOCKET
 
 TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-SOCKET_ENV = "TRAINMETER_SOCKET"
+SOCKET_ENV = ENV_SOCKET
 INTERVAL_S = 0.05
 _MAX_BACKLOG = 256  # datagrams kept while the receiver is full, then dropped and counted
 

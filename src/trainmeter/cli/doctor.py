@@ -2,7 +2,7 @@
 
 One line a check: NVML and the driver, each GPU's datasheet spec, GPM, a measured peak, DCGM,
 the cgroup's limits, psutil, and whether the in-process agent can load: its bootstrap, and why
-this interpreter (or `--python PATH`) would run without it, via `trainmeter.diagnose_python`.
+this interpreter (or `--python PATH`) would run without it, via `trainmeter.supervisor.python_check`.
 A check that cannot pass says why and what would enable it; `tm doctor` itself always exits 0.
 """
 
@@ -13,6 +13,8 @@ import json
 import os
 import sys
 from pathlib import Path
+
+from ..records import ENV_DISABLE
 
 OK, NO, INFO = "ok", "no", "--"
 
@@ -103,7 +105,7 @@ def _gpus(env: dict[str, str]) -> list[dict[str, str]]:
                 _check(
                     f"{label} measured peak",
                     INFO,
-                    "none here (python -m trainmeter.measure_peak on an idle GPU)",
+                    "none here (python -m trainmeter.hardware.measure_peak on an idle GPU)",
                 )
             )
     return out
@@ -131,7 +133,7 @@ def _agent(python: str | None, env: dict[str, str]) -> list[dict[str, str]]:
         out.append(_check("agent", OK, f"bootstrap at {boot.parent} (tm puts it on PYTHONPATH)"))
     else:
         out.append(_check("agent", NO, f"bootstrap missing at {boot}: broken install"))
-    if env.get("TRAINMETER_DISABLE") == "1":
+    if env.get(ENV_DISABLE) == "1":
         out.append(_check("agent env", NO, "TRAINMETER_DISABLE=1: the agent does nothing"))
     # `tm train.py` runs the current interpreter: ask about it unless told another one.
     out.append(_python_check(python or sys.executable, env))
@@ -139,7 +141,7 @@ def _agent(python: str | None, env: dict[str, str]) -> list[dict[str, str]]:
 
 
 def _python_check(python: str, env: dict[str, str]) -> dict[str, str]:
-    from trainmeter.diagnose_python import why_silent
+    from trainmeter.supervisor.python_check import why_silent
 
     try:
         reason = why_silent(python, env)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..records import ENV_SOCKET
 from .args import USAGE, RunOptions, UsageError, parse_run_args
 
 
@@ -48,7 +49,7 @@ def main(argv: list[str]) -> int:
 
         print(f"tm {__version__}")
         return 0
-    if os.environ.get("TRAINMETER_SOCKET"):
+    if os.environ.get(ENV_SOCKET):
         return passthrough(opts)
     from ..supervisor.session import supervise
 

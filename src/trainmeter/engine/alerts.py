@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from .metrics import by_gpu
+from .formulas import by_gpu
 
 DATA_SHARE = 0.25
 DATA_WINDOW_S = 60.0

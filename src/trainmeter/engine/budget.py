@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import metrics
+from . import formulas
 from .facts import FactStore
 
 
@@ -52,7 +52,7 @@ def budget(
     if tokens_budget is None and kind == "steps":
         out["progress"] = steps / value
         if step_time_s:
-            out["eta_s"] = metrics.eta_seconds(value - steps, 1.0 / step_time_s)
+            out["eta_s"] = formulas.eta_seconds(value - steps, 1.0 / step_time_s)
         else:
             absent["eta_s"] = "step time not measured yet"
         absent["budget_tokens"] = "tokens per step unknown: declare --tokens-per-step"
@@ -66,7 +66,7 @@ def budget(
     out["budget_tokens"] = tokens_budget
     out["progress"] = tokens_seen / tokens_budget
     if tokens_per_s:
-        out["eta_s"] = metrics.eta_seconds(tokens_budget - tokens_seen, tokens_per_s)
+        out["eta_s"] = formulas.eta_seconds(tokens_budget - tokens_seen, tokens_per_s)
     else:
         absent["eta_s"] = "tokens/s not measured yet (the first reports are warm-up)"
     if flops_per_token:

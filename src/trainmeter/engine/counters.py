@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..hardware.specs import DeviceSpec
-from . import metrics
+from . import formulas
 from .energy import EnergyMeter
-from .metrics import MovingAverage, num
+from .formulas import MovingAverage, num
 
 LADDER = ("gpu_util", "sm_active", "tensor_active", "ofu")
 _ROW_FIELDS = (
@@ -94,7 +94,7 @@ class GpuCounters:
         }
         tensor, clock = num(row.get("tensor_active")), num(row.get("sm_clock_mhz"))
         if tensor is not None and clock is not None:
-            got = metrics.ofu(
+            got = formulas.ofu(
                 tensor,
                 clock,
                 spec.tensor_clock_mhz if spec is not None else None,
@@ -154,14 +154,14 @@ class GpuCounters:
             absent["ladder"] = "no GPU sample yet (tm samples NVML once a second)"
             return
         top = {} if mfu is None else {"mfu": mfu}
-        per_gpu = {label: {**rungs, **top} for label, rungs in sorted(self._ladder.items(), key=metrics.by_gpu)}
+        per_gpu = {label: {**rungs, **top} for label, rungs in sorted(self._ladder.items(), key=formulas.by_gpu)}
         mean: dict[str, float] = {}
         for rung in LADDER:
             got = [rungs[rung] for rungs in self._ladder.values() if rung in rungs]
             if got:
                 mean[rung] = sum(got) / len(got)
         snap["ladder"] = {"gpus": per_gpu, "mean": {**mean, **top}, "mfu": mfu}
-        snap["gpus"] = {label: dict(row) for label, row in sorted(self._rows.items(), key=metrics.by_gpu)}
+        snap["gpus"] = {label: dict(row) for label, row in sorted(self._rows.items(), key=formulas.by_gpu)}
 
     def _ofu_into(self, snap: dict[str, Any], mfu: dict[str, Any], absent: dict[str, str]) -> None:
         value = self._ofu.value
@@ -223,7 +223,7 @@ class GpuCounters:
                 absent["arithmetic_intensity"] = why
                 return
         snap["arithmetic_intensity"] = dict(
-            value=metrics.arithmetic_intensity(ridge, mfu_value, dram),  # type: ignore[arg-type]
+            value=formulas.arithmetic_intensity(ridge, mfu_value, dram),  # type: ignore[arg-type]
             unit="FLOP/byte", convention=mfu.get("convention"),
             note="aggregate over the sampling window, not per kernel",
         )  # fmt: skip

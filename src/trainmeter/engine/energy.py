@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .metrics import by_gpu, num
+from .formulas import by_gpu, num
 
 
 class _Meter:

@@ -15,7 +15,7 @@ from ..hardware.specs import DeviceSpec
 from .facts import FactStore
 
 ENABLE = (
-    "measure it (python -m trainmeter.measure_peak) or declare --peak-tflops with --peak-source"
+    "measure it (python -m trainmeter.hardware.measure_peak) or declare --peak-tflops with --peak-source"
 )
 
 

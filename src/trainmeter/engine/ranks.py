@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .metrics import MovingAverage
+from .formulas import MovingAverage
 
 
 class RankTimes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import catalog
+from . import series_names
 from .facts import rank
 
 MAX_POINTS = 1024
@@ -54,7 +54,7 @@ class SeriesStore:
         series = self._series.get(key)
         if series is None:
             series = self._series[key] = _Series()
-            if catalog.canonical(key) == "train_loss":
+            if series_names.canonical(key) == "train_loss":
                 self._explicit_train = True
         self._seq += 1
         series.value = value
@@ -67,8 +67,8 @@ class SeriesStore:
         series.add(x, value)
 
     def _name(self, key: str) -> str:
-        name = catalog.canonical(key)
-        if name is None and key == catalog.BARE_LOSS and not self._explicit_train:
+        name = series_names.canonical(key)
+        if name is None and key == series_names.BARE_LOSS and not self._explicit_train:
             return "train_loss"
         return name or key
 

@@ -18,9 +18,9 @@ from . import alerts, budget, peak
 from .counters import GpuCounters
 from .facts import FactStore, rank
 from .flops import CONVENTIONS, ModelShape, all_conventions, flops_per_token, formulas
-from .machine import HostSeries, NodeSeries
-from .metrics import mfu as mfu_of
-from .metrics import num
+from .formulas import mfu as mfu_of
+from .formulas import num
+from .host_node import HostSeries, NodeSeries
 from .ranks import RankTimes
 from .series import SeriesStore
 from .throughput import StepClock

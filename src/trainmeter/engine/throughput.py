@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .metrics import MovingAverage, num
+from .formulas import MovingAverage, num
 
 #: Rate reports ignored at the start (compile, allocator warm-up).
 WARMUP_REPORTS = 3

@@ -12,12 +12,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..hardware.measured_peaks import peaks_dir
+from ..records import ENV_PEAKS_DIR
 from . import cgroup
 from .files import DumpFiles, Files, RecordingFiles
 from .gpu.backend import Backend
 from .gpu.dcgm import DCGM_PROCESS_NAMES, live_process_names
 from .gpu.fake import FakeBackend, backend_from_env
-from .gpu.peaks import peaks_dir
 from .gpu.record import RecordingBackend
 from .gpu.sampler import GpuSampler
 
@@ -43,7 +44,7 @@ def spec_for(name: str) -> tuple[Any | None, str]:
         return (
             None,
             f"no cited dense peak for {name!r} in trainmeter's table: no MFU on it "
-            "unless measured (python -m trainmeter.measure_peak) or declared (--peak-tflops)",
+            "unless measured (python -m trainmeter.hardware.measure_peak) or declared (--peak-tflops)",
         )
     return spec, ""
 
@@ -134,7 +135,7 @@ def gpu_inventory(
     files = files or Files()
     sampler = GpuSampler(
         backend=backend,
-        env={"TRAINMETER_PEAKS_DIR": str(peaks_dir(env))},
+        env={ENV_PEAKS_DIR: str(peaks_dir(env))},
         hostname=hostname,
         read_text=files.read,
         process_names=process_names,
@@ -242,7 +243,7 @@ def inventory_from_dump(
     """Rebuild the inventory a dump was made from, on any machine."""
     if dump.get("format") != DUMP_FORMAT:
         raise ValueError(f"not a {DUMP_FORMAT} file")
-    env = {"TRAINMETER_PEAKS_DIR": dump.get("peaks_dir", "/nonexistent")}
+    env = {ENV_PEAKS_DIR: dump.get("peaks_dir", "/nonexistent")}
     dcgm = list(dump.get("dcgm_processes") or [])
     return inventory(
         DumpFiles(dump["node"]),

@@ -6,5 +6,5 @@
 - `recorder`: the one door for records: the log first, then the engine, in the same order.
 - `live`: samplers, the silent-python watcher, drop counts and alerts, once a second.
 - `session`: one supervised run, start to end; `replay`: a run's log through a fresh engine.
-- `parts`: the engine, samplers and watcher, loaded late and behind a guard.
+- `late_parts`: the engine, samplers and watcher, loaded late and behind a guard.
 """

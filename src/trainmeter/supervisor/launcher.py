@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from ..records import ENV_NO_TAP, ENV_SOCKET
+
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 BOOTSTRAP_DIR = "agent/bootstrap"
 
@@ -56,12 +58,12 @@ def child_env(
     """The training command's environment: the user's, plus how to reach `tm`."""
     env = dict(base)
     if socket_path is not None:
-        env["TRAINMETER_SOCKET"] = socket_path
+        env[ENV_SOCKET] = socket_path
     if agent and socket_path is not None:
         old = env.get("PYTHONPATH")
         env["PYTHONPATH"] = bootstrap_path() + (os.pathsep + old if old else "")
     if not tap:
-        env["TRAINMETER_NO_TAP"] = "1"
+        env[ENV_NO_TAP] = "1"
     return env
 
 

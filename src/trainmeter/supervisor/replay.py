@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import parts
+from . import late_parts as parts
 from .ingest import decode_counted
 from .recorder import Recorder
 from .store import RunStore, runs_root

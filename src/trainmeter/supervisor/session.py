@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, records
-from ..cli.args import RunOptions
-from . import parts
+from . import late_parts as parts
 from .ingest import Ingest
 from .launcher import FORWARDED, ChildExit, Launcher, LaunchError, check_script, child_env
 from .live import LiveLoop
+from .options import RunOptions
 from .recorder import Recorder
 from .store import RunStore
 from .warn import WarnOnce

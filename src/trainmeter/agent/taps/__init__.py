@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from ...records import ENV_NO_TAP
 from . import _base, lightning, mlflow, tensorboard, transformers, wandb
 from ._base import Tap
 
 _MODULES = (wandb, tensorboard, mlflow, transformers, lightning)
-NO_TAP_ENV = "TRAINMETER_NO_TAP"
 
 
 def taps() -> list[Tap]:
@@ -27,7 +27,7 @@ def taps() -> list[Tap]:
 def install_all(on_attach: Callable[[str], None] | None = None) -> list[str]:
     """Register every tap's import hook; the names of those armed (none with --no-tap).
     `on_attach(name)` is called when a tap attaches (its tracker imported and wrapped)."""
-    if os.environ.get(NO_TAP_ENV) == "1":
+    if os.environ.get(ENV_NO_TAP) == "1":
         return []
     if on_attach is not None:
         _base.on_attach = on_attach

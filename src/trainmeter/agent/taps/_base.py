@@ -28,9 +28,9 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 
-from ...emit import as_number
 from ..outbox import put
 from ..state import STATE
+from ..values import as_number
 
 TYPE_CHECKING = False  # typing costs ~9 ms in every Python the run starts
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...records import ENV_FAKE_NVML
 from .backend import Backend, NvmlError, PynvmlBackend
 
 FORMAT = "trainmeter-nvml/1"
@@ -95,5 +96,5 @@ def backend_from_env(env: Mapping[str, str]) -> Backend:
     """The real NVML, or this fake when TRAINMETER_FAKE_NVML names a fixture or dump: how tests
     and demos on a GPU-less machine run `tm`, `tm hardware` and `tm doctor` over a recorded
     card."""
-    fixture = env.get("TRAINMETER_FAKE_NVML")
+    fixture = env.get(ENV_FAKE_NVML)
     return FakeBackend(fixture) if fixture else PynvmlBackend()

@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ...hardware.measured_peaks import read_peak
 from .backend import Backend, NvmlError, PynvmlBackend, reason_of
 from .dcgm import dcgm_reason
-from .peaks import read_peak
 from .select import Device, select
 
 THROTTLE_BITS = (

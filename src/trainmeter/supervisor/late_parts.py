@@ -1,4 +1,4 @@
-"""The other engineers' parts the supervisor uses, loaded late and behind a guard.
+"""The engine, the samplers and the agentless-python watcher, imported late and behind a guard.
 
 `tm` must run the training even when the engine, a sampler or the silent-python watcher is
 missing or broken (invariant 9), and it must start fast, so each part is imported only once the
@@ -51,12 +51,12 @@ def load_samplers(
 
 
 def load_watcher(warn: Warn, env: dict[str, str] | None = None) -> Any:
-    """The silent-python watcher (`supervisor/silent_pythons.py`), or None.
+    """The silent-python watcher (`supervisor/agentless.py`), or None.
 
     It is given the child's environment (PYTHONPATH with or without the agent), not tm's.
     """
     try:
-        from trainmeter.supervisor.silent_pythons import SilentPythonWatcher
+        from trainmeter.supervisor.agentless import SilentPythonWatcher
 
         return SilentPythonWatcher(env=env) if env is not None else SilentPythonWatcher()
     except Exception as exc:  # noqa: BLE001

@@ -1,4 +1,4 @@
-"""`diagnose_python`: asking an interpreter whether it would load the agent, and `main`."""
+"""`supervisor.python_check`: asking an interpreter whether it would load the agent, and `main`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from trainmeter import diagnose_python
-from trainmeter.diagnose_python import diagnose, why_silent
+from trainmeter.supervisor import python_check as diagnose_python
+from trainmeter.supervisor.python_check import diagnose, why_silent
 
 
 def clean_env(**extra: str) -> dict[str, str]:

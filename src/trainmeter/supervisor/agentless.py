@@ -15,7 +15,7 @@ The reasons, in the order they are checked (the first that holds is the one repo
   built a fresh environment), read from /proc/<pid>/environ;
 - TRAINMETER_DISABLE=1 in its environment;
 - the interpreter cannot import trainmeter, or is older than 3.10: asked once per executable by
-  `diagnose_python`, on a background thread so a tick never waits for it.
+  `supervisor.python_check`, on a background thread so a tick never waits for it.
 
 It only reads /proc through psutil: it never signals, traces or waits on a process. A Python
 forked from another one (a DataLoader worker) runs the parent's code without a new interpreter
@@ -33,8 +33,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import records
-from ..diagnose_python import why_silent
+from ..records import ENV_DISABLE
 from .launcher import bootstrap_path as bootstrap_dir  # the directory tm puts on PYTHONPATH
+from .python_check import why_silent
 
 GRACE_S = 2.0  # a Python without hello after this long is looked at
 ROOT_GRACE_S = 3.0  # a non-Python root with no Python under it after this long is reported
@@ -235,7 +236,7 @@ class SilentPythonWatcher:
                     "its environment did not inherit tm's PYTHONPATH (a container or a launcher "
                     "that starts a fresh environment), so the agent never loads"
                 )
-            if environ.get("TRAINMETER_DISABLE") == "1":
+            if environ.get(ENV_DISABLE) == "1":
                 return "TRAINMETER_DISABLE=1 in its environment: the agent stays off"
         exe = proc.launched_as(environ)
         if exe:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainmeter.engine.metrics import (
+from trainmeter.engine.formulas import (
     MovingAverage,
     arithmetic_intensity,
     eta_seconds,

@@ -1,4 +1,4 @@
-"""Measured peak files: what `python -m trainmeter.measure_peak` wrote for one GPU on one node.
+"""Measured peak files: what `python -m trainmeter.hardware.measure_peak` wrote for one GPU on one node.
 
 A measured peak is labelled as measured wherever it shows (SPEC invariant 5): the row carries
 `measured_peak_flops` (FLOP/s) beside `measured_peak_source`, a sentence that says where, when
@@ -18,13 +18,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..records import ENV_PEAKS_DIR
+
 FORMAT = "trainmeter-peak/1"
 
 
 def peaks_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
-    if env.get("TRAINMETER_PEAKS_DIR"):
-        return Path(env["TRAINMETER_PEAKS_DIR"])
+    if env.get(ENV_PEAKS_DIR):
+        return Path(env[ENV_PEAKS_DIR])
     cache = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(cache) / "trainmeter" / "peaks"
 

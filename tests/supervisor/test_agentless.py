@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmeter.supervisor.silent_pythons import (
+from trainmeter.supervisor.agentless import (
     SilentPythonWatcher,
     bootstrap_dir,
     interpreter_flags,

@@ -1,8 +1,8 @@
-"""`python -m trainmeter.measure_peak`: time a dense bf16 matmul and keep it as this GPU's peak.
+"""`python -m trainmeter.hardware.measure_peak`: time a dense bf16 matmul and keep it as this GPU's peak.
 
 Run it yourself, with your own torch, on an idle GPU. It times `a @ b` for a few square sizes
 with CUDA events, takes the best rate, and writes one file per GPU (see
-`trainmeter.sources.gpu.peaks`) that `tm` then shows beside the datasheet peak, labelled as
+`trainmeter.hardware.measured_peaks`) that `tm` then shows beside the datasheet peak, labelled as
 measured. This is the one trainmeter entry point that creates a CUDA context; `tm` never does.
 Without a CUDA GPU it says so and exits 1.
 """
@@ -15,7 +15,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any
 
-from trainmeter.sources.gpu.peaks import write_peak
+from trainmeter.hardware.measured_peaks import write_peak
 
 DEFAULT_SIZES = (4096, 8192, 16384)
 
@@ -85,7 +85,7 @@ def _uuid(torch: Any, index: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m trainmeter.measure_peak", description=__doc__.splitlines()[0]
+        prog="python -m trainmeter.hardware.measure_peak", description=__doc__.splitlines()[0]
     )
     parser.add_argument(
         "--device",

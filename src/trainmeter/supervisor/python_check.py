@@ -23,6 +23,8 @@ import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from ..records import ENV_DISABLE, ENV_SOCKET
+
 MIN_VERSION = (3, 10)
 TIMEOUT_S = 30.0
 
@@ -60,8 +62,8 @@ def probe_env(env: Mapping[str, str]) -> dict[str, str]:
     Without TRAINMETER_SOCKET the agent a `sitecustomize` may start stays a no-op, so the test
     run never says hello to a live supervisor; TRAINMETER_DISABLE makes sure of it.
     """
-    clean = {k: v for k, v in env.items() if k != "TRAINMETER_SOCKET"}
-    clean["TRAINMETER_DISABLE"] = "1"
+    clean = {k: v for k, v in env.items() if k != ENV_SOCKET}
+    clean[ENV_DISABLE] = "1"
     clean.setdefault("PYTHONIOENCODING", "utf-8")
     return clean
 
@@ -77,7 +79,7 @@ def diagnose(python: str, env: Mapping[str, str] | None = None) -> Diagnosis:
     """Run `python` once and judge whether trainmeter's agent would load in it."""
     env = os.environ if env is None else env
     result = Diagnosis(python=python)
-    if env.get("TRAINMETER_DISABLE") == "1":
+    if env.get(ENV_DISABLE) == "1":
         result.reason = "TRAINMETER_DISABLE=1 is set in its environment: the agent stays off"
         return result
     exe = resolve(python)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from .metrics import num
+from .formulas import num
 
 
 class HostSeries:
