@@ -64,6 +64,17 @@ def load_watcher(warn: Warn, env: dict[str, str] | None = None) -> Any:
         return None
 
 
+def load_observers(opts: Any, run_dir: Path | None, warn: Warn, stderr: Any = None) -> list[Any]:
+    """The live views asked for (`views.observers.make_observers`), or none."""
+    try:
+        from trainmeter.views.observers import make_observers
+
+        return list(make_observers(opts, run_dir, warn, stderr))
+    except Exception as exc:  # noqa: BLE001
+        warn("views", f"the live views are off: they did not load ({exc!r})")
+        return []
+
+
 def tree_pids(root_pid: int) -> list[int]:
     """The child and its descendants now; just the child when psutil cannot say."""
     try:

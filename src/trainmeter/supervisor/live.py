@@ -46,6 +46,7 @@ class LiveLoop:
         self.ticks = 0
         self._reported_dropped = 0
         self._alerts_seen: set[tuple[Any, Any]] = set()
+        self.observers: Any = None  # an `ObserverSet`: live views given each tick's snapshot
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -133,7 +134,10 @@ class LiveLoop:
             )
 
     def _alerts(self) -> None:
-        snap = self.recorder.snapshot(now=time.monotonic())
+        now = time.monotonic()
+        snap = self.recorder.snapshot(now=now)
+        if self.observers:
+            self.observers.snapshot(snap, now)
         for alert in snap.get("alerts") or []:
             if not isinstance(alert, dict):
                 continue

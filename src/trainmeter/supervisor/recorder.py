@@ -42,6 +42,7 @@ class Recorder:
         self.sealed = False
         self._last_flush = time.monotonic()
         self._lock = threading.Lock()
+        self.observers: Any = None  # an `ObserverSet`: live views that see each fed record
 
     # ---- writing ---------------------------------------------------------------------------
 
@@ -84,6 +85,8 @@ class Recorder:
         except Exception as exc:  # noqa: BLE001 - replay counts the same failures the same way
             self.feed_errors += 1
             self.warn("engine.feed", f"the engine failed on a {record.get('kind')} record: {exc!r}")
+        if self.observers:
+            self.observers.record(record)
 
     def attach_engine(self, engine: Any, missing: str | None = None) -> bool:
         """Start feeding `engine`, first with everything recorded so far. None: no engine.

@@ -26,6 +26,7 @@ from . import late_parts as parts
 from .ingest import Ingest
 from .launcher import FORWARDED, ChildExit, Launcher, LaunchError, check_script, child_env
 from .live import LiveLoop
+from .observers import ObserverSet
 from .options import RunOptions
 from .recorder import Recorder
 from .store import RunStore
@@ -81,6 +82,7 @@ class Session:
         self.final: dict[str, Any] | None = None
         self.elapsed_s: float | None = None
         self.child_env: dict[str, str] | None = None
+        self.observers = ObserverSet([], self.warn)
 
     # ---- 1 and 2 ----------------------------------------------------------------------------
 
@@ -88,6 +90,10 @@ class Session:
         """Store, recorder, socket, first records. Returns the child's environment."""
         self.store = RunStore.create(self.name, self.warn, root=self.root, when=self.started_utc)
         self.recorder = Recorder(self.store, self.warn)
+        self.observers = ObserverSet(
+            parts.load_observers(self.opts, self.store.path, self.warn, self.stderr), self.warn
+        )
+        self.recorder.observers = self.observers
         try:
             self.ingest = Ingest(self.recorder.accept)
         except OSError as exc:
@@ -174,7 +180,7 @@ class Session:
         """Start the live loop; its thread loads the engine, samplers and watcher itself."""
         ingest = self.ingest
         try:
-            self.live = LiveLoop(
+            self.live = live = LiveLoop(
                 self.recorder,
                 self.warn,
                 tree=lambda: parts.tree_pids(pid),
@@ -182,7 +188,8 @@ class Session:
                 interval=self.interval,
                 setup=lambda live: self._set_up_live(live, pid),
             )
-            self.live.start()
+            live.observers = self.observers
+            live.start()
         except Exception as exc:  # noqa: BLE001 - watching is optional, the child is not
             self.warn("watch", f"live watching failed to start ({exc!r})")
 
@@ -232,6 +239,7 @@ class Session:
         self._attach_engine()
         self.final = self.recorder.snapshot(now=None)
         self.store.write_json("summary.json", self.final)
+        self.observers.finish(self.final)
         self.store.write_json(
             "meta.json",
             self.meta({"end_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), **end}),

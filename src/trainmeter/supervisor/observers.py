@@ -1,0 +1,62 @@
+"""Observers: the views that watch a live run (dashboard, terminal status, metrics export).
+
+The supervisor knows nothing of how a number is shown. It hands each observer three things:
+every record as the engine was fed it (`on_record`, under the recorder's lock, so it must be
+cheap: append to a bounded history, no I/O), a fresh snapshot about once a second (`on_snapshot`,
+from the live loop's thread) and the final snapshot after `run.end` (`on_finish`). A view that
+fails is switched off with one warning; nothing a view does can stop or change the run.
+
+Views register themselves in `trainmeter.views.observers.make_observers(...)`, imported late.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+Warn = Callable[[str, str], None]
+
+
+class Observer(Protocol):
+    """What a live view implements. All methods are optional in practice (`ObserverSet` checks)."""
+
+    name: str
+
+    def on_record(self, record: dict[str, Any]) -> None: ...
+
+    def on_snapshot(self, snap: dict[str, Any], now: float) -> None: ...
+
+    def on_finish(self, snap: dict[str, Any]) -> None: ...
+
+
+class ObserverSet:
+    """Calls each observer behind a guard; one that raises is dropped with one warning."""
+
+    def __init__(self, observers: list[Any], warn: Warn) -> None:
+        self.observers = list(observers)
+        self.warn = warn
+
+    def __bool__(self) -> bool:
+        return bool(self.observers)
+
+    def _call(self, method: str, *args: Any) -> None:
+        for obs in list(self.observers):
+            fn = getattr(obs, method, None)
+            if fn is None:
+                continue
+            try:
+                fn(*args)
+            except Exception as exc:  # noqa: BLE001 - a view never stops the run
+                name = getattr(obs, "name", type(obs).__name__)
+                if obs in self.observers:
+                    self.observers.remove(obs)
+                self.warn(f"view:{name}", f"the {name} view failed and is off: {exc!r}")
+
+    def record(self, record: dict[str, Any]) -> None:
+        self._call("on_record", record)
+
+    def snapshot(self, snap: dict[str, Any], now: float) -> None:
+        self._call("on_snapshot", snap, now)
+
+    def finish(self, snap: dict[str, Any]) -> None:
+        self._call("on_finish", snap)
