@@ -2,7 +2,7 @@
 
 `burn`: a bf16 matmul burst on one GPU for --seconds, then prints the FLOP/s it achieved.
 `watch`: samples that GPU with trainmeter's NVML backend while the burner runs, prints each row,
-then OFU (tensor_active x min(SM clock, tensor clock) / tensor clock, per SPEC), the ladder
+then OFU (tensor_active x min(SM clock, tensor clock) / tensor clock, as docs/formulas define it), the ladder
 (GPU-Util, SM active, tensor active, OFU, MFU of the burst against the cited dense peak), and
 writes rows, a recorded NVML fixture, `tm hardware --json` and `tm doctor` output under --out.
 """

@@ -48,5 +48,5 @@ def emit(**values: Any) -> None:
                     )
                 continue
             outbox.put(key, number, "emit", step, t)
-    except Exception:  # noqa: BLE001 - invariant 1: never raise into the training loop
+    except Exception:  # noqa: BLE001 - promise 1: never raise into the training loop
         return

@@ -1,4 +1,4 @@
-"""FLOPs per token under each convention, pinned against SPEC's 1.04B reference model."""
+"""FLOPs per token under each convention, pinned against the 1.04B reference model."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from trainmeter.engine.flops import CONVENTIONS, ModelShape, all_conventions, flops_per_token
 
-# SPEC: d 2048, 18 layers, T 1024, an untied 32768 x 2048 token table, "1.04B" parameters.
+# The reference: d 2048, 18 layers, T 1024, an untied 32768 x 2048 token table, "1.04B" parameters.
 # From hf = 6(N-E) ~= 5.83 G: N - E ~= 971.7 M, so N ~= 971.7 M + 67.1 M = 1.039 B.
 # Pin N = 1,039,000,000:  E = 32768 * 2048 = 67,108,864,  N - E = 971,891,136
 #   6(N-E) = 5,831,346,816             L*d*T = 18 * 2048 * 1024 = 37,748,736

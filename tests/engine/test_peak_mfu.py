@@ -22,7 +22,7 @@ def eight_h100s(**declared):
 
 
 def test_the_same_run_spans_36_8_to_42_2_percent_by_convention():
-    # SPEC's reference: 8 x H100 SXM (989.5 TFLOP/s dense each) at 500,000 tok/s.
+    # The reference case: 8 x H100 SXM (989.5 TFLOP/s dense each) at 500,000 tok/s.
     # hf:         5,831,346,816 x 500,000 / (8 x 989.5e12) = 0.36833 -> 36.8%
     # megatron:   6,057,839,232 x 500,000 / 7.916e15       = 0.38263 -> 38.3%
     # titan:      6,284,331,648 x 500,000 / 7.916e15       = 0.39694 -> 39.7%

@@ -39,7 +39,7 @@ def test_gpt2_under_trainer(workdir: Path) -> None:
     assert (plain["n_layers"], plain["d_model"], plain["seq_len"]) == (L, D, T)
 
     answer = Ran(run_tm(["--no-web", "hf_gpt2.py"], workdir)).check().answer
-    # invariant 1: the same losses and the same final weights, to the last bit
+    # promise 1: the same losses and the same final weights, to the last bit
     assert answer["losses"] == plain["losses"]
     assert answer["weights"] == plain["weights"]
 

@@ -1,4 +1,4 @@
-"""The device spec table: SPEC's figures, exact-name matching, and a source for every figure."""
+"""The device spec table: the project's figures, exact-name matching, and a source for every figure."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import pytest
 
 from trainmeter.hardware.specs import CITED_FIELDS, all_specs, load_raw, lookup
 
-# (NVML name, key, dense BF16 TFLOP/s, tensor clock MHz, HBM GB/s): SPEC's peak table.
-# These are project facts and stay as SPEC has them even where a stored vendor line differs a
-# little (the spec files' source lines say so): the H100 whitepaper prints 989.4 dense (SPEC keeps
-# 1,979 / 2 = 989.5) and 3352 GB/s (SPEC keeps the product page's 3.35 TB/s), and NVIDIA's newer
-# HGX B200 table gives 7.7 TB/s per GPU where SPEC keeps 8000 (DGX B200's 64 TB/s over 8 GPUs).
-SPEC_TABLE = [
+# (NVML name, key, dense BF16 TFLOP/s, tensor clock MHz, HBM GB/s): the project's peak table (README).
+# These are project facts and stay as our peak table has them even where a stored vendor line differs a
+# little (the spec files' source lines say so): the H100 whitepaper prints 989.4 dense (we keep
+# 1,979 / 2 = 989.5) and 3352 GB/s (we keep the product page's 3.35 TB/s), and NVIDIA's newer
+# HGX B200 table gives 7.7 TB/s per GPU where we keep 8000 (DGX B200's 64 TB/s over 8 GPUs).
+PEAK_TABLE = [
     ("NVIDIA H100 80GB HBM3", "h100_sxm", 989.5, 1830, 3350),
     ("NVIDIA H100 PCIe", "h100_pcie", 756.0, 1620, 2039),
     ("NVIDIA H200", "h200", 989.5, None, 4800),
@@ -22,7 +22,7 @@ SPEC_TABLE = [
 ]
 
 
-@pytest.mark.parametrize("nvml, key, tflops, clock, gb_s", SPEC_TABLE)
+@pytest.mark.parametrize("nvml, key, tflops, clock, gb_s", PEAK_TABLE)
 def test_spec_figures(nvml, key, tflops, clock, gb_s):
     spec = lookup(nvml)
     assert spec is not None and spec.key == key

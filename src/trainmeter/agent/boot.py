@@ -84,7 +84,7 @@ def attach_torch(torch: Any) -> None:
         try:
             for probe in module.attach(torch):
                 guard.attached(probe)
-        except Exception as exc:  # noqa: BLE001 - invariant 1: this probe is off, others go on
+        except Exception as exc:  # noqa: BLE001 - promise 1: this probe is off, others go on
             guard.off(name, exc)
     say_hello()
 
@@ -107,7 +107,7 @@ def _install_taps() -> None:
         return
     try:
         names = install_all(on_attach=_tap_attached)
-    except Exception as exc:  # noqa: BLE001 - invariant 1
+    except Exception as exc:  # noqa: BLE001 - promise 1
         guard.off("taps", exc)
         return
     _armed[:] = [name for name in names or () if isinstance(name, str)]
@@ -131,5 +131,5 @@ def start() -> None:
 def _guarded_attach(torch: Any) -> None:
     try:
         attach_torch(torch)
-    except Exception as exc:  # noqa: BLE001 - invariant 1
+    except Exception as exc:  # noqa: BLE001 - promise 1
         guard.off("agent", exc)

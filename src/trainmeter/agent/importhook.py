@@ -31,7 +31,7 @@ def _fire(name: str, module: ModuleType) -> None:
     for callback in callbacks:
         try:
             callback(module)
-        except Exception as exc:  # noqa: BLE001 - invariant 1
+        except Exception as exc:  # noqa: BLE001 - promise 1
             _warn_once(f"{getattr(callback, '__qualname__', callback)} failed on {name}: {exc!r}")
 
 
@@ -96,7 +96,7 @@ def when_imported(name: str, callback: Callback) -> None:
     if module is not None and getattr(module, "__spec__", None) is not None:
         try:
             callback(module)
-        except Exception as exc:  # noqa: BLE001 - invariant 1
+        except Exception as exc:  # noqa: BLE001 - promise 1
             _warn_once(f"{getattr(callback, '__qualname__', callback)} failed on {name}: {exc!r}")
         return
     with _lock:

@@ -113,7 +113,7 @@ class Sender:
         try:
             with self._lock:
                 self._flush_locked()
-        except Exception:  # noqa: BLE001 - invariant 1: delivery problems never reach the loop
+        except Exception:  # noqa: BLE001 - promise 1: delivery problems never reach the loop
             pass
 
     def _flush_locked(self) -> None:

@@ -1,6 +1,6 @@
 """Measured peak files: what `python -m trainmeter.hardware.measure_peak` wrote for one GPU on one node.
 
-A measured peak is labelled as measured wherever it shows (SPEC invariant 5): the row carries
+A measured peak is labelled as measured wherever it shows (promise 5): the row carries
 `measured_peak_flops` (FLOP/s) beside `measured_peak_source`, a sentence that says where, when
 and how it was timed. The datasheet peak stays the engine's business.
 

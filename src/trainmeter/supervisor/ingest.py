@@ -1,7 +1,7 @@
 """The ingest socket: where the agents' datagrams arrive.
 
 An AF_UNIX datagram socket in a private directory (`tempfile.mkdtemp` makes it 0700, so no other
-user can send into the run: invariant 8). The receive buffer is raised as far as the kernel lets
+user can send into the run: promise 8). The receive buffer is raised as far as the kernel lets
 us so a burst is queued, not dropped. One thread receives, splits each datagram into lines,
 decodes each with `records.decode`, and hands good records to the sink; a malformed line is
 dropped and counted, and the count reaches the log as the fact `ingest_dropped`. The loop does

@@ -1,7 +1,7 @@
 """The engine, the samplers and the agentless-python watcher, imported late and behind a guard.
 
 `tm` must run the training even when the engine, a sampler or the silent-python watcher is
-missing or broken (invariant 9), and it must start fast, so each part is imported only once the
+missing or broken (promise 9), and it must start fast, so each part is imported only once the
 child is running, and each failure is one warning on stderr.
 """
 

@@ -7,7 +7,7 @@
   inherited and the child's Ctrl-C would stop working.
 - SIGTERM, SIGHUP and SIGQUIT sent to `tm` are forwarded to the child (a job scheduler signals
   the process it started, which is `tm`), and `tm` never exits before the child does.
-- The exit status is the child's, 128+N when a signal N killed it (invariant 9); a command that
+- The exit status is the child's, 128+N when a signal N killed it (promise 9); a command that
   cannot be started is 127 (not found) or 126 (not executable), as a shell says.
 """
 

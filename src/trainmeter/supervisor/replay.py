@@ -4,7 +4,7 @@ The log is read one line at a time (a file iterator keeps one buffer, never the 
 memory stays flat however long the run was. Lines that do not parse are skipped and counted with
 their reason; a log cut short by a crash (no `run.end`, a truncated last line) still replays.
 Records go through the same `Recorder` the live run used, with a store that writes nothing, so
-the feeding, the error handling and the snapshot are the live run's own (invariant 6).
+the feeding, the error handling and the snapshot are the live run's own (promise 6, docs/promises.md).
 """
 
 from __future__ import annotations

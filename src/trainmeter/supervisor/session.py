@@ -1,6 +1,6 @@
 """One supervised run, start to end: the order of things is the contract.
 
-1. Run directory and ingest socket (each may fail: the training still runs, invariant 9).
+1. Run directory and ingest socket (each may fail: the training still runs, promise 9).
 2. `run.start` and the declared facts, first in the log.
 3. Start the child; only then load the engine, the samplers and the watcher (start-up cost).
 4. Live loop until the child exits; then a short grace period for the agents' last datagrams.
@@ -281,7 +281,7 @@ def supervise(opts: RunOptions, **kwargs: Any) -> int:
         session.finish(child)
         if not opts.quiet:
             session.say(session.summary_line())
-    except Exception as exc:  # noqa: BLE001 - invariant 9: the status is the child's
+    except Exception as exc:  # noqa: BLE001 - promise 9: the status is the child's
         session.warn("finish", f"the run summary failed ({exc!r})")
     finally:
         for signum, handler in previous.items():

@@ -4,7 +4,7 @@
 engine is fed, flushed at least once a second and at the end so a crash leaves a usable log.
 `meta.json` says what was run; `summary.json` holds the final snapshot. A disk or permission
 failure warns once and turns the store off: the training still runs to the end and `tm` still
-returns the child's status (invariant 9).
+returns the child's status (promise 9).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Numbers are short and SI-scaled (1.2M tokens, 35.1k tok/s) because a person reads them at a
 glance; the exact values are in `summary.json`. MFU is never shown without its convention, and
-when no convention was chosen the range over all of them is shown (invariant 4). A number the
+when no convention was chosen the range over all of them is shown (promise 4). A number the
 engine left absent is not printed as zero: the line leaves it out, the long view gives the reason.
 """
 

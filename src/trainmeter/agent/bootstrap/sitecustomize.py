@@ -12,7 +12,7 @@ def _start_agent() -> None:
         return
     try:
         boot.start()
-    except Exception as exc:  # noqa: BLE001 - invariant 1: the run goes on without us
+    except Exception as exc:  # noqa: BLE001 - promise 1: the run goes on without us
         import sys
 
         print(f"trainmeter: the agent did not start ({exc!r}); the run goes on", file=sys.stderr)

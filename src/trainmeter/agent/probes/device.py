@@ -1,7 +1,7 @@
 """The accelerator this process trains on, when CUDA is already initialized by the user.
 
 `torch.cuda.is_initialized()` is checked first, so this probe never creates a CUDA context
-(invariant 1: `tm` and its agent never do). It looks at torch attach time, at the first training
+(promise 1: `tm` and its agent never do). It looks at torch attach time, at the first training
 forward and after the first step, and sends the `device` fact once.
 """
 

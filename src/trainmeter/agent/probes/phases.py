@@ -142,7 +142,7 @@ def _guarded(patch: Any) -> Any:
     def run(module: Any) -> None:
         try:
             patch(module)
-        except Exception as exc:  # noqa: BLE001 - invariant 1: only this patch is lost
+        except Exception as exc:  # noqa: BLE001 - promise 1: only this patch is lost
             guard.off("checkpoint", exc)
 
     return run
@@ -160,7 +160,7 @@ def _wrap_train(original: Any) -> Any:
         if mode is (_eval_since is not None) and (self is steps.root() or self in _family()):
             try:
                 _switch(mode)
-            except Exception as exc:  # noqa: BLE001 - invariant 1
+            except Exception as exc:  # noqa: BLE001 - promise 1
                 guard.off("eval", exc)
         return original(self, mode)
 
@@ -209,7 +209,7 @@ def attach(torch: Any) -> list[str]:
         try:
             install(torch)
             names.append(name)
-        except Exception as exc:  # noqa: BLE001 - invariant 1
+        except Exception as exc:  # noqa: BLE001 - promise 1
             guard.off(name, exc)
     if names:
         sender = get_sender()

@@ -100,7 +100,7 @@ def _pre(module: Any, args: Any) -> None:
         try:
             if _adopt(module):
                 return  # the global hooks are gone: no depth to keep
-        except Exception as exc:  # noqa: BLE001 - invariant 1
+        except Exception as exc:  # noqa: BLE001 - promise 1
             _fail(exc)
             return
     _depth += 1
@@ -150,7 +150,7 @@ def _first_call(module: Any, args: Any, kwargs: Any, result: Any = _NO_RESULT) -
             _root_hook.pop().remove()
         if result is not _NO_RESULT and module.training and module is _root:
             _micro(module, args, kwargs)
-    except Exception as exc:  # noqa: BLE001 - invariant 1
+    except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
 
 
@@ -184,7 +184,7 @@ def _root_pre(module: Any, args: Any, kwargs: Any = None) -> None:
     if module.training and module is _root:
         try:
             _micro(module, args, kwargs or {})
-        except Exception as exc:  # noqa: BLE001 - invariant 1
+        except Exception as exc:  # noqa: BLE001 - promise 1
             _fail(exc)
 
 
@@ -200,7 +200,7 @@ def _compiled_pre(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
             _micro(module, args, kwargs)
         elif _discovery and _depth == 0 and _adopt(module, hooks=False):
             _micro(module, args, kwargs)
-    except Exception as exc:  # noqa: BLE001 - invariant 1
+    except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
 
 
@@ -225,7 +225,7 @@ def _wrap_compile(original: Any) -> Any:
             compiled_call = self.__dict__.get("_compiled_call_impl")
             if compiled_call is not None and not hasattr(compiled_call, "__trainmeter_original__"):
                 self._compiled_call_impl = _shim(self, compiled_call)
-        except Exception as exc:  # noqa: BLE001 - invariant 1
+        except Exception as exc:  # noqa: BLE001 - promise 1
             _fail(exc)
         return result
 
@@ -258,7 +258,7 @@ def _call(listener: Callable[..., None], *args: Any) -> None:
     """Run another probe's callback; if it raises, that probe goes off, not this one."""
     try:
         listener(*args)
-    except Exception as exc:  # noqa: BLE001 - invariant 1
+    except Exception as exc:  # noqa: BLE001 - promise 1
         for group in (first_forward, step_listeners):
             if listener in group:
                 group.remove(listener)
@@ -307,7 +307,7 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         if step_listeners:
             for listener in tuple(step_listeners):
                 _call(listener, n)
-    except Exception as exc:  # noqa: BLE001 - invariant 1
+    except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
 
 

@@ -3,7 +3,7 @@
 Only metadata (`dim`, `dtype`, `shape`, `numel`, `device`) is read from the token tensor itself.
 Counting real tokens needs values, so it happens only for CPU tensors: summing a CUDA mask would
 make the host wait for the device (a synchronization) and allocate the result on the GPU, which
-invariant 1 forbids. On an accelerator `real_tokens` is simply left out of the step record.
+promise 1 forbids. On an accelerator `real_tokens` is simply left out of the step record.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def install_all(on_attach: Callable[[str], None] | None = None) -> list[str]:
     for module in _MODULES:
         try:
             module.install()
-        except Exception as exc:  # noqa: BLE001 - invariant 1: one tap failing is that tap's
+        except Exception as exc:  # noqa: BLE001 - promise 1: one tap failing is that tap's
             module.TAP.fail(exc)
             continue
         names.append(module.NAME)

@@ -9,7 +9,7 @@ pieces look the way they do:
   `metric` records when it drains, exactly as `emit()` does, so a tapped loss costs about what a
   dict update costs and no JSON happens on the training thread.
 - Only numbers and 0-dim CPU tensors are read (`emit.as_number`): a tensor on an accelerator is
-  skipped without touching it, since reading it would synchronize the device (invariant 1).
+  skipped without touching it, since reading it would synchronize the device (promise 1).
 - Trackers call each other: HF `Trainer.log` calls `wandb.log`, `mlflow.log_metric` calls
   `MlflowClient.log_metric`, Lightning's loggers call `SummaryWriter.add_scalar`. One value the
   loop logged must be one record, so a thread-local flag makes only the outermost tapped call
@@ -55,7 +55,7 @@ def _announce(name: str) -> None:
     if callback is not None:
         try:
             callback(name)
-        except Exception:  # noqa: BLE001 - invariant 1: the tracker's import goes on
+        except Exception:  # noqa: BLE001 - promise 1: the tracker's import goes on
             pass
 
 
@@ -172,7 +172,7 @@ def _make_wrapper(tap: Tap, original: Callable[..., Any], observe: Observe | Non
         if observe is not None and tap.enabled:
             try:
                 observe(args, kwargs)
-            except Exception as exc:  # noqa: BLE001 - invariant 1: our failure is ours alone
+            except Exception as exc:  # noqa: BLE001 - promise 1: our failure is ours alone
                 tap.fail(exc)
         _local.inside = True
         try:
