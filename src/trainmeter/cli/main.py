@@ -15,6 +15,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("trainmeter.cli.doctor", "what tm can see here, and why anything is missing"),
     "hardware": ("trainmeter.cli.hardware", "the node: GPUs, peaks, CPU, memory, disks, limits"),
     "attach": ("trainmeter.cli.attach", "watch a running program from outside: GPU and host"),
+    "runs": ("trainmeter.cli.runs", "the runs here: name, start, status, steps, tokens/s, MFU"),
+    "compare": ("trainmeter.cli.compare", "two runs side by side, the biggest differences named"),
     "export": ("trainmeter.cli.export", "a finished run to W&B, CSV or Parquet"),
     "passport": ("trainmeter.cli.passport", "a run's passport: what it cost, with provenance"),
 }
