@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("trainmeter.cli.runs", "the runs here: name, start, status, steps, tokens/s, MFU"),
     "compare": ("trainmeter.cli.compare", "two runs side by side, the biggest differences named"),
     "export": ("trainmeter.cli.export", "a finished run to W&B, CSV or Parquet"),
+    "report": ("trainmeter.cli.report", "a run as one self-contained HTML file, charts included"),
     "passport": ("trainmeter.cli.passport", "a run's passport: what it cost, with provenance"),
 }
 

@@ -83,8 +83,9 @@ class RunTable:
 class _SamplingEngine:
     """The real engine, fed as in a replay, with rows taken on the way."""
 
-    def __init__(self, inner: Any, table: RunTable, interval: float) -> None:
+    def __init__(self, inner: Any, table: RunTable, interval: float, history: Any = None) -> None:
         self.inner = inner
+        self.history = history
         self.table = table
         self.interval = interval
         self.t0: float | None = None
@@ -101,6 +102,8 @@ class _SamplingEngine:
 
     def feed(self, record: dict[str, Any]) -> None:
         self.inner.feed(record)
+        if self.history is not None:
+            self.history.on_record(record)
         kind, d, t = record.get("kind"), record.get("d") or {}, record.get("t", 0.0)
         if kind == "run.start" and self.t0 is None:
             self.t0 = t
@@ -124,6 +127,8 @@ class _SamplingEngine:
     def sample(self, t: float) -> None:
         self.last_sample = t
         snap = self.inner.snapshot(now=t)
+        if self.history is not None:
+            self.history.on_snapshot(snap, now=t)
         steps = snap.get("steps")
         step = int(steps) if isinstance(steps, (int, float)) and not isinstance(steps, bool) else self.step
         row = self._row(step, t)
@@ -156,8 +161,11 @@ def _run_span(events: Path) -> float:
         return 0.0
 
 
-def run_table(run_dir: Path) -> RunTable:
-    """Replay `run_dir/events.jsonl` into a `RunTable` (raises OSError when it cannot be read)."""
+def run_table(run_dir: Path, history: Any = None) -> RunTable:
+    """Replay `run_dir/events.jsonl` into a `RunTable` (raises OSError when it cannot be read).
+
+    `history`: a `views.history.History` to feed on the way (records, and the same snapshots).
+    """
     from ..supervisor import late_parts as parts
     from ..supervisor.replay import replay
     from ..supervisor.warn import WarnOnce
@@ -172,7 +180,7 @@ def run_table(run_dir: Path) -> RunTable:
     def make() -> Any:
         if factory is None:
             raise RuntimeError("the engine could not be loaded")
-        engine = _SamplingEngine(factory(), table, interval)
+        engine = _SamplingEngine(factory(), table, interval, history)
         holder.append(engine)
         return engine
 

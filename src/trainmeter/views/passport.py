@@ -514,7 +514,7 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m{sec:02d}s" if hours else f"{minutes}m{sec:02d}s"
 
 
-_LABELS = {
+LABELS = {
     "wall_time_s": "Wall time",
     "gpu_hours": "GPU-hours",
     "steps": "Steps",
@@ -532,7 +532,7 @@ _LABELS = {
 }
 
 
-def _hardware_line(hw: dict[str, Any]) -> str:
+def hardware_line(hw: dict[str, Any]) -> str:
     models = hw.get("gpu_models") or {}
     peak = hw.get("peak") or {}
     if hw.get("gpus"):
@@ -542,7 +542,7 @@ def _hardware_line(hw: dict[str, Any]) -> str:
     return "CPU only" + (f" ({cores:.0f} cores)" if cores else "")
 
 
-def _md_value(name: str, entry: dict[str, Any]) -> str:
+def value_text(name: str, entry: dict[str, Any]) -> str:
     text = fmt(entry.get("value"), entry.get("unit", ""))
     conv = entry.get("convention")
     if name in ("training_flops", "flops_per_token", "mfu") and conv:
@@ -565,11 +565,11 @@ def render_markdown(passport: dict[str, Any]) -> str:
         "",
         "| Quantity | Value |",
         "| --- | --- |",
-        f"| Hardware | {_hardware_line(passport.get('hardware', {}))} |",
+        f"| Hardware | {hardware_line(passport.get('hardware', {}))} |",
     ]
-    for name, label in _LABELS.items():
+    for name, label in LABELS.items():
         if name in numbers:
-            lines.append(f"| {label} | {_md_value(name, numbers[name])} |")
+            lines.append(f"| {label} | {value_text(name, numbers[name])} |")
         elif name in absent and name not in ("progress", "eta_s"):
             lines.append(f"| {label} | not computed (see below) |")
     sw = passport.get("software", {})
@@ -600,7 +600,7 @@ def render_markdown(passport: dict[str, Any]) -> str:
         lines.append("")
     lines += ["<details>", "<summary>How each number was computed</summary>", ""]
     for name, entry in numbers.items():
-        lines += _md_derivation(_LABELS.get(name, name), entry)
+        lines += _md_derivation(LABELS.get(name, name), entry)
     lines += ["</details>", ""]
     return "\n".join(lines)
 
