@@ -6,7 +6,8 @@ step axis. Config: the passport record (hardware, software, totals, each number'
 Summary: the passport's totals under `trainmeter/` and each series' final value.
 
 wandb's own settings apply (WANDB_MODE=offline writes the run locally; WANDB_DIR, WANDB_ENTITY).
-Nothing secret is sent: the passport carries no host, directory or environment.
+Nothing secret is sent: the passport carries no host, directory or environment, and wandb's own
+collection of the exporting machine's metadata (host, git, code, system stats) is switched off.
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ def export_wandb(
         "config": {"trainmeter": passport},
         "job_type": "trainmeter-export",
         "reinit": "create_new",
+        # the exporting machine is not the run's: send nothing about it (host, git, code, stats)
+        "settings": wandb.Settings(
+            x_disable_meta=True, x_disable_stats=True, disable_git=True, save_code=False,
+            console="off",
+        ),
     }
     if entity:
         init["entity"] = entity
