@@ -91,6 +91,14 @@ _SCRIPT = """
   var charts = JSON.parse(document.getElementById('tm-charts').textContent);
   var host = document.getElementById('charts');
   window.tmCharts = [];
+  function si(v){
+    if (v == null) return '';
+    var a = Math.abs(v), units = [[1e15,'P'],[1e12,'T'],[1e9,'G'],[1e6,'M'],[1e3,'k']];
+    for (var i = 0; i < units.length; i++)
+      if (a >= units[i][0]) return +(v / units[i][0]).toPrecision(3) + units[i][1];
+    return a === 0 ? '0' : String(+v.toPrecision(3));
+  }
+  function short(u, vals){ return vals.map(si); }
   charts.forEach(function(c, i){
     var box = document.createElement('div'); box.className = 'chart';
     box.setAttribute('data-series', c.name); host.appendChild(box);
@@ -98,7 +106,7 @@ _SCRIPT = """
     var opts = {
       title: c.label + (c.unit ? ' (' + c.unit + ')' : ''), width: 500, height: 220,
       scales: {x: {time: false}},
-      axes: [{label: 'step'}, {}],
+      axes: [{label: 'step', values: short}, {values: short, size: 60}],
       series: [{label: 'step'},
                {label: 'last', stroke: color, width: 1.5},
                {label: 'min', stroke: color, alpha: 0.25, width: 1},
