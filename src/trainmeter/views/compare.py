@@ -141,7 +141,10 @@ def compare(
     ladder_a = _dict(_dict(a.get("ladder")).get("mean"))
     ladder_b = _dict(_dict(b.get("ladder")).get("mean"))
     for rung in LADDER_RUNGS:
-        if rung in ladder_a or rung in ladder_b:
+        if rung == "mfu" and (rung in ladder_a or rung in ladder_b):
+            # the top rung under the one convention, like the MFU row above
+            rows.append(_row("ladder", rung, rung, "fraction", _mfu(a, conv), _mfu(b, conv)))
+        elif rung in ladder_a or rung in ladder_b:
             rows.append(_row("ladder", rung, rung, "fraction", _num(ladder_a.get(rung)),
                              _num(ladder_b.get(rung))))
     differences, biggest = _differences(rows, a_name, b_name, conv)
