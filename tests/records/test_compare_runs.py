@@ -80,3 +80,10 @@ def test_bad_input_is_one_line_and_exit_2(two_runs: Path, args: list[str], words
     assert words in result.stderr and result.stderr.count("\n") == 1, result.stderr
     assert result.stdout == ""
     assert run_dirs(two_runs) == before  # nothing made, nothing lost
+
+
+def test_a_mistyped_command_starts_no_run(tmp_path: Path) -> None:
+    result = tm_cli(["rnus"], cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == "tm: 'rnus' is not a tm command nor a script here (did you mean tm runs?)\n"
+    assert not (tmp_path / ".trainmeter").exists()

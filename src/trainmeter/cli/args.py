@@ -27,6 +27,8 @@ usage: tm [options] script.py [script args]     run a Python training script and
        tm [options] -- command [args]           any command: torchrun, a shell script, ...
        tm summary [RUN] [--json]                a finished run's summary, replayed from its log
        tm doctor | hardware | attach PID        what tm can see here, the node, a running PID
+       tm runs | compare A B                    the runs here; two runs side by side
+       tm passport | report | export [RUN]      a run's passport, HTML report, W&B/CSV/Parquet
 
 options (before the script or command):
   --budget-tokens N   --budget-steps N   --budget-flops N      the budget, for progress and ETA

@@ -28,6 +28,23 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] in COMMANDS:
         module = importlib.import_module(COMMANDS[args[0]][0])
         return int(module.main(args[1:]) or 0)
+    if args and _mistyped_command(args[0]):
+        return 2
     from . import run
 
     return int(run.main(args) or 0)
+
+
+def _mistyped_command(word: str) -> bool:
+    """`tm rnus`: neither a command nor a script that exists. Say so, and start no run (a run
+    directory for a typo would only clutter `tm runs`). Scripts are named with a path or `.py`."""
+    import os
+
+    if word.startswith("-") or "/" in word or "." in word or os.path.exists(word):
+        return False
+    import difflib
+
+    close = difflib.get_close_matches(word, list(COMMANDS), n=1)
+    hint = f"did you mean tm {close[0]}?" if close else "see tm --help"
+    print(f"tm: {word!r} is not a tm command nor a script here ({hint})", file=sys.stderr)
+    return True
