@@ -116,10 +116,10 @@ def compare(
     fpt_a, fpt_b = _fpt(a, conv), _fpt(b, conv)
     fps_a = tps_a * fpt_a if tps_a is not None and fpt_a is not None else None
     fps_b = tps_b * fpt_b if tps_b is not None and fpt_b is not None else None
-    rows.append(_row("throughput", "flops_per_s", f"Model FLOP/s ({conv})", "FLOP/s", fps_a, fps_b))
+    rows.append(_row("throughput", "flops_per_s", f"Model FLOP/s ({conv or 'no convention'})", "FLOP/s", fps_a, fps_b))
     rows.append(_row("throughput", "steps", "Steps", "steps", _num(a.get("steps")),
                      _num(b.get("steps"))))
-    rows.append(_row("mfu", "mfu", f"MFU ({conv})", "fraction", _mfu(a, conv), _mfu(b, conv)))
+    rows.append(_row("mfu", "mfu", f"MFU ({conv or 'no convention'})", "fraction", _mfu(a, conv), _mfu(b, conv)))
     wall_a, wall_b = (_num(_dict(s.get("time")).get("elapsed_s")) for s in (a, b))
     rows.append(_row("time", "wall", "Wall time", "s", wall_a, wall_b))
     rows.append(_row("time", "goodput", "Goodput", "fraction",

@@ -539,6 +539,8 @@ def hardware_line(hw: dict[str, Any]) -> str:
         name = peak.get("name") or ", ".join(models) or "GPU of unknown model"
         return f"{hw['gpus']} x {name}"
     cores = hw.get("cpu_cores")
+    if hw.get("gpus") is None and not cores:
+        return "not known (no device was reported)"
     return "CPU only" + (f" ({cores:.0f} cores)" if cores else "")
 
 
@@ -557,10 +559,11 @@ def render_markdown(passport: dict[str, Any]) -> str:
     run = passport.get("run", {})
     numbers = passport.get("training", {})
     absent = passport.get("absent", {})
-    lines = [f"## Compute: training run `{run.get('name')}`", ""]
+    version = passport.get("software", {}).get("trainmeter")
+    lines = [f"## Compute: training run `{run.get('name') or 'unnamed'}`", ""]
     lines += [
-        "Measured by [trainmeter](https://pypi.org/project/trainmeter/) "
-        f"{passport.get('software', {}).get('trainmeter', '')}; "
+        "Measured by [trainmeter](https://pypi.org/project/trainmeter/)"
+        f"{' ' + str(version) if version else ''}; "
         f"started {run.get('start_utc') or 'at an unknown time'}, status {run.get('status')}.",
         "",
         "| Quantity | Value |",
