@@ -72,18 +72,26 @@ def test_runs_lists_both(two_runs: Path) -> None:
         (["export", "csv", "a", "b"], "too many runs"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(two_runs: Path, args: list[str], words: str) -> None:
+def test_bad_input_is_one_line_and_exit_2(
+    two_runs: Path, args: list[str], words: str, monkeypatch, capsys
+) -> None:
+    from trainmeter.cli.main import main
+
     before = run_dirs(two_runs)
     args = [before[0].name[:4] if a == "YEAR" else a for a in args]
-    result = tm_cli(args, cwd=two_runs)
-    assert result.returncode == 2, (args, result.stdout, result.stderr)
-    assert words in result.stderr and result.stderr.count("\n") == 1, result.stderr
-    assert result.stdout == ""
+    monkeypatch.chdir(two_runs)
+    assert main(args) == 2, args
+    out, err = capsys.readouterr()
+    assert words in err and err.count("\n") == 1, err
+    assert out == ""
     assert run_dirs(two_runs) == before  # nothing made, nothing lost
 
 
-def test_a_mistyped_command_starts_no_run(tmp_path: Path) -> None:
-    result = tm_cli(["rnus"], cwd=tmp_path)
-    assert result.returncode == 2
-    assert result.stderr == "tm: 'rnus' is not a tm command nor a script here (did you mean tm runs?)\n"
+def test_a_mistyped_command_starts_no_run(tmp_path: Path, monkeypatch, capsys) -> None:
+    from trainmeter.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["rnus"]) == 2
+    err = capsys.readouterr().err
+    assert err == "tm: 'rnus' is not a tm command nor a script here (did you mean tm runs?)\n"
     assert not (tmp_path / ".trainmeter").exists()

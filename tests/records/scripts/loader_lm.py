@@ -40,6 +40,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--sleep-ms", type=float, default=0.0)
     args = parser.parse_args()
+    # One thread: a thread pool parked during the data sleep wakes up slowly on a busy machine,
+    # which would show as compute time; this run is about the data wait alone.
+    torch.set_num_threads(1)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Embedding(VOCAB, 64), nn.Linear(64, 256), nn.GELU(),
                           nn.Linear(256, VOCAB))
