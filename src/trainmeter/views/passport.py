@@ -620,7 +620,7 @@ def _md_derivation(label: str, entry: dict[str, Any]) -> list[str]:
     for inp in entry.get("inputs") or []:
         value = inp.get("value")
         shown = f"{value:.6g}" if isinstance(value, float) else str(value)
-        unit = f" {inp['unit']}" if inp.get("unit") else ""
+        unit = f" {inp['unit']}" if inp.get("unit") not in (None, "", "1") else ""
         out.append(f"- {inp.get('name')}: {shown}{unit} ({inp.get('source')})")
     for key, title in (("convention", "convention"), ("source", "source"), ("note", "note"),
                        ("peak_source", "peak's source")):

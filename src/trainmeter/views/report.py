@@ -173,7 +173,7 @@ def _passport_html(passport: dict[str, Any]) -> str:
         for inp in entry.get("inputs") or []:
             value = inp.get("value")
             shown = f"{value:.6g}" if isinstance(value, float) else str(value)
-            out.append(f"<li>{_e(inp.get('name'))}: {_e(shown)} {_e(inp.get('unit') or '')} "
+            out.append(f"<li>{_e(inp.get('name'))}: {_e(shown)} {_e(inp.get('unit') if inp.get('unit') != '1' else '')} "
                        f"<span class=muted>({_e(inp.get('source'))})</span></li>")
         for key, title in (("convention", "convention"), ("source", "source"), ("note", "note"),
                            ("peak_source", "peak's source")):
