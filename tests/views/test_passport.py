@@ -117,3 +117,20 @@ def test_scrub_command_keeps_counts() -> None:
 )
 def test_fmt(value, unit, text) -> None:
     assert fmt(value, unit) == text
+
+
+def test_registered_for_every_run_and_a_failure_only_warns(tmp_path) -> None:
+    from trainmeter.supervisor.options import RunOptions
+    from trainmeter.views.observers import make_observers
+    from trainmeter.views.passport import PassportWriter
+
+    warned: list[tuple[str, str]] = []
+    observers = make_observers(RunOptions(), tmp_path, lambda k, m: warned.append((k, m)))
+    (writer,) = [o for o in observers if isinstance(o, PassportWriter)]
+    writer.on_finish(snapshot())
+    assert json.loads((tmp_path / "passport.json").read_text())["training"]["steps"]["value"] == 1000
+    assert (tmp_path / "passport.md").read_text().startswith("## Compute: training run `gpt`")
+    assert not [o for o in make_observers(RunOptions(), None, print) if isinstance(o, PassportWriter)]
+    gone = PassportWriter(tmp_path / "missing", lambda k, m: warned.append((k, m)))
+    gone.on_finish(snapshot())  # the directory vanished: one warning, no exception
+    assert warned and warned[-1][0] == "passport" and "cannot write the passport" in warned[-1][1]

@@ -36,6 +36,9 @@ DERIVED: dict[str, Callable[[dict[str, Any]], Any]] = {
     "goodput": lambda s: _dict(s.get("time")).get("goodput"),
     "progress": lambda s: s.get("progress"),
     "energy_j": lambda s: _dict(s.get("energy")).get("joules"),
+    "gpu_util": lambda s: _dict(_dict(s.get("ladder")).get("mean")).get("gpu_util"),
+    "sm_active": lambda s: _dict(_dict(s.get("ladder")).get("mean")).get("sm_active"),
+    "tensor_active": lambda s: _dict(_dict(s.get("ladder")).get("mean")).get("tensor_active"),
 }
 
 

@@ -167,6 +167,9 @@ def _hardware(snap: dict[str, Any]) -> dict[str, Any]:
         if peak
         else None,
         "cpu_cores": _num(node.get("cores")),
+        "gpu_memory_b": sorted({int(m) for m in (
+            _num(_dict(g).get("memory_total_b")) for g in _dict(snap.get("gpus")).values()
+        ) if m}) or None,
     }
     return hw
 
@@ -562,7 +565,7 @@ def render_markdown(passport: dict[str, Any]) -> str:
     version = passport.get("software", {}).get("trainmeter")
     lines = [f"## Compute: training run `{run.get('name') or 'unnamed'}`", ""]
     lines += [
-        "Measured by [trainmeter](https://pypi.org/project/trainmeter/)"
+        "Measured by trainmeter"
         f"{' ' + str(version) if version else ''}; "
         f"started {run.get('start_utc') or 'at an unknown time'}, status {run.get('status')}.",
         "",
