@@ -276,8 +276,10 @@ def _training(b: _Builder) -> None:
         "no token count was reported (no batch shape recognised; declare --tokens-per-step)",
     )
     for name, unit, formula in (
-        ("tokens_per_s", "tokens/s", "tokens over the step window / its duration"),
-        ("step_time_s", "s", "duration of the step window / steps in it"),
+        ("tokens_per_s", "tokens/s",
+         "moving average of (tokens in a step report / time since the previous report)"),
+        ("step_time_s", "s",
+         "moving average of (time since the previous step report / steps in the report)"),
     ):
         value = _num(snap.get(name))
         b.put(
