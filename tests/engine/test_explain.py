@@ -95,7 +95,11 @@ def test_explained_values_are_the_snapshot_numbers_and_the_hand_worked_ones():
     assert explain["eta_s"] == snap["eta_s"] == pytest.approx(ETA)
     assert ETA == pytest.approx(100.714, rel=1e-5)
     assert explain["goodput"] == snap["time"]["goodput"] == pytest.approx(6 / 7)
-    assert explain["plan"] == snap["plan"]["tokens_per_s"]["planned"] == pytest.approx(67_874.6, rel=1e-6)
+    assert (
+        explain["plan"]
+        == snap["plan"]["tokens_per_s"]["planned"]
+        == pytest.approx(67_874.6, rel=1e-6)
+    )
     assert explain["plan_hours"] == snap["plan"]["hours"]["projected"]
     assert explain["plan_hours"] == pytest.approx((7 + ETA) / 3600)
 

@@ -45,6 +45,11 @@ def moving_average(
     if previous is None:
         return latest, []
     return f"previous_average + alpha * ({latest} - previous_average)", [
-        given("previous_average", previous, unit, f"the moving average of {name} before the latest report"),
+        given(
+            "previous_average",
+            previous,
+            unit,
+            f"the moving average of {name} before the latest report",
+        ),
         given("alpha", alpha, "1", "weight of the latest report in the moving average"),
     ]

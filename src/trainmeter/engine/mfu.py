@@ -58,7 +58,9 @@ def section(
         entry["range"] = [util(flops_per_token["range"][0]), util(flops_per_token["range"][1])]
     else:
         entry["value"] = util(flops_per_token["value"])
-        out.explain["mfu"] = _explain(entry, flops_per_token, tokens_per_s, n_gpus, n_gpus_source, peak)
+        out.explain["mfu"] = _explain(
+            entry, flops_per_token, tokens_per_s, n_gpus, n_gpus_source, peak
+        )
     if shape is not None:
         entry["by_convention"] = {k: util(v) for k, v in all_conventions(shape).items()}
     out.values["mfu"] = entry

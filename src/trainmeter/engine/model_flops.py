@@ -44,7 +44,9 @@ def provenance(facts: FactStore, key: str) -> str:
     return f"{fact.source} ({fact.note})" if fact.note else fact.source
 
 
-def choose(facts: FactStore, warnings: list[str] | None = None) -> tuple[dict[str, Any] | None, str | None]:
+def choose(
+    facts: FactStore, warnings: list[str] | None = None
+) -> tuple[dict[str, Any] | None, str | None]:
     """(the `flops_per_token` entry, or None with the reason it is absent)."""
     conv = facts.get("convention")
     conv_name = conv.value if conv is not None else None

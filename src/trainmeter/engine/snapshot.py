@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..hardware import specs
-from . import alerts, budget, counted, devices, mfu, model_flops, throughput
+from . import alerts, budget, counted, devices, mfu, model_flops, notices, throughput
 from .counters import GpuCounters
 from .facts import FactStore
 from .flops import ModelShape
@@ -300,12 +300,10 @@ class Engine:
         for part in (
             pace, model, progress, utilization, counters, energy, gpus.section,
             self.host.section(), self.node.section(), self.series.section(), time_split,
-            executed, planned,
+            executed, planned, notices.section(facts, clock, self.ignored),
         ):  # fmt: skip
             whole.merge(part)
         snap = whole.values
-        warnings = whole.warnings
-        self._warnings(warnings)
         snap["alerts"] = alerts.collect(
             data_window=self.data_window if "dataloader" in self.probes else None,
             throttle=self.gpu.throttle,
@@ -329,51 +327,7 @@ class Engine:
                 if k in self.hello
             }
         snap["records"] = {"fed": self.records, "ignored": self.ignored}
-        snap["warnings"] = warnings
+        snap["warnings"] = whole.warnings
         snap["explain"] = whole.explain
         snap["absent"] = whole.absent
         return snap
-
-    def _warnings(self, warnings: list[str]) -> None:
-        facts = self.facts
-        experts = facts.value("moe_experts")
-        if experts is not None:
-            warnings.append(
-                f"mixture of experts ({experts} experts in the config): only the active "
-                "parameters do work per token, so a FLOPs count from all parameters is too high; "
-                "give the active count with --params"
-            )
-        declared = self.clock.declared_per_step
-        detected = [
-            v for v in (self.clock.detected_per_step, self.clock.detected_real_per_step) if v
-        ]
-        if (
-            declared is not None
-            and detected
-            and all(abs(declared / v - 1.0) > 0.01 for v in detected)
-        ):
-            warnings.append(
-                f"tokens per step: {declared:g} declared, {detected[0]:g} detected in the "
-                "batches (more than 1% apart); counting the declared value"
-            )
-        reason = facts.value("observe_only")
-        if reason is not None:
-            warnings.append(
-                f"observe only ({reason}): no agent runs inside the program, so there are no "
-                "steps, tokens, loss or MFU; GPU and host counters only"
-            )
-        for key in ("agent_dropped_records", "ingest_dropped"):
-            lost = facts.number(key)
-            if lost:
-                warnings.append(f"{lost:g} records were dropped ({key}): counts may be low")
-        for key in facts.keys():
-            if key == "tokens_per_step":
-                continue
-            best = facts.get(key)
-            for other in facts.conflicts(key):
-                warnings.append(
-                    f"{key}: {other.source} {other.value!r} disagrees with {best.source} "  # type: ignore[union-attr]
-                    f"{best.value!r}; the {best.source} value is used"  # type: ignore[union-attr]
-                )
-        if self.ignored:
-            warnings.append(f"{self.ignored} records could not be used and were skipped")
