@@ -198,3 +198,42 @@ def test_mfu_over_100_percent_raises_the_alert_in_the_snapshot():
     assert snap["mfu"]["value"] == pytest.approx(58.93, rel=1e-4)
     (alert,) = [a for a in snap["alerts"] if a["kind"] == "mfu_impossible"]
     assert alert["mfu"] == snap["mfu"]["value"]
+
+
+def test_on_the_fake_h100_fixture_ofu_and_energy_follow_the_training_gpu():
+    # The fixture: two H100 SXM, the training on GPU 0, GPU 1 idle; the sampler cannot tie the
+    # processes to GPUs, so it watches both ("all"). The training reports GPU 0 (device fact).
+    # GPU 0's OFU: sample 2: 0.612 x min(1980, 1830) / 1830 = 0.612; sample 3: 0.7 x 1755 /
+    # 1830 = 0.671311; moving average 0.612 + 0.2 x (0.671311 - 0.612) = 0.623862.
+    # Energy of GPU 0: 982,501.567 - 981,234.567 = 1,267 J (GPU 1's 136 J are not the run's).
+    # MFU: hf 5,831,346,816 x 80,000 / 989.5e12 = 0.47146; over both GPUs OFU read 0.311931,
+    # below MFU - 0.05: the false mfu_impossible alert.
+    import itertools
+
+    from trainmeter.sources.gpu.fake import backend_from_env
+    from trainmeter.sources.gpu.sampler import GpuSampler
+
+    from .build import REPO_FIXTURES
+
+    env = {"TRAINMETER_FAKE_NVML": str(REPO_FIXTURES / "nvml" / "h100_sxm_gpm.json")}
+    ticks = itertools.count(100.0, 0.5)
+    sampler = GpuSampler(
+        backend_from_env(env), env=env, tree_pids=lambda: [1], clock=lambda: next(ticks)
+    )
+    samples = []
+    for i in range(3):
+        d = sampler.sample()
+        samples.append(rec("sample.gpu", 2.0 + i, rank=None, src="tm", **d))
+    assert samples[-1]["d"]["selected_by"] == "all"
+    uuid = samples[-1]["d"]["gpus"][0]["uuid"]
+    training_gpu = {"name": "NVIDIA H100 80GB HBM3", "index": 0, "uuid": uuid}
+    snap = run(
+        start(0.0, convention="hf", **SHAPE), hello(0.1), fact(0.2, "device", training_gpu),
+        steps(1.0, 1.0, 6, tokens=80_000), samples,
+    )  # fmt: skip
+    assert snap["n_gpus"]["value"] == 1
+    assert snap["mfu"]["value"] == pytest.approx(0.47146, rel=1e-4)
+    assert snap["ofu"]["value"] == pytest.approx(0.612 + 0.2 * (0.7 * 1755 / 1830 - 0.612))
+    assert snap["ofu"]["value"] == pytest.approx(0.623862, rel=1e-5)
+    assert snap["energy"]["joules"] == pytest.approx(1267.0)
+    assert "mfu_impossible" not in [a["kind"] for a in snap["alerts"]]
