@@ -237,3 +237,17 @@ def test_on_the_fake_h100_fixture_ofu_and_energy_follow_the_training_gpu():
     assert snap["ofu"]["value"] == pytest.approx(0.623862, rel=1e-5)
     assert snap["energy"]["joules"] == pytest.approx(1267.0)
     assert "mfu_impossible" not in [a["kind"] for a in snap["alerts"]]
+
+
+def test_training_gpus_missing_from_the_samples_are_said():
+    # the training reports GPUs 0 and 1; the sampler sees GPU 0 and GPU 7 only
+    snap = run(
+        start(0.0), hello(0.1), device(0.2, index=0), device(0.2, index=1, rank=1),
+        gpu(2.0, h100_row(0), idle_h100(7), selected_by="all"),
+    )  # fmt: skip
+    assert snap["ofu"]["gpus"] == ["0"]
+    assert any("only 1 of the 2 GPUs" in w for w in snap["warnings"])
+    elsewhere = run(start(0.0), hello(0.1), device(0.2, index=3),
+                    gpu(2.0, h100_row(0), idle_h100(1), selected_by="all"))  # fmt: skip
+    assert elsewhere["ofu"]["gpus"] == ["0", "1"]
+    assert any("none of the GPUs the training process reported" in w for w in elsewhere["warnings"])

@@ -94,4 +94,9 @@ def section(
                 "none of the GPUs the training process reported is among the sampled GPUs: "
                 "the GPU counters cover every sampled GPU, MFU only the training's"
             )
+        elif len(covered) < len(trained):
+            out.warnings.append(
+                f"only {len(covered)} of the {len(trained)} GPUs the training reported are "
+                "sampled: the GPU counters cover those, MFU all of them"
+            )
     return Devices(out, peak_entry, peak_reason, n_gpus, source if n_gpus else None, covered)
