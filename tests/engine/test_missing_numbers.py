@@ -38,6 +38,7 @@ def test_without_an_agent_steps_and_tokens_are_absent_not_zero(why):
     assert "progress" not in snap and "agent" in snap["absent"]["progress"]
     assert "agent" in snap["absent"]["time_split"]
     assert "optimizer" not in snap["absent"]["time_split"]
+    assert "agent" in snap["absent"]["counted"] and "flops probe" not in snap["absent"]["counted"]
 
 
 def test_with_an_agent_and_no_step_yet_steps_are_zero():

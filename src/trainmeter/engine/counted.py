@@ -21,11 +21,12 @@ def section(
     peak: dict[str, Any] | None,
     n_gpus: int | None,
     shape: ModelShape | None,
+    no_agent: str | None = None,
 ) -> Section:
     out = Section()
     per_token = facts.number("counted_flops_per_token")
     if per_token is None:
-        out.absent["counted"] = (
+        out.absent["counted"] = no_agent or (
             "no step was counted (the agent's flops probe did not attach, or FlopCounterMode "
             "saw no operator it knows)"
         )

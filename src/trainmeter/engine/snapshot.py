@@ -279,7 +279,7 @@ class Engine:
         elapsed = (time_split.values.get("time") or {}).get("elapsed_s")
         executed = counted.section(
             facts, tokens_seen=tokens_seen, tokens_per_s=tps, peak=gpus.peak,
-            n_gpus=gpus.n_gpus, shape=shape,
+            n_gpus=gpus.n_gpus, shape=shape, no_agent=no_agent,
         )  # fmt: skip
         planned = budget.plan(
             facts,
