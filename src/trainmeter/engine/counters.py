@@ -151,13 +151,6 @@ class GpuCounters:
         idents = self._gpus if covered is None else [i for i in covered if i in self._gpus]
         return sorted((self._gpus[i] for i in idents), key=lambda g: formulas.by_gpu((g.label, 0)))
 
-    def ofu(self, covered: list[Any] | None = None) -> tuple[float, bool] | None:
-        """(OFU over the covered GPUs, whether it compares with MFU), or None."""
-        gpus = [g for g in self._covered(covered) if g.ofu.value is not None]
-        if not gpus:
-            return None
-        return sum(g.ofu.value for g in gpus) / len(gpus), all(g.comparable for g in gpus)  # type: ignore[misc]
-
     def section(
         self,
         covered: list[Any] | None,
