@@ -12,9 +12,12 @@ from .formulas import MovingAverage
 
 
 class RankTimes:
+    ALPHA = 0.2
+
     def __init__(self) -> None:
         self._prev: dict[int, float] = {}
         self._dt: dict[int, MovingAverage] = {}
+        self._last: dict[int, tuple[float, int]] = {}  # (seconds, steps) of the latest interval
 
     def step(self, rank: int, t: float, k: int) -> None:
         prev = self._prev.get(rank)
@@ -22,12 +25,20 @@ class RankTimes:
         if prev is not None and t > prev:
             avg = self._dt.get(rank)
             if avg is None:
-                avg = self._dt[rank] = MovingAverage(0.2, 1)
+                avg = self._dt[rank] = MovingAverage(self.ALPHA, 1)
             avg.update((t - prev) / k)
+            self._last[rank] = (t - prev, k)
 
     def step_time(self, rank: int) -> float | None:
         avg = self._dt.get(rank)
         return None if avg is None else avg.value
+
+    def last_interval(self, rank: int) -> tuple[float, int] | None:
+        return self._last.get(rank)
+
+    def previous(self, rank: int) -> float | None:
+        avg = self._dt.get(rank)
+        return None if avg is None else avg.previous
 
     def snapshot(self) -> dict[str, Any] | None:
         """{step_time_s: {rank: s}, slowest, fastest, spread} with two or more ranks timed.
