@@ -134,3 +134,14 @@ def test_registered_for_every_run_and_a_failure_only_warns(tmp_path) -> None:
     gone = PassportWriter(tmp_path / "missing", lambda k, m: warned.append((k, m)))
     gone.on_finish(snapshot())  # the directory vanished: one warning, no exception
     assert warned and warned[-1][0] == "passport" and "cannot write the passport" in warned[-1][1]
+
+
+def test_plan_beside_the_run() -> None:
+    plan = {"mfu": {"planned": 0.4, "measured": 0.0378979282, "convention": "megatron"},
+            "hours": {"planned": 1.5, "projected": 2.0}}
+    p = build_passport(snapshot(plan=plan))
+    assert p["plan"] == {"mfu": {"planned": 0.4, "actual": 0.0378979282, "convention": "megatron"},
+                         "hours": {"planned": 1.5, "actual": 2.0}}
+    md = render_markdown(p)
+    assert "| MFU | 40.0% | 3.79% |" in md and "| Hours | 1.5 h | 2 h |" in md
+    assert build_passport(snapshot())["plan"] is None

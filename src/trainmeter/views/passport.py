@@ -436,6 +436,21 @@ def _time_split(snap: dict[str, Any]) -> list[dict[str, Any]]:
     return parts
 
 
+def _plan(snap: dict[str, Any]) -> dict[str, Any] | None:
+    """What was declared beside what the run did: MFU, tokens/s, hours (None: no plan)."""
+    plan = _dict(snap.get("plan"))
+    out: dict[str, Any] = {}
+    for key, planned, actual in (("mfu", "planned", "measured"),
+                                 ("tokens_per_s", "planned", "measured"),
+                                 ("hours", "planned", "projected")):
+        part = _dict(plan.get(key))
+        if part:
+            out[key] = {"planned": _num(part.get(planned)), "actual": _num(part.get(actual))}
+            if part.get("convention"):
+                out[key]["convention"] = part["convention"]
+    return out or None
+
+
 def build_passport(snap: dict[str, Any], scrub: list[str] | None = None) -> dict[str, Any]:
     """The passport record of a final snapshot. `scrub`: paths that must appear nowhere in it."""
     b = _Builder(snap)
@@ -457,6 +472,7 @@ def build_passport(snap: dict[str, Any], scrub: list[str] | None = None) -> dict
             if isinstance(v, dict)
         },
         "alerts": [str(a.get("message")) for a in snap.get("alerts") or [] if isinstance(a, dict)],
+        "plan": _plan(snap),
         "absent": dict(sorted(b.absent.items())),
     }
     run = _dict(snap.get("run"))
@@ -592,6 +608,15 @@ def render_markdown(passport: dict[str, Any]) -> str:
             final = s.get("final")
             shown = "not known" if final is None else f"{final:.6g}"
             lines.append(f"| {name} | {shown} | {_cell(s.get('step'))} | {_cell(s.get('count'))} |")
+        lines.append("")
+    plan = passport.get("plan") or {}
+    if plan:
+        lines += ["### Plan against the run", "", "| | Planned | This run |", "| --- | --- | --- |"]
+        for key, label, unit in (("mfu", "MFU", "fraction"), ("tokens_per_s", "Tokens/s", "tokens/s"),
+                                 ("hours", "Hours", "h")):
+            if key in plan:
+                row = plan[key]
+                lines.append(f"| {label} | {fmt(row['planned'], unit)} | {fmt(row['actual'], unit)} |")
         lines.append("")
     split = passport.get("time_split") or []
     wall = (numbers.get("wall_time_s") or {}).get("value")
