@@ -150,6 +150,18 @@ def _passport_html(passport: dict[str, Any]) -> str:
                        f"<td class=n>{_e(s.get('step') or '')}</td>"
                        f"<td class=n>{_e(s.get('count') or '')}</td></tr>")
         out.append("</table>")
+    plan = passport.get("plan") or {}
+    if plan:
+        from .passport import fmt
+
+        out += ["<h2>Plan against the run</h2>",
+                "<table><tr><th></th><th>Planned</th><th>This run</th></tr>"]
+        for key, label, unit in (("mfu", "MFU", "fraction"), ("tokens_per_s", "Tokens/s",
+                                 "tokens/s"), ("hours", "Hours", "h")):
+            if key in plan:
+                out.append(f"<tr><th>{label}</th><td class=n>{_e(fmt(plan[key]['planned'], unit))}"
+                           f"</td><td class=n>{_e(fmt(plan[key]['actual'], unit))}</td></tr>")
+        out.append("</table>")
     split = passport.get("time_split") or []
     wall = (numbers.get("wall_time_s") or {}).get("value")
     if split and wall:
