@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..hardware import specs
-from . import alerts, budget, peak
+from . import alerts, budget, insight, peak
 from .counters import GpuCounters
 from .facts import FactStore, rank
 from .flops import CONVENTIONS, ModelShape, all_conventions, flops_per_token, formulas
@@ -398,6 +398,7 @@ class Engine:
                 if k in self.hello
             }
         snap["records"] = {"fed": self.records, "ignored": self.ignored}
+        insight.add(snap, absent, self)  # samples, waterfall, advice (engine/insight.py)
         snap["warnings"] = warnings
         snap["absent"] = absent
         return snap
