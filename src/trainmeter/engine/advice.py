@@ -55,8 +55,10 @@ def data_wait(snap: dict[str, Any]) -> dict[str, Any] | None:
     ]
     head = f"Data wait is {share:.0%} of the training time ({wait:.1f} s)"
     if workers is None:
-        message = head + ": the DataLoader's worker count is not known; give it more workers "\
+        message = (
+            head + ": the DataLoader's worker count is not known; give it more workers "
             "(num_workers), pin_memory=True and prefetching, or preprocess the data ahead"
+        )
     else:
         evidence.append(_ev("dataloader_workers", int(workers), "workers", "detected"))
         if workers <= FEW_WORKERS:
@@ -108,7 +110,11 @@ def clocks_held(snap: dict[str, Any]) -> list[dict[str, Any]]:
             evidence.append(_ev(f"sm_clock_mhz[{gpu}]", clock, "MHz", "NVML, latest sample"))
             evidence.append(_ev(f"max_sm_clock_mhz[{gpu}]", top, "MHz", "NVML"))
         heat = "thermal" in reasons.lower()
-        fix = "check cooling and airflow" if heat else "check the power limit (nvidia-smi -q -d POWER)"
+        fix = (
+            "check cooling and airflow"
+            if heat
+            else "check the power limit (nvidia-smi -q -d POWER)"
+        )
         out.append(
             _item(
                 "clocks_held",
@@ -174,8 +180,10 @@ def phases(snap: dict[str, Any]) -> list[dict[str, Any]]:
                 name,
                 f"{part.get('label', name)} took {share:.0%} of the wall time "
                 f"({seconds:.1f} s{times}): {fix}",
-                [_ev(f"{name}_share", share, "fraction", f"{name} / elapsed, time split"),
-                 _ev(f"{name}_s", seconds, "s", "time split")],
+                [
+                    _ev(f"{name}_share", share, "fraction", f"{name} / elapsed, time split"),
+                    _ev(f"{name}_s", seconds, "s", "time split"),
+                ],
             )  # fmt: skip
         )
     return out

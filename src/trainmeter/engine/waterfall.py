@@ -212,8 +212,8 @@ def build(
     elapsed = num(time.get("elapsed_s"))
     compute = num((parts.get("compute") or {}).get("s"))
     if not elapsed or compute is None:
-        missing["time_in_steps"] = absent.get("time_split") or absent.get("time") or (
-            "no wall time has passed yet"
+        missing["time_in_steps"] = (
+            absent.get("time_split") or absent.get("time") or ("no wall time has passed yet")
         )
         return out
     outside = [
@@ -261,4 +261,6 @@ def add(snap: dict[str, Any], absent: dict[str, str], lookup: Callable[[str], De
     if wf is None:
         return
     snap["waterfall"] = wf
-    snap.setdefault("explain", {})["waterfall"] = explain(wf, (snap.get("peak") or {}).get("source"))
+    snap.setdefault("explain", {})["waterfall"] = explain(
+        wf, (snap.get("peak") or {}).get("source")
+    )
