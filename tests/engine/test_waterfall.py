@@ -149,9 +149,7 @@ def test_a_cpu_run_has_no_waterfall_and_says_why():
 
 
 def test_no_convention_gives_no_waterfall_but_a_reason():
-    snap = run(
-        start(0.0, **SHAPE), hello(0.1), device(0.2), steps(1.0, 1.0, 6, 10_000), end(8.0)
-    )
+    snap = run(start(0.0, **SHAPE), hello(0.1), device(0.2), steps(1.0, 1.0, 6, 10_000), end(8.0))
     assert "range" in snap["mfu"]
     assert "--convention" in snap["absent"]["waterfall"]
 
