@@ -83,6 +83,11 @@ def add(snap: dict[str, Any], absent: dict[str, str], engine: Any) -> None:
         flops = (counted[0], "counted (FlopCounterMode, one whole step)")
         if counted[2]:
             out["flops_note"] = counted[2]
+    if counted is not None and engine.facts.number("counted_flops_per_token") is None:
+        absent["counted"] = (
+            "FLOPs per token: no token tensor in the batches; the counted step's FLOPs per step "
+            "and per sample are under samples"
+        )
     if flops is None:
         absent["flops_per_step"] = (
             "no step was counted and --flops-per-sample was not declared"

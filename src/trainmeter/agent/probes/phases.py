@@ -68,9 +68,26 @@ def _wrap_next(original: Any) -> Any:
             return original(self)
         finally:
             add("data", time.perf_counter() - t0)
+            if _workers is None:
+                _note_workers(self)
 
     __next__.__trainmeter_original__ = original  # type: ignore[attr-defined]
     return __next__
+
+
+_workers: int | None = None  # the first training DataLoader's num_workers, sent once
+
+
+def _note_workers(it: Any) -> None:
+    """Send the DataLoader's worker count once (what the data-wait advice rests on)."""
+    global _workers
+    n = getattr(it, "_num_workers", None)
+    if isinstance(n, int) and not isinstance(n, bool):
+        _workers = n
+        sender = get_sender()
+        if sender is not None:
+            d = {"key": "dataloader_workers", "value": n, "source": "detected"}
+            sender.send("fact", {**d, "note": "num_workers of the first training DataLoader"})
 
 
 def attach_data(torch: Any) -> None:
