@@ -27,6 +27,7 @@ usage: tm [options] script.py [script args]     run a Python training script and
        tm [options] -- command [args]           any command: torchrun, a shell script, ...
        tm summary [RUN] [--json]                a finished run's summary, replayed from its log
        tm doctor | hardware | attach PID        what tm can see here, the node, a running PID
+       tm check RUN [thresholds] [--json]       exit 1 when a run misses its thresholds (CI)
 
 options (before the script or command):
   --budget-tokens N   --budget-steps N   --budget-flops N      the budget, for progress and ETA
