@@ -6,9 +6,10 @@ tensor active 70.0%, SM clock 1755 MHz of 1980) and the A100 without GPM (a100_n
 GPU-Util 100%, SM clock 1410 MHz).
 
 The run, the same in every test: start at t=0, steps every 1 s from t=1 to t=6 at 10,000
-tokens each (tokens/s = 10,000), a 0.5 s data wait at t=3.5, the end at t=8.
-  time split: startup 1 s (0 -> first step), window 1 -> 6 = 5 s of which data 0.5, so
-  compute 4.5 s, after 2 s; elapsed 8 s. Time in steps = 4.5 / 8 = 0.5625.
+tokens each (tokens/s = 10,000), a 0.1 s data wait at t=3.5, the end at t=8.
+  time split: startup 1 s (0 -> first step), window 1 -> 6 = 5 s of which data 0.1, so
+  compute 4.9 s, after 2 s; elapsed 8 s.
+  window / elapsed = 5 / 8 = 0.625 (the whole-run factor); compute / window = 4.9 / 5 = 0.98.
   MFU (hf, 5,831,346,816 FLOP/token, one GPU): 5.831346816e13 / peak.
 """
 
@@ -24,7 +25,8 @@ from .test_budget import SHAPE
 A100_80 = "NVIDIA A100-SXM4-80GB"
 A100_40 = "NVIDIA A100-SXM4-40GB"
 FLOP_PER_S = 5_831_346_816 * 10_000
-TIME_IN_STEPS = 4.5 / 8
+WINDOW = 5 / 8
+IN_STEPS = 4.9 / 5
 
 
 def a_run(*samples, name=H100):
@@ -33,7 +35,7 @@ def a_run(*samples, name=H100):
         hello(0.1, probes=("steps", "dataloader")),
         device(0.2, name=name),
         steps(1.0, 1.0, 3, 10_000),
-        phase(3.5, "data", 0.5),
+        phase(3.5, "data", 0.1),
         steps(4.0, 1.0, 3, 10_000),
         *samples,
         end(8.0),
@@ -63,11 +65,14 @@ def test_h100_with_gpm_every_factor_by_hand():
     got = factors(wf)
     ofu = 0.70 * 1755 / 1830  # tensor active x SM clock / tensor clock (1830) = 0.671311
     assert list(got) == [
-        "time_outside_steps", "gpu_idle", "tensor_share", "clocks", "model_vs_executed",
+        "time_outside_window", "time_outside_steps", "gpu_idle", "tensor_share", "clocks",
+        "model_vs_executed",
     ]  # fmt: skip
-    assert got["time_outside_steps"] == pytest.approx(0.5625)  # 4.5 s compute / 8 s
-    assert got["gpu_idle"] == pytest.approx(0.95)  # SM active, GPM
-    assert "SM active" in wf["factors"][1]["label"]
+    assert got["time_outside_window"] == pytest.approx(0.625)  # window 5 s / elapsed 8 s
+    assert got["time_outside_steps"] == pytest.approx(0.98)  # compute 4.9 s / window 5 s
+    assert got["gpu_idle"] == pytest.approx(0.95 / 0.98)  # SM active over time in steps: 0.969388
+    assert got["gpu_idle"] == pytest.approx(0.969388, abs=1e-6)
+    assert "SM active" in wf["factors"][2]["label"]
     assert got["tensor_share"] == pytest.approx(0.70 / 0.95)  # 0.736842
     assert got["clocks"] == pytest.approx(1755 / 1830)  # 0.959016
     assert got["model_vs_executed"] == pytest.approx(mfu / ofu)  # 0.058932 / 0.671311 = 0.087787
@@ -77,8 +82,8 @@ def test_h100_with_gpm_every_factor_by_hand():
     assert in_steps_product(wf) == pytest.approx(snap["mfu"]["value"], rel=1e-12)
     assert wf["value"] == snap["mfu"]["value"]
     assert wf["convention"] == "hf"
-    assert math.prod(got.values()) == pytest.approx(TIME_IN_STEPS * mfu, rel=1e-12)
-    assert wf["whole_run"]["value"] == pytest.approx(0.5625 * mfu)
+    assert math.prod(got.values()) == pytest.approx(WINDOW * mfu, rel=1e-12)
+    assert wf["whole_run"]["value"] == pytest.approx(0.625 * mfu)
     assert wf["absent"] == {}
     assert snap["explain"]["waterfall"]["value"] == snap["mfu"]["value"]
     assert snap["explain"]["waterfall"]["peak_source"] == snap["peak"]["source"]
@@ -91,10 +96,16 @@ def test_a100_without_gpm_idle_is_gpu_util_and_the_missing_steps_merge():
     assert snap["mfu"]["value"] == pytest.approx(mfu)
     wf = snap["waterfall"]
     got = factors(wf)
-    assert list(got) == ["time_outside_steps", "gpu_idle", "model_vs_executed"]
-    assert got["time_outside_steps"] == pytest.approx(0.5625)
-    assert got["gpu_idle"] == 1.0  # GPU-Util 100%, labelled so
-    assert "GPU-Util" in wf["factors"][1]["label"] and "no GPM" in wf["factors"][1]["label"]
+    assert list(got) == [
+        "time_outside_window", "time_outside_steps", "gpu_idle", "model_vs_executed",
+    ]  # fmt: skip
+    assert got["time_outside_window"] == pytest.approx(0.625)
+    assert got["time_outside_steps"] == pytest.approx(0.98)
+    # GPU-Util 100% over a window that spent 98% in steps: 1 / 0.98 = 1.020408, above 1 and
+    # kept so, with its reason (GPU-Util counts any kernel running, through the data wait too)
+    assert got["gpu_idle"] == pytest.approx(1.020408, abs=1e-6)
+    assert "data wait" in wf["factors"][2]["above_one"]
+    assert "GPU-Util" in wf["factors"][2]["label"] and "no GPM" in wf["factors"][2]["label"]
     # no tensor counter, and the A100 80GB's spec states no tensor clock: both are absent with
     # their reasons, and the last factor carries them: MFU / 1.0 = 0.186902
     assert set(wf["absent"]) == {"tensor_share", "clocks"}
@@ -115,7 +126,8 @@ def test_without_gpm_the_clock_factor_weighs_each_gpu_by_its_util():
     snap = a_run(gpu(5.0, *rows), name=A100_40)
     wf = snap["waterfall"]
     got = factors(wf)
-    assert got["gpu_idle"] == pytest.approx(0.7)  # mean GPU-Util (0.9 + 0.5) / 2
+    # mean GPU-Util (0.9 + 0.5) / 2 = 0.7, over the time in steps: 0.7 / 0.98 = 0.714286
+    assert got["gpu_idle"] == pytest.approx(0.714286, abs=1e-6)
     assert got["clocks"] == pytest.approx(0.904255, abs=1e-6)
     mfu = snap["mfu"]["value"]
     assert got["model_vs_executed"] == pytest.approx(mfu / (0.7 * 0.904255), rel=1e-5)
@@ -158,6 +170,27 @@ def test_no_gpu_sample_leaves_only_time_and_the_merged_factor():
     # a declared peak on a GPU nobody samples: every counter step is absent and merged
     snap = a_run()
     wf = snap["waterfall"]
-    assert [f["name"] for f in wf["factors"]] == ["time_outside_steps", "model_vs_executed"]
+    names = [f["name"] for f in wf["factors"]]
+    assert names == ["time_outside_window", "time_outside_steps", "model_vs_executed"]
     assert set(wf["absent"]) == {"gpu_idle", "tensor_share", "clocks"}
-    assert wf["factors"][-1]["value"] == snap["mfu"]["value"]
+    assert wf["factors"][-1]["value"] == pytest.approx(snap["mfu"]["value"] / 0.98)
+    assert in_steps_product(wf) == pytest.approx(snap["mfu"]["value"], rel=1e-12)
+
+
+def test_an_eval_after_the_last_step_is_outside_the_window():
+    # probes for data and eval; steps 1..6, a 1 s eval recorded at t=7 (after the last step),
+    # end at 8: startup 1, eval 1 (tail), after 8 - 6 - 1 = 1; window = 8 - 1 - 1 - 1 = 5 s,
+    # all compute: window / elapsed = 5 / 8, compute / window = 1
+    snap = run(
+        start(0.0, **SHAPE, convention="hf"),
+        hello(0.1, probes=("steps", "dataloader", "eval")),
+        device(0.2),
+        steps(1.0, 1.0, 6, 10_000),
+        phase(7.0, "eval", 1.0),
+        gpu(5.0, h100_fixture_row()),
+        end(8.0),
+    )
+    got = factors(snap["waterfall"])
+    assert got["time_outside_window"] == pytest.approx(0.625)
+    assert got["time_outside_steps"] == pytest.approx(1.0)
+    assert got["gpu_idle"] == pytest.approx(0.95)

@@ -13,5 +13,19 @@ def add(snap: dict[str, Any], absent: dict[str, str], engine: Any) -> None:
     `absent`). Order matters: the waterfall of a model without tokens ends at the samples' MFU,
     and advice reads the alerts."""
     samples.add(snap, absent, engine)
-    waterfall.add(snap, absent, engine._lookup)
+    waterfall.add(snap, absent, engine._lookup, _phases_outside_window(snap, engine.ledger))
     snap["advice"] = advice.advise(snap)
+
+
+def _phases_outside_window(snap: dict[str, Any], ledger: Any) -> float:
+    """Seconds of measured phases (data, eval, checkpoints) recorded before rank 0's first step
+    or, once the run has ended, after its last: they are outside the training window."""
+    time = snap.get("time") or {}
+    names = [
+        p["name"]
+        for p in time.get("parts") or []
+        if p.get("measured") and p.get("name") in ("data", "checkpoint", "eval")
+    ]
+    before = sum(ledger.before.get(n, 0.0) for n in names)
+    after = sum(ledger.tail.get(n, 0.0) for n in names) if time.get("finished") else 0.0
+    return before + after

@@ -1,22 +1,24 @@
 """The MFU waterfall: from 100% of the dense peak down to the MFU the snapshot shows, one
 measured factor a loss.
 
-Why two scopes. The MFU the snapshot shows is a rate while the steps run (model FLOPs per token x
-tokens/s over GPUs x peak): the time before the first step and after the last one is not in it.
-So the chain is cut in two:
+Why two scopes. The MFU the snapshot shows is a rate over the training window (model FLOPs per
+token x tokens/s, the rate measured between rank 0's step reports, over GPUs x peak): the time
+before the first step and after the last one is not in it. So the chain is cut in two:
 
-    whole run:   time in steps = compute / elapsed                       (the time split)
-    in steps:    busy          = SM active (GPM), else GPU-Util          (GPU idle within steps)
-                 tensor share  = tensor active / SM active               (SM work not tensor work)
-                 clocks        = OFU / tensor active                     (SM clock below the tensor clock)
-                 model/executed = MFU / (busy x tensor share x clocks)   (recompute, non-matmul, padding)
+    whole run:  window / elapsed                          startup and compile, after the last step
+    in steps:   compute / window                          data wait, eval, checkpoints between steps
+                (SM active or GPU-Util) / (compute/window) GPU idle within steps
+                tensor active / SM active                 SM work that is not tensor work
+                OFU / tensor active                       SM clock below the tensor clock
+                MFU / OFU                                 executed vs model FLOPs
 
-The in-steps factors multiply to the MFU exactly (they telescope: busy x tensor/busy x OFU/tensor
-x MFU/OFU); with the whole-run factor in front, the chain ends at time in steps x MFU, the model
-FLOPs of the whole run as a share of the peak at the steady rate. A counter that is absent (no
-GPM, no tensor clock, no GPU sample) leaves its factor absent with the reason, and its loss is
-carried by the model/executed factor, which then says what it includes: never a made-up share.
-A factor above 1 is kept as it is, with the reason it can be.
+The in-steps factors multiply to the MFU exactly (they telescope: compute/window x busy/(compute/
+window) x tensor/busy x OFU/tensor x MFU/OFU); with the whole-run factor in front, the chain
+ends at window/elapsed x MFU, the model FLOPs of the whole run as a share of the peak at the
+steady rate. A counter that is absent (no GPM, no tensor clock, no GPU sample) leaves its factor
+absent with the reason and its loss is carried by the last factor, which then says what it
+includes: never a made-up share. A factor above 1 is kept as it is, with the reason it can be.
+See docs/waterfall.md.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ from ..hardware.specs import DeviceSpec
 from .formulas import num
 
 _ABOVE_ONE = {
+    "gpu_idle": (
+        "the GPU was busier over the counters' sample than the share of the window spent in "
+        "steps: it kept working through the data wait, eval or checkpoint (work queued ahead of "
+        "the host), or the sample caught no wait"
+    ),
     "tensor_share": (
         "tensor active above SM active: the two GPM counters are read over slightly different "
         "windows, so a GPU that is nearly all tensor work can read just over 1"
@@ -76,22 +83,29 @@ def _target(snap: dict[str, Any], absent: dict[str, str]) -> tuple[float, str, s
     return "needs MFU: " + absent.get("mfu", "not measured")
 
 
-def _busy(snap: dict[str, Any], absent: dict[str, str]) -> tuple[dict[str, Any] | None, str]:
-    """GPU idle within steps: SM active where GPM reads it, else GPU-Util, labelled which."""
+def _busy(
+    snap: dict[str, Any], absent: dict[str, str], in_steps: float | None
+) -> tuple[dict[str, Any] | None, str]:
+    """GPU idle within steps: SM active where GPM reads it, else GPU-Util, labelled which;
+    divided by the share of the training window spent in steps, so that the data wait, eval and
+    checkpoints between steps (a factor of their own) are not taken out twice."""
     mean = (snap.get("ladder") or {}).get("mean") or {}
-    sm = num(mean.get("sm_active"))
-    if sm is not None:
-        return _factor(
-            "gpu_idle", "GPU idle within steps (1 - SM active, GPM)", sm, "SM active",
-            "steps", [_inp("sm_active", sm, "fraction", "GPM, mean over GPUs, latest sample")],
-        ), "sm_active"  # fmt: skip
-    util = num(mean.get("gpu_util"))
-    if util is not None:
-        return _factor(
-            "gpu_idle", "GPU idle within steps (1 - GPU-Util, no GPM)", util, "GPU-Util",
-            "steps",
-            [_inp("gpu_util", util, "fraction", "NVML utilization, mean over GPUs, latest sample")],
-        ), "gpu_util"  # fmt: skip
+    for key, basis, source in (
+        ("sm_active", "SM active, GPM", "GPM, mean over GPUs, latest sample"),
+        ("gpu_util", "GPU-Util, no GPM", "NVML utilization, mean over GPUs, latest sample"),
+    ):
+        value = num(mean.get(key))
+        if value is None:
+            continue
+        name = "SM active" if key == "sm_active" else "GPU-Util"
+        inputs = [_inp(key, value, "fraction", source)]
+        formula = name
+        if in_steps:
+            inputs.append(_inp("time_in_steps", in_steps, "fraction", "compute / window"))
+            formula = f"{name} / (compute / window)"
+            value = value / in_steps
+        label = f"GPU idle within steps (1 - {basis})"
+        return _factor("gpu_idle", label, value, formula, "steps", inputs), key
     return None, absent.get("ladder", "no GPU counters")
 
 
@@ -155,10 +169,41 @@ def _clocks(
     ), ""  # fmt: skip
 
 
+def _time(
+    snap: dict[str, Any], absent: dict[str, str], outside_phase_s: float
+) -> tuple[float, float, float, list[dict[str, Any]]] | str:
+    """(elapsed, window, compute, inputs) from the time split, or why not. The training
+    window runs from the first step to the last: elapsed less startup, the tail after the last
+    step, and measured phases (data, eval, checkpoints) that fell before or after it."""
+    time = snap.get("time") or {}
+    parts = {p.get("name"): p for p in time.get("parts") or []}
+    elapsed = num(time.get("elapsed_s"))
+    compute = num((parts.get("compute") or {}).get("s"))
+    if not elapsed or compute is None:
+        return absent.get("time_split") or absent.get("time") or "no wall time has passed yet"
+    startup = num((parts.get("startup") or {}).get("s")) or 0.0
+    after = num((parts.get("after") or {}).get("s")) or 0.0
+    window = elapsed - startup - after - outside_phase_s
+    if window <= 0 or compute <= 0:
+        return "no time inside the training window yet (fewer than two steps)"
+    inputs = [
+        _inp(p["name"], p.get("s"), "s", "measured" if p.get("measured") else "remainder")
+        for p in time["parts"]
+    ]
+    inputs.append(_inp("elapsed", elapsed, "s", "time split"))
+    inputs.append(_inp("window", window, "s", "elapsed - startup - after - phases outside it"))
+    return elapsed, window, compute, inputs
+
+
 def build(
-    snap: dict[str, Any], absent: dict[str, str], lookup: Callable[[str], DeviceSpec | None]
+    snap: dict[str, Any],
+    absent: dict[str, str],
+    lookup: Callable[[str], DeviceSpec | None],
+    outside_phase_s: float = 0.0,
 ) -> dict[str, Any] | None:
-    """The waterfall of `snap`, or None with `absent["waterfall"]` saying why."""
+    """The waterfall of `snap`, or None with `absent["waterfall"]` saying why.
+    `outside_phase_s`: seconds of measured phases recorded before the first step or after the
+    last one (the engine's time ledger knows them; the snapshot does not)."""
     target = _target(snap, absent)
     if isinstance(target, str):
         absent["waterfall"] = target
@@ -166,7 +211,32 @@ def build(
     mfu, convention, mfu_from = target
     missing: dict[str, str] = {}
     steps: list[dict[str, Any]] = []
-    busy, basis = _busy(snap, absent)
+    head: dict[str, Any] | None = None
+    timed = _time(snap, absent, outside_phase_s)
+    in_steps: float | None = None
+    if isinstance(timed, str):
+        missing["time_outside_steps"] = timed
+    else:
+        elapsed, window, compute, inputs = timed
+        in_steps = compute / window
+        head = _factor(
+            "time_outside_window", "Startup and compile, after the last step", window / elapsed,
+            "window / elapsed", "run", inputs,
+        )  # fmt: skip
+        steps.append(
+            _factor(
+                "time_outside_steps",
+                "Data wait, eval, checkpoints between steps",
+                in_steps,
+                "compute / window",
+                "steps",
+                [
+                    _inp("compute", compute, "s", "time split"),
+                    _inp("window", window, "s", "time split"),
+                ],
+            )  # fmt: skip
+        )
+    busy, basis = _busy(snap, absent, in_steps)
     if busy is None:
         missing["gpu_idle"] = basis
         basis = ""
@@ -183,7 +253,9 @@ def build(
     else:
         steps.append(clocks)
     chain = math.prod(f["value"] for f in steps)
-    merged = [name for name in ("gpu_idle", "tensor_share", "clocks") if name in missing]
+    merged = [
+        n for n in ("time_outside_steps", "gpu_idle", "tensor_share", "clocks") if n in missing
+    ]
     label = "Executed vs model FLOPs (recompute, non-matmul work, padding)"
     if merged:
         label += "; includes " + ", ".join(n.replace("_", " ") for n in merged) + " (absent)"
@@ -200,39 +272,20 @@ def build(
         "start": 1.0,
         "value": mfu,
         "convention": convention,
-        "factors": steps,
+        "factors": ([head] if head else []) + steps,
         "absent": missing,
         "window": (
             "in-steps factors: GPU counters from the latest sample (about 1 s), mean over GPUs; "
-            "MFU from the moving average of tokens/s"
+            "MFU from the moving average of tokens/s over the training window"
         ),
     }
-    time = snap.get("time") or {}
-    parts = {p.get("name"): p for p in time.get("parts") or []}
-    elapsed = num(time.get("elapsed_s"))
-    compute = num((parts.get("compute") or {}).get("s"))
-    if not elapsed or compute is None:
-        missing["time_in_steps"] = (
-            absent.get("time_split") or absent.get("time") or ("no wall time has passed yet")
-        )
-        return out
-    outside = [
-        _inp(p["name"], p.get("s"), "s", "measured" if p.get("measured") else "remainder")
-        for p in time["parts"]
-        if p.get("name") != "compute"
-    ]
-    share = compute / elapsed
-    head = _factor(
-        "time_outside_steps", "Time outside training steps", share, "compute / elapsed", "run",
-        [_inp("compute", compute, "s", "time split"), _inp("elapsed", elapsed, "s", "time split"),
-         *outside],
-    )  # fmt: skip
-    out["factors"] = [head, *steps]
-    out["whole_run"] = {
-        "value": share * mfu,
-        "formula": "time in steps x MFU",
-        "note": "model FLOPs over the whole wall time as a share of the peak, at the steady rate",
-    }
+    if head is not None:
+        out["whole_run"] = {
+            "value": head["value"] * mfu,
+            "formula": "window / elapsed x MFU",
+            "note": "model FLOPs over the whole wall time as a share of the peak, at the "
+            "steady rate",
+        }
     return out
 
 
@@ -247,17 +300,22 @@ def explain(wf: dict[str, Any], peak_source: str | None) -> dict[str, Any]:
             for f in wf["factors"]
         ],
         "convention": wf["convention"],
-        "note": "the whole-run factor (time in steps) scales the peak to the training steps; "
-        "the rest multiply to the MFU exactly",
+        "note": "the whole-run factor (window / elapsed) scales the peak to the training "
+        "window; the rest multiply to the MFU exactly",
     }
     if peak_source:
         entry["peak_source"] = peak_source
     return entry
 
 
-def add(snap: dict[str, Any], absent: dict[str, str], lookup: Callable[[str], DeviceSpec | None]):
+def add(
+    snap: dict[str, Any],
+    absent: dict[str, str],
+    lookup: Callable[[str], DeviceSpec | None],
+    outside_phase_s: float = 0.0,
+) -> None:
     """Put `waterfall` (and its explain entry) into `snap`, or its reason into `absent`."""
-    wf = build(snap, absent, lookup)
+    wf = build(snap, absent, lookup, outside_phase_s)
     if wf is None:
         return
     snap["waterfall"] = wf
