@@ -67,7 +67,7 @@ def waterfall_lines(snap: dict[str, Any]) -> list[str]:
     lines.append(f"  = MFU {_pct(wf['value'])} ({wf.get('convention')})")
     whole = wf.get("whole_run")
     if isinstance(whole, dict):
-        lines.append(f"  over the whole run (time in steps x MFU): {_pct(whole['value'])}")
+        lines.append(f"  over the whole run (window / elapsed x MFU): {_pct(whole['value'])}")
     for name, why in (wf.get("absent") or {}).items():
         lines.append(f"  absent {name}: {why}")
     return lines
