@@ -130,3 +130,16 @@ def test_real_process_exit_status(runs):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
     assert "FAIL  tokens/s 8k < 9k" in proc.stdout
+
+
+def test_latest_and_names_resolve_under_the_runs_folder(tmp_path, monkeypatch, capsys):
+    root = tmp_path / ".trainmeter" / "runs"
+    root.mkdir(parents=True)
+    write_run(root, "20260101-000000-fast", 1.0)
+    write_run(root, "20260101-000100-slow", 1.25)
+    monkeypatch.chdir(tmp_path)
+    # latest is the slow one: 8k tokens/s against fast's 10k
+    rc = tm(["check", "latest", "--baseline", "fast", "--max-drop", "5%"])
+    assert rc == 1 and "20.0% drop" in capsys.readouterr().out
+    assert tm(["check", "nosuchrun", "--min-mfu", "1%"]) == 2
+    assert "no run matches" in capsys.readouterr().err

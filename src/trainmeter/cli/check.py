@@ -46,6 +46,11 @@ def _si(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _pct(x: float) -> str:
+    """A share as a percentage; a tiny one keeps two significant digits (0.00028%, not 0.0%)."""
+    return f"{x * 100:.2g}%" if x and abs(x) < 0.001 else f"{x:.1%}"
+
+
 def mfu_of(snap: dict[str, Any]) -> tuple[float, str] | str:
     """(MFU, convention), or why it is absent."""
     mfu = snap.get("mfu") or {}
@@ -103,7 +108,7 @@ def checks(
         else:
             held = got[0] >= lim
             out.append(_line("MFU", got[0], lim, held,
-                             f"MFU {got[0]:.1%} ({got[1]}) {'>=' if held else '<'} {lim:.1%}"))  # fmt: skip
+                             f"MFU {_pct(got[0])} ({got[1]}) {'>=' if held else '<'} {lim:.1%}"))  # fmt: skip
     if "--min-tokens-per-s" in limits:
         lim = limits["--min-tokens-per-s"]
         got = _number(snap, "tokens_per_s")
@@ -168,7 +173,7 @@ def _against(snap: dict[str, Any], base: dict[str, Any], drop: float) -> list[di
         worse = 1 - got[0] / ref[0]
         held = worse <= drop
         text = (
-            f"MFU {got[0]:.2%} vs baseline {ref[0]:.2%} ({got[1]}): {max(worse, 0):.1%} drop "
+            f"MFU {_pct(got[0])} vs baseline {_pct(ref[0])} ({got[1]}): {max(worse, 0):.1%} drop "
             f"{'<=' if held else '>'} {allowed}"
         )
         out.append(_line("MFU vs baseline", got[0], drop, held, text) | {"baseline": ref[0]})
@@ -205,7 +210,7 @@ def parse(argv: list[str]) -> tuple[str | None, dict[str, Any], bool]:
 def _snapshot(spec: str | None) -> tuple[dict[str, Any], str]:
     from ..supervisor.replay import replay, resolve_run
 
-    run_dir = resolve_run(spec)
+    run_dir = resolve_run(None if spec == "latest" else spec)
     return replay(run_dir / "events.jsonl").snapshot, str(run_dir)
 
 
