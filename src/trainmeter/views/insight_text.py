@@ -59,11 +59,11 @@ def waterfall_lines(snap: dict[str, Any]) -> list[str]:
             lines.append("  within the training steps (100% = the peak while steps run):")
             level = 1.0
         level *= f["value"]
-        note = f"  ({f['above_one']})" if f.get("above_one") else ""
         lines.append(
-            f"  x {_factor(f['value']):>9}  {f.get('label', f['name']):<{width}}  "
-            f"-> {_pct(level)}{note}"
+            f"  x {_factor(f['value']):>9}  {f.get('label', f['name']):<{width}}  -> {_pct(level)}"
         )
+        if f.get("above_one"):
+            lines.append(f"      (above 1: {f['above_one']})")
     lines.append(f"  = MFU {_pct(wf['value'])} ({wf.get('convention')})")
     whole = wf.get("whole_run")
     if isinstance(whole, dict):
