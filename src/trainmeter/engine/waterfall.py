@@ -191,6 +191,10 @@ def _time(
         for p in time["parts"]
     ]
     inputs.append(_inp("elapsed", elapsed, "s", "time split"))
+    inputs.append(
+        _inp("phases_outside_window", outside_phase_s, "s",
+             "measured phases recorded before the first step or after the last")
+    )  # fmt: skip
     inputs.append(_inp("window", window, "s", "elapsed - startup - after - phases outside it"))
     return elapsed, window, compute, inputs
 
