@@ -194,3 +194,15 @@ def test_an_eval_after_the_last_step_is_outside_the_window():
     assert got["time_outside_window"] == pytest.approx(0.625)
     assert got["time_outside_steps"] == pytest.approx(1.0)
     assert got["gpu_idle"] == pytest.approx(0.95)
+
+
+def test_a_fault_in_the_waterfall_leaves_the_snapshot_whole(monkeypatch):
+    from trainmeter.engine import waterfall
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(waterfall, "build", broken)
+    snap = a_run(gpu(5.0, h100_fixture_row()))
+    assert "waterfall" not in snap and "boom" in snap["absent"]["waterfall"]
+    assert snap["mfu"]["value"] > 0 and isinstance(snap["advice"], list)
