@@ -114,6 +114,8 @@ def _mfu(
     absent: dict[str, str],
     explain: dict[str, Any],
 ) -> None:
+    if (snap.get("counted") or {}).get("utilization") is not None:
+        return  # a model with tokens: the same counted MFU is counted.utilization, from tokens/s
     peak = snap.get("peak") or {}
     peak_flops = num(peak.get("bf16_dense_flops"))
     n_gpus = num((snap.get("n_gpus") or {}).get("value"))
