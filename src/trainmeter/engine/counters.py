@@ -154,19 +154,14 @@ class GpuCounters:
             absent["ladder"] = "no GPU sample yet (tm samples NVML once a second)"
             return
         top = {} if mfu is None else {"mfu": mfu}
-        per_gpu = {
-            label: {**rungs, **top}
-            for label, rungs in sorted(self._ladder.items(), key=formulas.by_gpu)
-        }
+        per_gpu = {label: {**rungs, **top} for label, rungs in sorted(self._ladder.items(), key=formulas.by_gpu)}
         mean: dict[str, float] = {}
         for rung in LADDER:
             got = [rungs[rung] for rungs in self._ladder.values() if rung in rungs]
             if got:
                 mean[rung] = sum(got) / len(got)
         snap["ladder"] = {"gpus": per_gpu, "mean": {**mean, **top}, "mfu": mfu}
-        snap["gpus"] = {
-            label: dict(row) for label, row in sorted(self._rows.items(), key=formulas.by_gpu)
-        }
+        snap["gpus"] = {label: dict(row) for label, row in sorted(self._rows.items(), key=formulas.by_gpu)}
 
     def _ofu_into(self, snap: dict[str, Any], mfu: dict[str, Any], absent: dict[str, str]) -> None:
         value = self._ofu.value

@@ -14,7 +14,9 @@ from typing import Any
 from ..hardware.specs import DeviceSpec
 from .facts import FactStore
 
-ENABLE = "measure it (python -m trainmeter.hardware.measure_peak) or declare --peak-tflops with --peak-source"
+ENABLE = (
+    "measure it (python -m trainmeter.hardware.measure_peak) or declare --peak-tflops with --peak-source"
+)
 
 
 def one_spec(
