@@ -85,6 +85,9 @@ def test_h100_with_gpm_every_factor_by_hand():
     assert math.prod(got.values()) == pytest.approx(WINDOW * mfu, rel=1e-12)
     assert wf["whole_run"]["value"] == pytest.approx(0.625 * mfu)
     assert wf["absent"] == {}
+    sources = {f["name"]: f["source"] for f in wf["factors"]}
+    assert sources["gpu_idle"].startswith("measured") and "GPM" in sources["gpu_idle"]
+    assert sources["model_vs_executed"].startswith("derived")
     assert snap["explain"]["waterfall"]["value"] == snap["mfu"]["value"]
     assert snap["explain"]["waterfall"]["peak_source"] == snap["peak"]["source"]
 

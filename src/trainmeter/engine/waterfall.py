@@ -55,9 +55,21 @@ def _factor(
         name=name, label=label, value=value, loss=1.0 - value, formula=formula, scope=scope,
         inputs=inputs,
     )  # fmt: skip
+    entry["source"] = _SOURCE.get(name, "measured")
     if value > 1.0 and name in _ABOVE_ONE:
         entry["above_one"] = _ABOVE_ONE[name]
     return entry
+
+
+#: Each factor's provenance (its inputs carry the source of every number in it).
+_SOURCE = {
+    "time_outside_window": "measured: the time split (step records, phase probes, run start/end)",
+    "time_outside_steps": "measured: the time split",
+    "gpu_idle": "measured: NVML (GPM SM active, else GPU-Util) and the time split",
+    "tensor_share": "measured: GPM tensor active and SM active",
+    "clocks": "measured: NVML SM clock; the tensor clock from the card's spec",
+    "model_vs_executed": "derived: the MFU over the product of the measured factors before it",
+}
 
 
 def _inp(name: str, value: Any, unit: str, source: str) -> dict[str, Any]:
