@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("trainmeter.cli.export", "a finished run to W&B, CSV or Parquet"),
     "report": ("trainmeter.cli.report", "a run as one self-contained HTML file, charts included"),
     "passport": ("trainmeter.cli.passport", "a run's passport: what it cost, with provenance"),
+    "check": ("trainmeter.cli.check", "fail a CI job when a run misses its thresholds"),
 }
 
 
