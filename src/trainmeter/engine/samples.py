@@ -63,7 +63,7 @@ def add(snap: dict[str, Any], absent: dict[str, str], engine: Any) -> None:
             out["per_s"] = per_step / step_time
             explain["samples_per_s"] = {
                 "value": out["per_s"], "unit": "samples/s",
-                "formula": "samples per step / step time",
+                "formula": "samples_per_step / step_time_s",
                 "inputs": [
                     {"name": "samples_per_step", "value": per_step, "unit": "samples",
                      "source": source},
@@ -132,7 +132,7 @@ def _mfu(
     out["mfu"] = {"value": value, "convention": "counted", "n_gpus": int(n_gpus)}
     explain["samples_mfu"] = {
         "value": value, "unit": "fraction of dense peak", "convention": "counted",
-        "formula": "FLOPs per step x steps/s / (GPUs x dense peak)",
+        "formula": "flops_per_step * steps_per_s / (n_gpus * peak)",
         "inputs": [
             {"name": "flops_per_step", "value": flops[0], "unit": "FLOP", "source": flops[1]},
             {"name": "steps_per_s", "value": 1.0 / step_time, "unit": "1/s",

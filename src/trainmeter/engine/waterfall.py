@@ -310,7 +310,7 @@ def explain(wf: dict[str, Any], peak_source: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "value": wf["value"],
         "unit": "fraction of dense peak",
-        "formula": "MFU = " + " x ".join(f["name"] for f in wf["factors"] if f["scope"] == "steps"),
+        "formula": " * ".join(f["name"] for f in wf["factors"] if f["scope"] == "steps"),
         "inputs": [
             _inp(f["name"], f["value"], "factor", f["formula"] + f" ({f['scope']})")
             for f in wf["factors"]
