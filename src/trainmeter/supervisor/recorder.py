@@ -13,9 +13,10 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from .. import records
+from .plausible import Implausible, check
 from .store import RunStore
 
 FLUSH_EVERY_S = 1.0
@@ -26,6 +27,16 @@ def no_engine_snapshot(reason: str) -> dict[str, Any]:
     return {"absent": {"engine": reason}, "warnings": [f"no engine: {reason}"]}
 
 
+class EngineLike(Protocol):
+    """What the recorder feeds: `trainmeter.engine.Engine`, loaded late (after the child
+    starts), so it is named here by what it does. A record goes socket -> `Ingest` ->
+    `decode.Decoder` -> `Recorder.accept` -> the store, then `feed` -> `snapshot`."""
+
+    def feed(self, record: dict[str, Any]) -> None: ...
+
+    def snapshot(self, now: float | None = None) -> dict[str, Any]: ...
+
+
 class Recorder:
     """Appends records to the store and feeds them to the engine. Never raises."""
 
@@ -33,7 +44,7 @@ class Recorder:
         self.store = store
         self.warn = warn
         self.pid = os.getpid()
-        self.engine: Any = None
+        self.engine: EngineLike | None = None
         self.engine_missing: str | None = None
         self.feed_errors = 0
         self.written = 0
@@ -54,7 +65,8 @@ class Recorder:
         try:
             line = records.encode(record)
             parsed = records.decode(line)  # what a replay will see, tuples turned into lists
-        except records.RecordError as exc:
+            check(parsed)  # a replay skips what cannot be true: so is it never written
+        except (records.RecordError, Implausible) as exc:
             self.warn(f"encode:{kind}", f"a {kind} record could not be written ({exc})")
             return
         self.accept(line.encode("utf-8"), parsed)
@@ -88,7 +100,7 @@ class Recorder:
         if self.observers:
             self.observers.record(record)
 
-    def attach_engine(self, engine: Any, missing: str | None = None) -> bool:
+    def attach_engine(self, engine: EngineLike | None, missing: str | None = None) -> bool:
         """Start feeding `engine`, first with everything recorded so far. None: no engine.
 
         Only the first call counts (False after): a second engine would have missed records.

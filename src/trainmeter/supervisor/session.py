@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import __version__, records
 from . import late_parts as parts
+from .decode import log_summary
 from .ingest import Ingest
 from .launcher import FORWARDED, ChildExit, Launcher, LaunchError, check_script, child_env
 from .live import LiveLoop
@@ -238,6 +239,7 @@ class Session:
         self.recorder.close()
         self._attach_engine()
         self.final = self.recorder.snapshot(now=None)
+        self.final["log"] = log_summary(self.recorder.written, self.recorder.written, {})
         self.store.write_json("summary.json", self.final)
         self.observers.finish(self.final)
         self.store.write_json(
