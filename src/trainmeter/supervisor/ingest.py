@@ -152,6 +152,9 @@ class Ingest:
                     return
                 time.sleep(0.001)  # a closed or failing socket must not spin
                 continue
+            except Exception:  # noqa: BLE001 - nothing may end this loop but stop()
+                self.decoder.skip("internal error")
+                continue
             self.handle(data)
 
     def _receive(self) -> bytes:
