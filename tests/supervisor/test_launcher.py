@@ -155,28 +155,26 @@ def test_any_command_after_double_dash(tmp_path: Path) -> None:
     assert run_dirs(tmp_path)[0].name.endswith("-run.sh")
 
 
-def test_command_not_found_is_127_and_still_logged(tmp_path: Path) -> None:
+def test_command_not_found_is_127_and_leaves_no_run_directory(tmp_path: Path) -> None:
     result = run_tm(["--", "no-such-command-xyz"], tmp_path)
     assert result.returncode == 127
-    assert "tm: no-such-command-xyz: command not found" in result.stderr.splitlines()
-    events = read_events(run_dirs(tmp_path)[0])
-    assert events[0]["kind"] == "run.start" and events[-1]["kind"] == "run.end"
-    assert events[-1]["d"]["exit_status"] == 127
+    assert result.stderr.splitlines() == ["tm: no-such-command-xyz: command not found"]
+    assert not (tmp_path / ".trainmeter").exists()  # nothing ran: nothing to keep
 
 
 def test_not_executable_is_126(tmp_path: Path) -> None:
     (tmp_path / "plain.sh").write_text("echo hi\n")  # no x bit
     result = run_tm(["--", "./plain.sh"], tmp_path)
     assert result.returncode == 126
-    assert "permission denied" in result.stderr
-    assert read_events(run_dirs(tmp_path)[0])[-1]["d"]["exit_status"] == 126
+    assert result.stderr.splitlines() == ["tm: ./plain.sh: permission denied"]
+    assert not (tmp_path / ".trainmeter").exists()
 
 
 def test_missing_script_is_127_with_one_line(tmp_path: Path) -> None:
     result = run_tm(["nope.py"], tmp_path)
     assert result.returncode == 127
-    assert "tm: nope.py: no such file" in result.stderr.splitlines()
-    assert read_events(run_dirs(tmp_path)[0])[-1]["d"]["exit_status"] == 127
+    assert result.stderr.splitlines() == ["tm: nope.py: no such file"]
+    assert not (tmp_path / ".trainmeter").exists()
 
 
 def test_python_is_the_one_tm_runs_under(tmp_path: Path) -> None:

@@ -25,7 +25,15 @@ from .. import __version__, records
 from . import late_parts as parts
 from .decode import log_summary
 from .ingest import Ingest
-from .launcher import FORWARDED, ChildExit, Launcher, LaunchError, check_script, child_env
+from .launcher import (
+    FORWARDED,
+    ChildExit,
+    Launcher,
+    LaunchError,
+    check_command,
+    check_script,
+    child_env,
+)
 from .live import LiveLoop
 from .observers import ObserverSet
 from .options import RunOptions
@@ -262,6 +270,11 @@ class Session:
 
 def supervise(opts: RunOptions, **kwargs: Any) -> int:
     """Run `opts.command` under `tm`. Returns the child's exit status whatever else fails."""
+    try:
+        check_command(opts.command, opts.script)
+    except LaunchError as exc:
+        print(exc.message, file=kwargs.get("stderr") or sys.stderr, flush=True)
+        return exc.status
     session = Session(opts, **kwargs)
     env: dict[str, str] | None = None
     try:
