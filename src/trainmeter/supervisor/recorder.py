@@ -49,6 +49,7 @@ class Recorder:
         self.feed_errors = 0
         self.written = 0
         self.hello_pids: set[int] = set()
+        self.observe_only: list[str] = []  # the reasons recorded why no agent reports
         self._before_engine: list[dict[str, Any]] | None = []
         self.sealed = False
         self._last_flush = time.monotonic()
@@ -82,8 +83,11 @@ class Recorder:
             if now - self._last_flush >= FLUSH_EVERY_S:  # even if the live loop is stuck
                 self._last_flush = now
                 self.store.flush()
-            if record.get("kind") == "hello" and isinstance(record.get("pid"), int):
+            kind = record.get("kind")
+            if kind == "hello" and isinstance(record.get("pid"), int):
                 self.hello_pids.add(record["pid"])
+            elif kind == "fact" and record["d"].get("key") == "observe_only":
+                self.observe_only.append(str(record["d"].get("value")))
             if self._before_engine is not None:
                 self._before_engine.append(record)
             else:
