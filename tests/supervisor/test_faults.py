@@ -198,7 +198,15 @@ def test_a_hostile_flood_is_counted_the_good_records_kept(tmp_path: Path) -> Non
     events = read_events(run_dirs(tmp_path)[0])
     steps = [e["d"]["n"] for e in events if e["kind"] == "step"]
     assert steps == list(range(1, sent["good"] + 1))  # every good record, in order
-    assert facts(events, "ingest_dropped")[-1]["value"] == sent["bad"]  # each bad one counted
+    dropped = facts(events, "ingest_dropped")[-1]
+    assert dropped["value"] == sent["bad"]  # each bad one counted
+    rounds = sent["bad"] // 12
+    assert dropped["reasons"] == {
+        "nested too deep": 2 * rounds, "not UTF-8": rounds, "not JSON": 2 * rounds,
+        "schema version None is not 1": rounds, "not a JSON object": rounds,
+        "schema version 2 is not 1": rounds, "t is not a finite number": rounds,
+        "implausible step": rounds, "forged run.end": rounds, "implausible metric": rounds,
+    }  # fmt: skip
     assert [e["kind"] for e in events].count("run.end") == 1 and events[-1]["kind"] == "run.end"
     assert events[-1]["d"]["exit_status"] == 0
 

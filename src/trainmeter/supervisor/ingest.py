@@ -135,7 +135,13 @@ class Ingest:
 
     @property
     def drop_reasons(self) -> dict[str, int]:
-        return self.decoder.reasons
+        """A copy of the reasons, safe to take while the ingest thread adds to them."""
+        for _ in range(10):
+            try:
+                return dict(self.decoder.reasons)
+            except RuntimeError:  # changed size during the copy: the thread added a reason
+                continue
+        return {}
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="trainmeter-ingest", daemon=True)

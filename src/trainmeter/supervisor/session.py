@@ -196,6 +196,7 @@ class Session:
                 self.warn,
                 tree=lambda: parts.tree_pids(pid),
                 dropped=(lambda: ingest.dropped) if ingest is not None else None,
+                drop_reasons=(lambda: ingest.drop_reasons) if ingest is not None else None,
                 interval=self.interval,
                 setup=lambda live: self._set_up_live(live, pid),
             )
@@ -240,7 +241,12 @@ class Session:
             self.live.record_dropped()
             self.live.close_samplers()
         elif self.ingest is not None and self.ingest.dropped:
-            LiveLoop(self.recorder, self.warn, dropped=lambda: self.ingest.dropped).record_dropped()
+            LiveLoop(
+                self.recorder,
+                self.warn,
+                dropped=lambda: self.ingest.dropped,
+                drop_reasons=lambda: self.ingest.drop_reasons,
+            ).record_dropped()
         self._explain_observe_only()
         elapsed = time.monotonic() - self.t0
         self.elapsed_s = elapsed
