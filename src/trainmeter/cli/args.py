@@ -164,10 +164,13 @@ _SWITCHES = {
 
 
 def is_python_script(word: str) -> bool:
-    """`train.py` (there or not: a missing one is said so at launch, 127), `-` (stdin), or an
-    existing file that is not itself a program (a script without the `.py` ending)."""
-    if word == "-" or word.endswith(".py"):
+    """`train.py` (there or not: a missing one is said so at launch, 127), `-` (stdin), a
+    directory with `__main__.py`, or an existing file that is not itself a program (a script
+    without the `.py` ending)."""
+    if word == "-" or word.endswith((".py", ".pyw", ".pyz")):
         return True
+    if os.path.isdir(word):  # a directory with a __main__.py, as `python DIR` runs it
+        return os.path.isfile(os.path.join(word, "__main__.py"))
     return os.path.isfile(word) and not os.access(word, os.X_OK)
 
 
