@@ -105,7 +105,7 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(max_size=200), max_size=8))
 def test_any_bytes_are_counted_never_raised(chunks: list[bytes]) -> None:
     decoder = Decoder(from_socket=True)
@@ -116,7 +116,7 @@ def test_any_bytes_are_counted_never_raised(chunks: list[bytes]) -> None:
     assert decoder.good + decoder.skipped == decoder.lines
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     envelope=st.fixed_dictionaries(
         {},
