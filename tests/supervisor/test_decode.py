@@ -69,13 +69,15 @@ def test_overflowing_and_negative_values() -> None:
     fact = _line(records.make("fact", {"key": "n_params", "value": -7}, t=1.0, src="agent"))
     phase = _line(records.make("phase", {"name": "data", "s": -1.0, "n": 1}, t=1.0, src="agent"))
     rank = _line({**step_record(1, 1.0), "rank": -1})
+    before = _line(step_record(1, -5.0))  # monotonic time is never negative
     loss = _line(records.make("metric", {"key": "l", "value": -3.5}, t=1.0, src="emit"))  # fine
-    assert [r["kind"] for _, r in decoder.lines_of([metric, fact, phase, rank, loss])] == ["metric"]
+    lines = [metric, fact, phase, rank, before, loss]
+    assert [r["kind"] for _, r in decoder.lines_of(lines)] == ["metric"]
     assert decoder.reasons == {
         "implausible metric": 1,
         "implausible fact": 1,
         "implausible phase": 1,
-        "implausible step": 1,
+        "implausible step": 2,
     }
 
 

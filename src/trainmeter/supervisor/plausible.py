@@ -108,6 +108,8 @@ _BY_KIND = {"step": _step, "phase": _phase, "fact": _fact}
 def check(record: dict[str, Any]) -> None:
     """Raise `Implausible` when `record` (already valid on the wire) cannot be true."""
     kind = record["kind"]
+    if record["t"] < 0:
+        raise Implausible(f"implausible {kind}: t={record['t']!r} is before the clock started")
     rank = record.get("rank")
     if rank is not None and rank < 0:
         raise Implausible(f"implausible {kind}: rank {rank} is negative")
