@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def test_tm_sigkilled_mid_run_the_training_goes_on_and_the_cut_log_replays(tmp_p
     wait_for(Path(str(out) + ".half"))
     [run] = run_dirs(tmp_path)
     _wait_until(lambda: _has_step(run), what="a metric in the log")  # flushed within a second
-    stale = [p for p in Path("/tmp").glob(f"trainmeter-{tm.pid}-*")]
+    stale = list(Path(tempfile.gettempdir()).glob(f"trainmeter-{tm.pid}-*"))
     os.kill(tm.pid, signal.SIGKILL)
     assert tm.wait(timeout=60) == -signal.SIGKILL  # (its pipes stay open: the child holds them)
     Path(str(out) + ".go").touch()
@@ -86,8 +87,8 @@ def test_tm_sigkilled_mid_run_the_training_goes_on_and_the_cut_log_replays(tmp_p
     assert "no run.end" in summary.stderr
     snap = json.loads(summary.stdout)
     assert snap["log"]["records"] >= 2 and set(snap["log"]["reasons"]) <= {"not JSON"}
-    # the killed tm's socket directory is removed by the next tm
-    assert stale and all(p.exists() for p in stale)
+    # the killed tm's socket directory is removed by the next tm (or by another one already)
+    assert stale
     write_script(tmp_path / "noop.py", "pass")
     assert run_tm(["-q", "noop.py"], tmp_path).returncode == 0
     assert not any(p.exists() for p in stale)
