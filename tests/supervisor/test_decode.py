@@ -246,13 +246,17 @@ def test_stale_socket_directories_of_a_dead_tm_are_removed(tmp_path: Path) -> No
     gone = tmp_path / f"trainmeter-{int(dead.stdout)}-abc"
     alive = tmp_path / f"trainmeter-{__import__('os').getpid()}-def"
     foreign = tmp_path / f"trainmeter-{int(dead.stdout)}-xyz"  # not ours: no socket inside
-    for d in (gone, alive, foreign):
+    elsewhere = tmp_path / f"trainmeter-{int(dead.stdout)}-ns"  # pid gone, socket read
+    for d in (gone, alive, foreign, elsewhere):
         d.mkdir()
     for d in (gone, alive):
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
-            s.bind(str(d / "ingest.sock"))
-    assert clean_stale_dirs(str(tmp_path)) == [str(gone)]
-    assert not gone.exists() and alive.exists() and foreign.exists()
+            s.bind(str(d / "ingest.sock"))  # closed at once: nobody reads it
+    # a tm in another pid namespace: its pid means nothing here, but its socket is read
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as live:
+        live.bind(str(elsewhere / "ingest.sock"))
+        assert clean_stale_dirs(str(tmp_path)) == [str(gone)]
+    assert not gone.exists() and alive.exists() and foreign.exists() and elsewhere.exists()
 
 
 # ---- replay ----------------------------------------------------------------------------------

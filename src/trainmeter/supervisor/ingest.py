@@ -66,11 +66,29 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _socket_unread(path: str) -> bool:
+    """Whether nobody receives on the socket at `path` (an empty datagram is refused).
+
+    The pid in a directory's name is not enough: a `tm` in another pid namespace (a container
+    sharing /tmp) looks gone from here. An empty datagram is what `tm` itself uses to wake its
+    thread, so a live `tm` ignores it.
+    """
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
+            probe.setblocking(False)
+            probe.sendto(b"", path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        return True
+    except OSError:
+        return False  # a full queue (someone is there) or anything unclear: leave it
+    return False
+
+
 def clean_stale_dirs(tmp: str | None = None) -> list[str]:
     """Remove socket directories whose `tm` is gone (SIGKILLed); return what was removed.
 
     Only directories of this user, named `trainmeter-<pid>-...` and holding our socket, are
-    looked at; a live owner's directory is never touched.
+    looked at; one is removed only when its pid is gone and nobody receives on its socket.
     """
     tmp = tmp or tempfile.gettempdir()
     removed: list[str] = []
@@ -94,7 +112,7 @@ def clean_stale_dirs(tmp: str | None = None) -> list[str]:
                 continue
         except OSError:
             continue
-        if _pid_alive(int(pid_text)):
+        if _pid_alive(int(pid_text)) or not _socket_unread(os.path.join(path, _SOCK_NAME)):
             continue
         shutil.rmtree(path, ignore_errors=True)
         if not os.path.exists(path):
