@@ -10,7 +10,6 @@ one record) so a true record is never refused.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 #: More optimizer steps than this in one `step` record cannot be true.
@@ -54,17 +53,28 @@ def _number(value: Any) -> bool:
 
 
 def _all_finite(d: dict[str, Any]) -> bool:
-    """Every number anywhere in `d` is finite (JSON's 1e400 parses as infinity)."""
-    stack: list[Any] = [d]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float):
-            if not math.isfinite(item):
+    """Every number anywhere in `d` is finite (JSON's 1e400 parses as infinity).
+
+    The flat dict of a `step` or `metric` (most records) takes the first loop only; nested
+    values (GPU rows) go through an explicit stack, so no depth can overflow.
+    """
+    nested: list[Any] = []
+    for value in d.values():
+        kind = type(value)
+        if kind is float:
+            if value - value != 0.0:  # inf - inf and nan - nan are nan
                 return False
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+        elif kind is dict or kind is list:
+            nested.append(value)
+    while nested:
+        item = nested.pop()
+        for value in item.values() if type(item) is dict else item:
+            kind = type(value)
+            if kind is float:
+                if value - value != 0.0:
+                    return False
+            elif kind is dict or kind is list:
+                nested.append(value)
     return True
 
 
@@ -82,12 +92,24 @@ def _in_range(kind: str, d: dict[str, Any], name: str, high: float | None = None
 
 
 def _step(d: dict[str, Any]) -> None:
+    k, tokens, real = d.get("k"), d.get("tokens"), d.get("real_tokens")
+    if (
+        type(k) is int
+        and 0 <= k <= MAX_STEPS_PER_RECORD
+        and type(tokens) is int
+        and 0 <= tokens <= MAX_TOKENS_PER_RECORD
+        and real is None
+        and type(d.get("n", 0)) is int
+        and d.get("n", 0) >= 0
+        and type(d.get("micro", 0)) is int
+        and d.get("micro", 0) >= 0
+    ):
+        return  # the agent's usual record: whole numbers, all in range
     _in_range("step", d, "k", MAX_STEPS_PER_RECORD)
     _in_range("step", d, "tokens", MAX_TOKENS_PER_RECORD)
     _in_range("step", d, "real_tokens", MAX_TOKENS_PER_RECORD)
     _in_range("step", d, "n")
     _in_range("step", d, "micro")
-    tokens, real = d.get("tokens"), d.get("real_tokens")
     if _number(tokens) and _number(real) and real > tokens:
         raise Implausible("implausible step: more real tokens than tokens")
 
