@@ -277,3 +277,17 @@ def test_a_log_cut_mid_line_and_with_garbage_replays_and_says_what_it_skipped(tm
         "skipped": 6,
         "reasons": {"not JSON": 3, "nested too deep": 1, "implausible step": 1, "not UTF-8": 1},
     }
+
+
+def test_an_endless_line_is_skipped_without_reading_it_whole(tmp_path: Path, monkeypatch) -> None:
+    from trainmeter.supervisor import replay as replay_mod
+
+    monkeypatch.setattr(replay_mod, "MAX_LINE", 1000)
+    good = records.encode(step_record(1, 1.0, tokens=7))
+    events = tmp_path / "events.jsonl"
+    events.write_text(good + "\n" + "x" * 5500 + "\n" + good + "\n" + "y" * 2000)
+    result = replay(events, engine_factory=FakeEngine)
+    assert result.snapshot["tokens_seen"] == 14
+    assert result.snapshot["log"] == {
+        "lines": 4, "records": 2, "skipped": 2, "reasons": {"line too long": 2},
+    }  # fmt: skip

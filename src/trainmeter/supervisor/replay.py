@@ -54,7 +54,7 @@ def replay(
     result = ReplayResult(snapshot={})
     decoder = Decoder()
     with open(events, "rb") as fh:
-        for line, record in decoder.lines_of(_counted(fh, result)):
+        for line, record in decoder.lines_of(_counted(fh, result, decoder)):
             recorder.accept(line, record)
     result.records = decoder.good
     result.bad = decoder.skipped
@@ -66,10 +66,23 @@ def replay(
     return result
 
 
-def _counted(fh: Any, result: ReplayResult) -> Any:
-    """The file's lines, counted as they are read (blank ones too)."""
-    for line in fh:
+#: A line longer than this is not a record (the longest are a few kB): skipped unread, so a
+#: corrupt log of one endless line cannot fill memory.
+MAX_LINE = 8 << 20
+
+
+def _counted(fh: Any, result: ReplayResult, decoder: Decoder) -> Any:
+    """The file's lines, counted as they are read (blank ones too); an overlong one skipped."""
+    while True:
+        line = fh.readline(MAX_LINE)
+        if not line:
+            return
         result.lines += 1
+        if len(line) >= MAX_LINE and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # the rest of it, a piece at a time
+                line = fh.readline(MAX_LINE)
+            decoder.skip("line too long")
+            continue
         yield line
 
 
