@@ -246,6 +246,9 @@ def test_stale_socket_directories_of_a_dead_tm_are_removed(tmp_path: Path) -> No
     gone = tmp_path / f"trainmeter-{int(dead.stdout)}-abc"
     alive = tmp_path / f"trainmeter-{__import__('os').getpid()}-def"
     foreign = tmp_path / f"trainmeter-{int(dead.stdout)}-xyz"  # not ours: no socket inside
+    huge = tmp_path / f"trainmeter-{10**30}-x"  # a pid no process can have
+    huge.mkdir()
+    (huge / "ingest.sock").touch()
     elsewhere = tmp_path / f"trainmeter-{int(dead.stdout)}-ns"  # pid gone, socket read
     for d in (gone, alive, foreign, elsewhere):
         d.mkdir()
@@ -257,6 +260,7 @@ def test_stale_socket_directories_of_a_dead_tm_are_removed(tmp_path: Path) -> No
         live.bind(str(elsewhere / "ingest.sock"))
         assert clean_stale_dirs(str(tmp_path)) == [str(gone)]
     assert not gone.exists() and alive.exists() and foreign.exists() and elsewhere.exists()
+    assert huge.exists()
 
 
 # ---- replay ----------------------------------------------------------------------------------

@@ -112,7 +112,10 @@ def clean_stale_dirs(tmp: str | None = None) -> list[str]:
                 continue
         except OSError:
             continue
-        if _pid_alive(int(pid_text)) or not _socket_unread(os.path.join(path, _SOCK_NAME)):
+        try:
+            if _pid_alive(int(pid_text)) or not _socket_unread(os.path.join(path, _SOCK_NAME)):
+                continue
+        except (OverflowError, ValueError):  # a pid no process can have: not one of ours
             continue
         shutil.rmtree(path, ignore_errors=True)
         if not os.path.exists(path):
@@ -127,7 +130,10 @@ class Ingest:
         self, sink: Sink, rcvbuf: int = RCVBUF_BYTES, recv_size: int = _RECV_SIZE
     ) -> None:
         self.sink = sink
-        clean_stale_dirs()
+        try:
+            clean_stale_dirs()
+        except Exception:  # noqa: BLE001 - tidying up after others never stops this run
+            pass
         self.dir = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-")
         self.path = os.path.join(self.dir, _SOCK_NAME)
         self.decoder = Decoder(from_socket=True)
