@@ -62,3 +62,20 @@ def test_summary_without_runs_or_with_a_bad_option(tmp_path: Path) -> None:
     assert none.returncode == 1 and none.stderr.startswith("tm summary: no runs under ")
     bad = run_tm(["summary", "--frob"], tmp_path)
     assert bad.returncode == 2 and "unknown option '--frob'" in bad.stderr
+
+
+def test_summary_of_a_log_with_a_nested_line_and_a_cut_line(tmp_path: Path) -> None:
+    """Issue 9: a log holding `[` * 5000 made `tm summary` crash with RecursionError."""
+    from trainmeter import records
+
+    run = tmp_path / ".trainmeter" / "runs" / "20260101-000000-x"
+    run.mkdir(parents=True)
+    start = records.encode(records.make("run.start", {"argv": ["x"], "name": "x"}, t=0.0, src="tm"))
+    (run / "events.jsonl").write_text(start + "\n" + "[" * 5000 + "\n" + start[:20])
+    result = run_tm(["summary", "--json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "2 of 3 lines skipped (1 nested too deep, 1 not JSON)" in result.stderr
+    assert json.loads(result.stdout)["log"] == {
+        "lines": 3, "records": 1, "skipped": 2, "reasons": {"nested too deep": 1, "not JSON": 1},
+    }  # fmt: skip
+    assert run_tm(["summary"], tmp_path).returncode == 0  # the text summary too

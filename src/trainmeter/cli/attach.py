@@ -144,7 +144,7 @@ def main(argv: list[str]) -> int:
         {"key": "observe_only", "value": OBSERVE_ONLY, "source": "detected", "note": "tm attach"},
     )
     samplers = default_samplers(args.pid, run_dir, args.gpus, _target_env(proc))
-    shown = " ".join(cmdline).replace("\n", " ")[:80]
+    shown = " ".join(records.redact_argv(cmdline)).replace("\n", " ")[:80]
     print(
         f"tm attach: watching pid {args.pid} ({shown}); run dir {run_dir}; "
         "Ctrl-C detaches and leaves it running",

@@ -24,11 +24,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: The first words that are always `tm`'s own commands, whatever is on PATH: a command first,
+#: then a `.py` script, then a program (`tm python train.py`, `tm torchrun ...`), else an error.
+SUBCOMMANDS = (
+    "summary", "view", "top", "attach", "passport", "runs", "compare", "report", "check",
+    "export", "doctor", "hardware",
+)  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in COMMANDS:
         module = importlib.import_module(COMMANDS[args[0]][0])
         return int(module.main(args[1:]) or 0)
+    if args and args[0] in SUBCOMMANDS:
+        print(f"tm: {args[0]}: this build of tm does not have that command yet", file=sys.stderr)
+        return 2
     if args and _mistyped_command(args[0]):
         return 2
     from . import run
@@ -37,12 +48,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _mistyped_command(word: str) -> bool:
-    """`tm rnus`: neither a command nor a script that exists. Say so, and start no run (a run
+    """`tm rnus`: neither a command, a script that exists, nor a program on PATH. Say so, and start no run (a run
     directory for a typo would only clutter `tm runs`). Scripts are named with a path or `.py`."""
     import os
+    import shutil
 
     if word.startswith("-") or "/" in word or "." in word or os.path.exists(word):
         return False
+    if shutil.which(word):
+        return False  # a program: `tm python train.py`, `tm torchrun ...` run it as after `--`
     import difflib
 
     close = difflib.get_close_matches(word, list(COMMANDS), n=1)

@@ -31,6 +31,7 @@ class LiveLoop:
         watcher: Any = None,
         tree: Callable[[], list[int]] | None = None,
         dropped: Callable[[], int] | None = None,
+        drop_reasons: Callable[[], dict[str, int]] | None = None,
         interval: float = 1.0,
         setup: Callable[[LiveLoop], None] | None = None,
     ) -> None:
@@ -40,6 +41,7 @@ class LiveLoop:
         self.watcher = watcher
         self.tree = tree or (lambda: [])
         self.dropped = dropped
+        self.drop_reasons = drop_reasons
         self.interval = interval
         self.setup = setup
         self.ready = setup is None  # setup done: samplers and watcher in place
@@ -115,6 +117,8 @@ class LiveLoop:
         for d in facts or []:
             if isinstance(d, dict) and isinstance(d.get("key"), str):
                 self.recorder.write_tm("fact", d)
+                if d["key"] == "observe_only":  # said when found, not only in the log
+                    self.warn(f"observe_only:{d.get('value')}", f"observe only: {d.get('value')}")
 
     def record_dropped(self) -> None:
         """The fact `ingest_dropped` each time the count of malformed lines has grown."""
@@ -123,15 +127,15 @@ class LiveLoop:
         count = int(self.dropped())
         if count > self._reported_dropped:
             self._reported_dropped = count
-            self.recorder.write_tm(
-                "fact",
-                {
-                    "key": "ingest_dropped",
-                    "value": count,
-                    "source": "measured",
-                    "note": "lines at the ingest socket that were not records",
-                },
-            )
+            fact: dict[str, Any] = {
+                "key": "ingest_dropped",
+                "value": count,
+                "source": "measured",
+                "note": "lines at the ingest socket that were not records, or not plausible",
+            }
+            if self.drop_reasons is not None:
+                fact["reasons"] = dict(self.drop_reasons())
+            self.recorder.write_tm("fact", fact)
 
     def _alerts(self) -> None:
         now = time.monotonic()

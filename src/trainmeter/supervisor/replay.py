@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from . import late_parts as parts
-from .ingest import decode_counted
-from .recorder import Recorder
+from .decode import Decoder, log_summary
+from .recorder import EngineLike, Recorder
 from .runs import RunNotFound, resolve_run  # noqa: F401 - re-exported: the one resolver
 from .store import RunStore
 from .warn import WarnOnce
@@ -35,7 +35,7 @@ class ReplayResult:
 
 def replay(
     events: Path,
-    engine_factory: Callable[[], Any] | None = None,
+    engine_factory: Callable[[], EngineLike] | None = None,
     warn: Callable[[str, str], None] | None = None,
 ) -> ReplayResult:
     """Stream `events` through a fresh engine; return its final snapshot and what was skipped."""
@@ -47,20 +47,36 @@ def replay(
     recorder = Recorder(RunStore(warn), warn)
     recorder.attach_engine(engine, missing or reason)
     result = ReplayResult(snapshot={})
+    decoder = Decoder()
     with open(events, "rb") as fh:
-        for line in fh:
-            result.lines += 1
-            line = line.strip()
-            if not line:
-                continue
-            record = decode_counted(line, result.bad_reasons)
-            if record is None:
-                result.bad += 1
-                continue
-            result.records += 1
-            if record["kind"] == "run.end":
-                result.finished = True
+        for line, record in decoder.lines_of(_counted(fh, result, decoder)):
             recorder.accept(line, record)
+    result.records = decoder.good
+    result.bad = decoder.skipped
+    result.bad_reasons = dict(decoder.reasons)
+    result.finished = decoder.ended
     result.feed_errors = recorder.feed_errors
     result.snapshot = recorder.snapshot(now=None)
+    result.snapshot["log"] = log_summary(result.lines, decoder.good, decoder.reasons)
     return result
+
+
+#: A line longer than this is not a record (the longest are a few kB): skipped unread, so a
+#: corrupt log of one endless line cannot fill memory.
+MAX_LINE = 8 << 20
+
+
+def _counted(fh: Any, result: ReplayResult, decoder: Decoder) -> Any:
+    """The file's lines, counted as they are read (blank ones too); an overlong one skipped."""
+    while True:
+        line = fh.readline(MAX_LINE)
+        if not line:
+            return
+        result.lines += 1
+        if len(line) >= MAX_LINE and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # the rest of it, a piece at a time
+                line = fh.readline(MAX_LINE)
+            decoder.skip("line too long")
+            continue
+        yield line
+
