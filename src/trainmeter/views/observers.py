@@ -16,4 +16,9 @@ def make_observers(opts: Any, run_dir: Path | None, warn: Any, stderr: Any = Non
     observers: list[Any] = []
     # Each view adds itself here, behind its own option, e.g.:
     #   if opts.web: observers.append(Dashboard(...))
+    from . import live_status  # the status line: a terminal on stderr and no -q
+
+    status = live_status.make(opts, stderr)
+    if status is not None:
+        observers.append(status)
     return observers
