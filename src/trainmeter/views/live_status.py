@@ -168,21 +168,26 @@ class LiveStatus:
     # ---- drawing -----------------------------------------------------------------------------
 
     def _layout(self) -> bool:
-        """Reserve the bottom row for the current height; False when the terminal is too small."""
+        """Reserve the bottom row for the current height; False when the terminal is too small.
+
+        On the first draw and after a resize: the full region again, a row freed below the
+        cursor (a line feed at the bottom scrolls the screen up, then back up one), everything
+        below the cursor erased (a stale status line the terminal kept where the old bottom
+        was), then the region for the new height.
+        """
         rows, cols = self._size()
         if rows == self.rows and cols == self.cols:
             return rows >= MIN_ROWS
-        if rows < MIN_ROWS:
-            if self.rows:
-                self._write(f"{SAVE}{RESET_REGION}{RESTORE}")
-            self.rows, self.cols = rows, cols
-            return False
-        prefix = ""
-        if not self.rows:
-            # make room: a line feed at the bottom scrolls the screen up, then back up one
-            prefix = f"{ESC}D{ESC}M"
+        drawn = self.rows >= MIN_ROWS
         self.rows, self.cols = rows, cols
-        self._write(prefix + region(rows))
+        if rows < MIN_ROWS:
+            if drawn:
+                self._write(f"{SAVE}{RESET_REGION}{RESTORE}")
+            return False
+        self._write(
+            f"{SAVE}{RESET_REGION}{RESTORE}{ESC}D{ESC}M"
+            f"{SAVE}{ESC}[1B{ERASE_LINE}{ESC}[J{RESTORE}" + region(rows)
+        )
         return True
 
     def _draw(self) -> None:
