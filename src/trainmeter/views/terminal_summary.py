@@ -523,10 +523,11 @@ def sections(snap: dict[str, Any], width: int) -> list[Section]:
     ]
 
 
-def renderables(snap: dict[str, Any], source: str | None, width: int) -> list[Any]:
+def renderables(snap: dict[str, Any], width: int) -> list[Any]:
+    """The groups under their titles, each body indented two columns."""
     from rich.padding import Padding
 
-    out: list[Any] = list(header(snap, source))
+    out: list[Any] = []
     for title, body in sections(snap, width):
         if not body:
             continue
@@ -543,7 +544,9 @@ _TRAILING = re.compile(r"[ ]+((?:\x1b\[[0-9;]*m)*)$")
 def render(console: Any, snap: dict[str, Any], source: str | None) -> None:
     """Print the summary on `console`, without the blanks tables pad their lines with."""
     with console.capture() as capture:
-        for item in renderables(snap, source, console.width):
+        for item in header(snap, source):
+            console.print(item, soft_wrap=True)  # a long run path stays one line
+        for item in renderables(snap, console.width):
             console.print(item, overflow="fold")
     text = capture.get()
     lines = [_TRAILING.sub(r"\1", line) for line in text.split("\n")]

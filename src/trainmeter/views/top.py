@@ -1,0 +1,307 @@
+"""`tm top`'s screen: a run on one full terminal, for a second SSH session beside the training.
+
+`TopScreen` holds what the screen needs besides the snapshot: short trails of the loss and of
+tokens/s, fed from the same records the engine is fed (so a finished run replayed from its log
+draws the same curves it drew live). Each trail keeps a bounded number of points however long
+the run: when full, neighbouring points are merged pairwise (the mean of each pair), so the whole
+run stays on screen at a coarser grain. `render(snap)` returns one rich renderable: tiles, the
+sparklines, the utilization ladder, where the time went, ranks and alerts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .terminal import (
+    alerts,
+    duration,
+    loss_text,
+    ms,
+    number,
+    percent,
+    run_elapsed,
+    si,
+    si_unit,
+    train_loss,
+)
+from .terminal_summary import LADDER_COLUMNS, PART_STYLE, _text, bar, time_bar
+
+SHORT_LADDER = ("util", "SM", "tensor", "OFU", "MFU")  # GPU-Util, SM/tensor active, OFU, MFU
+SPARKS = "▁▂▃▄▅▆▇█"
+TPS_WINDOW_S = 0.25  # tokens/s points: tokens over at least this many seconds of record time
+
+
+class Trail:
+    """At most `cap` (x, y) points covering the whole run; pairs merge when it fills up."""
+
+    def __init__(self, cap: int = 256) -> None:
+        self.cap = max(cap - cap % 2, 2)
+        self.points: list[tuple[float, float]] = []
+
+    def add(self, x: float, y: float) -> None:
+        self.points.append((x, y))
+        if len(self.points) >= self.cap:
+            merged = []
+            for i in range(0, len(self.points) - 1, 2):
+                (_, y0), (x1, y1) = self.points[i], self.points[i + 1]
+                merged.append((x1, (y0 + y1) / 2))
+            if len(self.points) % 2:
+                merged.append(self.points[-1])
+            self.points = merged
+
+    def values(self) -> list[float]:
+        return [y for _, y in self.points]
+
+
+def sparkline(values: list[float], width: int) -> str:
+    """`values` resampled to `width` cells (mean per cell), each cell one of eight heights."""
+    if not values or width <= 0:
+        return ""
+    if len(values) > width:
+        cells = []
+        for i in range(width):
+            chunk = values[i * len(values) // width : (i + 1) * len(values) // width] or [values[-1]]
+            cells.append(sum(chunk) / len(chunk))
+    else:
+        cells = list(values)
+    lo, hi = min(cells), max(cells)
+    if hi - lo <= 1e-12 * max(abs(hi), 1.0):
+        return SPARKS[3] * len(cells)
+    return "".join(SPARKS[min(int((v - lo) / (hi - lo) * 8), 7)] for v in cells)
+
+
+class TopScreen:
+    """The trails fed from records, and the screen drawn from a snapshot."""
+
+    def __init__(self, cap: int = 256) -> None:
+        self.loss = Trail(cap)
+        self.tps = Trail(cap)
+        self._window_t0: float | None = None
+        self._window_tokens = 0.0
+        self._loss_key: str | None = None
+
+    def on_record(self, record: dict[str, Any]) -> None:
+        kind, d, t = record.get("kind"), record.get("d") or {}, number(record.get("t"))
+        if kind == "step" and t is not None:
+            tokens = number(d.get("real_tokens"))
+            tokens = tokens if tokens is not None else number(d.get("tokens"))
+            if tokens is None:
+                return
+            if self._window_t0 is None:
+                self._window_t0 = t  # the first report opens the first window
+                return
+            self._window_tokens += tokens
+            span = t - self._window_t0
+            if span >= TPS_WINDOW_S:
+                self.tps.add(t, self._window_tokens / span)
+                self._window_t0, self._window_tokens = t, 0.0
+        elif kind == "metric":
+            key, value = d.get("key"), number(d.get("value"))
+            if value is None or not isinstance(key, str):
+                return
+            if self._is_train_loss(key):
+                self.loss.add(number(d.get("step")) or float(len(self.loss.points)), value)
+
+    def _is_train_loss(self, key: str) -> bool:
+        from ..engine.series_names import BARE_LOSS, canonical
+
+        if canonical(key) == "train_loss":
+            if self._loss_key == BARE_LOSS:  # an explicit key wins over a bare `loss`
+                self.loss = Trail(self.loss.cap)
+            self._loss_key = key
+            return True
+        if key == BARE_LOSS and self._loss_key in (None, BARE_LOSS):
+            self._loss_key = key
+            return True
+        return False
+
+    # ---- drawing -----------------------------------------------------------------------------
+
+    def render(self, snap: dict[str, Any], *, source: str, state: str, width: int, height: int):
+        from rich.console import Group
+
+        parts: list[Any] = [self._title(snap, source, state, width), self._tiles(snap, width)]
+        parts.append(self._sparks(snap, width))
+        middle = self._middle(snap, width)
+        if middle is not None:
+            parts.append(middle)
+        lower = self._lower(snap, width)
+        if lower is not None:
+            parts.append(lower)
+        return Group(*parts)
+
+    def _title(self, snap: dict[str, Any], source: str, state: str, width: int):
+        from rich.table import Table
+
+        run = snap.get("run") if isinstance(snap.get("run"), dict) else {}
+        grid = Table.grid(expand=True, padding=(0, 1))
+        grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+        grid.add_column(justify="right", no_wrap=True)
+        elapsed = run_elapsed(snap)
+        style = "green" if state.startswith("finished") else "yellow" if state == "running" else "red"
+        grid.add_row(
+            _text(("trainmeter top ", "bold magenta"), (str(run.get("name") or "run"), "bold"),
+                  "  ", (state, style), f"  {duration(elapsed)}" if elapsed is not None else "",
+                  ("  " + source, "dim")),
+            _text(("q quits", "dim")),
+        )  # fmt: skip
+        return grid
+
+    def _tiles(self, snap: dict[str, Any], width: int):
+        from rich.panel import Panel
+        from rich.table import Table
+
+        absent = snap.get("absent") if isinstance(snap.get("absent"), dict) else {}
+
+        def tile(title: str, value: str | None, sub: str = "", why: str | None = None):
+            body = _text((value, "bold")) if value is not None else _text(("absent", "dim"))
+            if sub:
+                body.append("\n" + sub, style="dim")
+            elif value is None and why:
+                body.append("\n" + why, style="dim")
+            body.no_wrap, body.overflow = True, "ellipsis"
+            return Panel(body, title=title, title_align="left", border_style="blue", height=4,
+                         padding=(0, 0))  # fmt: skip
+
+        progress = number(snap.get("progress"))
+        eta = number(snap.get("eta_s"))
+        mfu = snap.get("mfu") if isinstance(snap.get("mfu"), dict) else {}
+        mfu_value, rng = number(mfu.get("value")), mfu.get("range")
+        if mfu_value is not None:
+            mfu_shown, mfu_sub = percent(mfu_value), str(mfu.get("convention"))
+        elif isinstance(rng, list) and len(rng) == 2:
+            mfu_shown, mfu_sub = f"{percent(rng[0])[:-1]}-{percent(rng[1])}", "by convention"
+        else:
+            mfu_shown, mfu_sub = None, ""
+        ofu = snap.get("ofu") if isinstance(snap.get("ofu"), dict) else {}
+        energy = snap.get("energy") if isinstance(snap.get("energy"), dict) else {}
+        goodput = number((snap.get("time") or {}).get("goodput"))
+        loss = train_loss(snap)
+        steps = number(snap.get("steps"))
+        tiles = [
+            tile("progress", percent(progress) if progress is not None else None,
+                 f"ETA {duration(eta)}" if eta is not None else f"{si(steps)} steps",
+                 absent.get("progress")),
+            tile("tokens/s", si(snap["tokens_per_s"]) if number(snap.get("tokens_per_s")) is not None else None,
+                 f"{ms(snap['step_time_s'])}" if number(snap.get("step_time_s")) is not None else "",
+                 absent.get("tokens_per_s")),
+            tile("MFU", mfu_shown, mfu_sub, absent.get("mfu")),
+            tile("OFU", percent(ofu["value"]) if number(ofu.get("value")) is not None else None,
+                 "counters" if number(ofu.get("value")) is not None else "", absent.get("ofu")),
+            tile("loss", loss_text(loss) if loss is not None else None, "", "not reported"),
+            tile("goodput", percent(goodput) if goodput is not None else None, "", absent.get("goodput")),
+            tile("energy", si_unit(energy["joules"], "J") if number(energy.get("joules")) is not None else None,
+                 f"{si_unit(energy['joules_per_token'], 'J')}/tok"
+                 if number(energy.get("joules_per_token")) is not None else "",
+                 absent.get("energy")),
+        ]  # fmt: skip
+        per_row = max(min(len(tiles), width // 14), 1)
+        grid = Table.grid(expand=True, padding=(0, 0))
+        for _ in range(per_row):
+            grid.add_column(ratio=1)
+        for i in range(0, len(tiles), per_row):
+            row = tiles[i : i + per_row]
+            grid.add_row(*row, *[""] * (per_row - len(row)))
+        return grid
+
+    def _sparks(self, snap: dict[str, Any], width: int):
+        from rich.panel import Panel
+        from rich.table import Table
+
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, style="bold")
+        grid.add_column(no_wrap=True)
+        grid.add_column(no_wrap=True, style="dim")
+        spark_width = max(width - 36, 10)
+        for label, trail, fmt, style in (
+            ("loss", self.loss, loss_text, "yellow"),
+            ("tokens/s", self.tps, si, "green"),
+        ):
+            values = trail.values()
+            if values:
+                lo, hi = min(values), max(values)
+                grid.add_row(label, _text((sparkline(values, spark_width), style)),
+                             f"{fmt(values[-1])} ({fmt(lo)}..{fmt(hi)})")  # fmt: skip
+            else:
+                grid.add_row(label, _text(("no points yet", "dim")), "")
+        return Panel(grid, title="history", title_align="left", border_style="blue")
+
+    def _middle(self, snap: dict[str, Any], width: int):
+        from rich.panel import Panel
+        from rich.table import Table
+
+        ladder = snap.get("ladder") if isinstance(snap.get("ladder"), dict) else None
+        if ladder:
+            table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
+            table.add_column("GPU", no_wrap=True)
+            for label in SHORT_LADDER:
+                table.add_column(label, justify="right", no_wrap=True)
+            per_gpu = ladder.get("gpus") if isinstance(ladder.get("gpus"), dict) else {}
+            for gpu, values in [*per_gpu.items(), ("mean", ladder.get("mean") or {})]:
+                cells = []
+                for key, _ in LADDER_COLUMNS:
+                    v = number((values or {}).get(key))
+                    cells.append(percent(v) if v is not None else "-")
+                table.add_row(str(gpu), *cells)
+            left: Any = Panel(table, title="utilization ladder", title_align="left", border_style="blue")
+        else:
+            why = (snap.get("absent") or {}).get("ladder") or "no GPU counters"
+            left = Panel(_text((str(why), "dim")), title="utilization ladder", title_align="left",
+                         border_style="blue")  # fmt: skip
+        split = snap.get("time") if isinstance(snap.get("time"), dict) else {}
+        parts = [p for p in split.get("parts") or [] if isinstance(p, dict)]
+        rows: list[Any] = []
+        bar_width = max(width // 2 - 6, 10)
+        if parts:
+            rows.append(time_bar(parts, bar_width))
+            total = sum(number(p.get("s")) or 0.0 for p in parts)
+            legend = []
+            for p in parts:
+                s = number(p.get("s"))
+                if s is None or s <= 0:
+                    continue
+                glyph, style = PART_STYLE.get(str(p.get("name")), ("▪", "white"))
+                legend.append(_text((glyph, style), f" {p.get('label') or p.get('name')} ",
+                                    (duration(s), "bold"), f" {percent(s / total)}" if total else ""))  # fmt: skip
+            rows.extend(legend)
+        else:
+            rows.append(_text(("nothing measured yet", "dim")))
+        from rich.console import Group
+
+        right = Panel(Group(*rows), title="where the time went", title_align="left", border_style="blue")
+        grid = Table.grid(expand=True)
+        grid.add_column(ratio=1)
+        grid.add_column(ratio=1)
+        grid.add_row(left, right)
+        return grid
+
+    def _lower(self, snap: dict[str, Any], width: int):
+        from rich.console import Group
+        from rich.panel import Panel
+        from rich.table import Table
+
+        ranks = snap.get("ranks") if isinstance(snap.get("ranks"), dict) else None
+        rank_rows: list[Any] = []
+        if ranks and isinstance(ranks.get("step_time_s"), dict):
+            times = ranks["step_time_s"]
+            slowest = max((number(v) or 0.0) for v in times.values()) or 1.0
+            for rank, s in times.items():
+                mark = " slowest" if str(rank) == str(ranks.get("slowest")) else ""
+                rank_rows.append(_text(f"rank {rank} ", bar((number(s) or 0) / slowest, 12, "cyan"),
+                                       f" {ms(s)}", (mark, "bold red")))  # fmt: skip
+            if number(ranks.get("spread")) is not None:
+                rank_rows.append(_text(("spread ", "dim"), (percent(ranks["spread"]), "bold")))
+        else:
+            st = number(snap.get("step_time_s"))
+            rank_rows.append(_text(("one rank" + (f": {ms(st)}/step" if st is not None else ""), "dim")))
+        alert_rows = [_text(("! ", "bold red"), (str(a.get("kind")), "bold red"), " ", str(a.get("message") or ""))
+                      for a in alerts(snap)] or [_text(("none", "dim"))]  # fmt: skip
+        grid = Table.grid(expand=True)
+        grid.add_column(ratio=1)
+        grid.add_column(ratio=2)
+        grid.add_row(
+            Panel(Group(*rank_rows), title="ranks", title_align="left", border_style="blue"),
+            Panel(Group(*alert_rows), title=f"alerts ({len(alerts(snap))})", title_align="left",
+                  border_style="red" if alerts(snap) else "blue"),
+        )  # fmt: skip
+        return grid
