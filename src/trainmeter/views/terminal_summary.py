@@ -216,9 +216,10 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
     against = f"{n} × " if n else ""
     against += str(entry.get("peak") or peak.get("name") or "GPU")
     if peak_flops is not None:
-        against += f" at {peak_flops / 1e12:g} TFLOP/s dense BF16 each"
+        against += f", {peak_flops / 1e12:g} TFLOP/s dense BF16 each"
     label = entry.get("peak_label") or peak.get("label")
-    out.append(_text((text or "MFU", "bold"), f"   against {against}", f" ({label})" if label else ""))
+    out.append(_text((text or "MFU", "bold")))
+    out.append(_text("peak: ", against, (f" ({label})" if label else "", "bold")))
     by = entry.get("by_convention")
     if isinstance(by, dict) and by:
         cells = []
