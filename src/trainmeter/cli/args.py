@@ -26,6 +26,7 @@ usage: tm [options] script.py [script args]     run a Python training script and
        tm [options] -m module [args]            the same for `python -m module`
        tm [options] -- command [args]           any command: torchrun, a shell script, ...
        tm summary [RUN] [--json]                a finished run's summary, replayed from its log
+       tm top [RUN]                             a run on one full terminal, live while it runs
        tm doctor | hardware | attach PID        what tm can see here, the node, a running PID
 
 options (before the script or command):
