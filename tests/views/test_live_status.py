@@ -196,3 +196,25 @@ def test_status_drops_the_least_wanted_parts_when_narrow() -> None:
     # progress, tokens/s and MFU are what a glance is for: they stay
     assert "50.0%" in narrow and "102k tok/s" in narrow and "MFU 38.1% (megatron)" in narrow
     assert "OFU" not in narrow  # the lowest priority after the elapsed time goes first
+
+
+@needs_tmux
+def test_ctrl_z_gives_the_shell_the_whole_terminal_until_fg(tmp_path: Path) -> None:
+    (tmp_path / "child.py").write_text(CHILD)
+    screen = Screen(tmp_path, cols=120, rows=14)
+    try:
+        env = shell_env(TRAINMETER_FAKE_NVML=str(FAKE_GPUS))
+        screen.type(f"clear; {env} {sys.executable} -m trainmeter {TM_ARGS}")  # alone: a job
+        screen.wait_for(lambda ls: _is_status(ls[-1]) and "steps" in ls[-1], what="the status")
+        screen.keys("C-z")
+        lines = screen.wait_for(lambda ls: any("Stopped" in line for line in ls), what="stopped")
+        assert not any(_is_status(line) for line in lines), lines  # the row is the shell's again
+        screen.type("echo shell here")
+        screen.wait_for(lambda ls: "shell here" in ls, what="the shell's own output")
+        screen.type("fg; echo tm exited $?; seq 1 30; printf END")
+        screen.wait_for(lambda ls: _is_status(ls[-1]), what="the status back after fg")
+        (tmp_path / "go").write_text("")
+        _given_back(screen)
+        assert "tm exited 0" in screen.history()
+    finally:
+        screen.close()

@@ -9,7 +9,8 @@ save and restore (`ESC 7` ... `ESC 8`), so the child's cursor is where it left i
 The region is given back (`ESC [ r`) and the line erased when the run ends, before the summary
 line: after a normal exit and after SIGINT, SIGTERM or SIGHUP (the launcher forwards those to the
 child and `tm` finishes once it is gone), and at interpreter exit if anything went wrong in
-between. A resize (SIGWINCH) sets the region again for the new height and redraws at once.
+between. A resize (SIGWINCH) sets the region again for the new height and redraws at once; a stop
+(Ctrl-Z, SIGTSTP) gives the whole terminal to the shell until the run is back in the foreground.
 
 Alerts are printed once each, as their own line in the scrolling part, when the engine raises
 them; so is the reason when the run can only be observed from outside.
@@ -140,6 +141,7 @@ class LiveStatus:
         self._resized = False
         self._console: Any = None
         self._previous_winch: Any = None
+        self._previous_tstp: Any = None
         if signals:
             self._install_winch()
         atexit.register(self.close)
@@ -190,8 +192,15 @@ class LiveStatus:
         )
         return True
 
+    def _foreground(self) -> bool:
+        """Whether `tm` owns the terminal now (not stopped with Ctrl-Z, not run with `&`)."""
+        try:
+            return os.tcgetpgrp(self.fd) == os.getpgrp()
+        except OSError:
+            return False
+
     def _draw(self) -> None:
-        if self.closed:
+        if self.closed or not self._foreground():
             return
         self._resized = False
         if not self._layout():
@@ -266,17 +275,42 @@ class LiveStatus:
             return
         try:
             self._previous_winch = signal.signal(signal.SIGWINCH, self._on_winch)
+            if signal.getsignal(signal.SIGTSTP) is signal.SIG_DFL:
+                self._previous_tstp = signal.signal(signal.SIGTSTP, self._on_tstp)
         except (ValueError, OSError, AttributeError):
-            self._previous_winch = None
+            pass
 
     def _uninstall_winch(self) -> None:
-        previous, self._previous_winch = self._previous_winch, None
-        if previous is None or threading.current_thread() is not threading.main_thread():
+        if threading.current_thread() is not threading.main_thread():
             return
+        for signum, attr in ((signal.SIGWINCH, "_previous_winch"), (signal.SIGTSTP, "_previous_tstp")):
+            previous = getattr(self, attr)
+            setattr(self, attr, None)
+            if previous is None:
+                continue
+            try:
+                signal.signal(signum, previous)
+            except (ValueError, OSError, TypeError):
+                pass
+
+    def _on_tstp(self, signum: int, frame: Any) -> None:
+        """Ctrl-Z: give the shell a whole terminal while stopped, take the row back on `fg`."""
+        got = self._lock.acquire(blocking=False)
         try:
-            signal.signal(signal.SIGWINCH, previous)
-        except (ValueError, OSError, TypeError):
+            if got and self.rows and not self.closed:
+                self._write(f"{SAVE}{RESET_REGION}{ESC}[{self.rows};1H{ERASE_LINE}{RESTORE}")
+                self.rows = 0  # the next draw reserves the row again
+            signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTSTP)  # stop here, as without the handler
+            # ... continued (fg or bg)
+            signal.signal(signal.SIGTSTP, self._on_tstp)
+            if got:
+                self._draw()  # back in the foreground: draw at once
+        except OSError:
             pass
+        finally:
+            if got:
+                self._lock.release()
 
     def _on_winch(self, signum: int, frame: Any) -> None:
         self._resized = True
