@@ -148,21 +148,11 @@ class TopScreen:
         return grid
 
     def _tiles(self, snap: dict[str, Any], width: int):
+        """The headline numbers side by side: a title, the value, and what it is against."""
         from rich.panel import Panel
         from rich.table import Table
 
         absent = snap.get("absent") if isinstance(snap.get("absent"), dict) else {}
-
-        def tile(title: str, value: str | None, sub: str = "", why: str | None = None):
-            body = _text((value, "bold")) if value is not None else _text(("absent", "dim"))
-            if sub:
-                body.append("\n" + sub, style="dim")
-            elif value is None and why:
-                body.append("\n" + why, style="dim")
-            body.no_wrap, body.overflow = True, "ellipsis"
-            return Panel(body, title=title, title_align="left", border_style="blue", height=4,
-                         padding=(0, 0))  # fmt: skip
-
         progress = number(snap.get("progress"))
         eta = number(snap.get("eta_s"))
         mfu = snap.get("mfu") if isinstance(snap.get("mfu"), dict) else {}
@@ -173,36 +163,41 @@ class TopScreen:
             mfu_shown, mfu_sub = f"{percent(rng[0])[:-1]}-{percent(rng[1])}", "by convention"
         else:
             mfu_shown, mfu_sub = None, ""
-        ofu = snap.get("ofu") if isinstance(snap.get("ofu"), dict) else {}
+        ofu = number((snap.get("ofu") or {}).get("value")) if isinstance(snap.get("ofu"), dict) else None
         energy = snap.get("energy") if isinstance(snap.get("energy"), dict) else {}
         goodput = number((snap.get("time") or {}).get("goodput"))
         loss = train_loss(snap)
         steps = number(snap.get("steps"))
+        tps = number(snap.get("tokens_per_s"))
+        step_time = number(snap.get("step_time_s"))
+        joules, jpt = number(energy.get("joules")), number(energy.get("joules_per_token"))
         tiles = [
-            tile("progress", percent(progress) if progress is not None else None,
-                 f"ETA {duration(eta)}" if eta is not None else f"{si(steps)} steps",
-                 absent.get("progress")),
-            tile("tokens/s", si(snap["tokens_per_s"]) if number(snap.get("tokens_per_s")) is not None else None,
-                 f"{ms(snap['step_time_s'])}" if number(snap.get("step_time_s")) is not None else "",
-                 absent.get("tokens_per_s")),
-            tile("MFU", mfu_shown, mfu_sub, absent.get("mfu")),
-            tile("OFU", percent(ofu["value"]) if number(ofu.get("value")) is not None else None,
-                 "counters" if number(ofu.get("value")) is not None else "", absent.get("ofu")),
-            tile("loss", loss_text(loss) if loss is not None else None, "", "not reported"),
-            tile("goodput", percent(goodput) if goodput is not None else None, "", absent.get("goodput")),
-            tile("energy", si_unit(energy["joules"], "J") if number(energy.get("joules")) is not None else None,
-                 f"{si_unit(energy['joules_per_token'], 'J')}/tok"
-                 if number(energy.get("joules_per_token")) is not None else "",
-                 absent.get("energy")),
+            ("progress", percent(progress) if progress is not None else None,
+             f"ETA {duration(eta)}" if eta is not None else f"{si(steps)} steps", "progress"),
+            ("tokens/s", si(tps) if tps is not None else None,
+             ms(step_time) if step_time is not None else "", "tokens_per_s"),
+            ("MFU", mfu_shown, mfu_sub, "mfu"),
+            ("OFU", percent(ofu) if ofu is not None else None, "counters" if ofu is not None else "", "ofu"),
+            ("loss", loss_text(loss) if loss is not None else None, "train", ""),
+            ("goodput", percent(goodput) if goodput is not None else None, "of wall time", "goodput"),
+            ("energy", si_unit(joules, "J") if joules is not None else None,
+             f"{si_unit(jpt, 'J')}/tok" if jpt is not None else "", "energy"),
         ]  # fmt: skip
-        per_row = max(min(len(tiles), width // 14), 1)
-        grid = Table.grid(expand=True, padding=(0, 0))
-        for _ in range(per_row):
-            grid.add_column(ratio=1)
-        for i in range(0, len(tiles), per_row):
-            row = tiles[i : i + per_row]
-            grid.add_row(*row, *[""] * (per_row - len(row)))
-        return grid
+        table = Table(box=None, expand=True, show_header=True, header_style="dim", padding=(0, 1),
+                      show_edge=False, pad_edge=False)  # fmt: skip
+        for title, *_ in tiles:
+            table.add_column(title, no_wrap=True, overflow="ellipsis", ratio=1)
+        values, subs = [], []
+        for _, value, sub, key in tiles:
+            if value is None:
+                values.append(_text(("absent", "dim")))
+                subs.append(_text((str(absent.get(key) or ""), "dim")))
+            else:
+                values.append(_text((value, "bold")))
+                subs.append(_text((sub, "dim")))
+        table.add_row(*values)
+        table.add_row(*subs)
+        return Panel(table, border_style="blue", padding=(0, 1))
 
     def _sparks(self, snap: dict[str, Any], width: int):
         from rich.panel import Panel
@@ -251,7 +246,7 @@ class TopScreen:
         split = snap.get("time") if isinstance(snap.get("time"), dict) else {}
         parts = [p for p in split.get("parts") or [] if isinstance(p, dict)]
         rows: list[Any] = []
-        bar_width = max(width // 2 - 6, 10)
+        bar_width = max((width * 2 // 5 if width < 110 else width // 2) - 6, 10)
         if parts:
             rows.append(time_bar(parts, bar_width))
             total = sum(number(p.get("s")) or 0.0 for p in parts)
@@ -261,8 +256,11 @@ class TopScreen:
                 if s is None or s <= 0:
                     continue
                 glyph, style = PART_STYLE.get(str(p.get("name")), ("▪", "white"))
-                legend.append(_text((glyph, style), f" {p.get('label') or p.get('name')} ",
-                                    (duration(s), "bold"), f" {percent(s / total)}" if total else ""))  # fmt: skip
+                line = _text((glyph, style), " ", (f"{duration(s):>6}", "bold"),
+                             f" {percent(s / total):>6}" if total else "",
+                             f"  {p.get('label') or p.get('name')}")  # fmt: skip
+                line.no_wrap, line.overflow = True, "ellipsis"
+                legend.append(line)
             rows.extend(legend)
         else:
             rows.append(_text(("nothing measured yet", "dim")))
@@ -270,8 +268,8 @@ class TopScreen:
 
         right = Panel(Group(*rows), title="where the time went", title_align="left", border_style="blue")
         grid = Table.grid(expand=True)
-        grid.add_column(ratio=1)
-        grid.add_column(ratio=1)
+        grid.add_column(ratio=3 if width < 110 else 1)
+        grid.add_column(ratio=2 if width < 110 else 1)
         grid.add_row(left, right)
         return grid
 
