@@ -150,3 +150,13 @@ def test_summary_text_copes_with_an_empty_or_old_snapshot() -> None:
     old = {"steps": 3, "mfu": {"range": [0.1, 0.2]}, "time": {"elapsed_s": 1.0}}
     text = summary_text(old)
     assert "MFU 10.0-20.0% by convention" in text and "How each number" not in text
+
+
+def test_sparkline_resamples_to_its_width_and_scales_to_eight_heights() -> None:
+    from trainmeter.views.top import sparkline
+
+    assert sparkline([0, 1, 2, 3, 4, 5, 6, 7], 8) == "▁▂▃▄▅▆▇█"  # (v - 0) / 7 * 8, capped at 7
+    # 8 values into 4 cells: the mean of each pair, 0.5 2.5 4.5 6.5 over 0.5..6.5
+    assert sparkline([0, 1, 2, 3, 4, 5, 6, 7], 4) == "▁▃▆█"
+    assert sparkline([5.0, 5.0 * (1 + 1e-9)], 2) == "▄▄"  # flat, give or take rounding
+    assert sparkline([], 10) == ""

@@ -28,6 +28,7 @@ keys: q quits (Ctrl-C too)
 """
 
 REFRESH_S = 0.5
+CATCH_UP_POINTS = 400
 
 
 class Follower:
@@ -40,7 +41,14 @@ class Follower:
         from ..supervisor.store import RunStore
 
         self.events = events
+        self.screen = screen
         self.notes: list[str] = []
+        try:  # about 200 bytes a record: spread the catch-up snapshots over the log
+            self._every = max(int(events.stat().st_size / 200 / CATCH_UP_POINTS), 1)
+        except OSError:
+            self._every = 1
+        self._since_snap = 0
+        self._last_snap_t: float | None = None
         warn = self._warn
         factory, missing = parts.load_engine_factory(warn)
         engine, reason = parts.make_engine(factory, warn)
@@ -84,7 +92,24 @@ class Follower:
                 self.finished = True
             self.recorder.accept(line, record)
             fed += 1
+            self._maybe_snapshot(record)
         return fed
+
+    def _maybe_snapshot(self, record: dict[str, Any]) -> None:
+        """While catching up on a log, a snapshot every so often in record time, so the history
+        holds the run's past (tokens/s, MFU...) and not only what comes after `tm top` started.
+        At most about `CATCH_UP_POINTS` over the log as it stood, and none closer than 0.1 s of record time."""
+        t = record.get("t")
+        if not isinstance(t, (int, float)) or isinstance(t, bool):
+            return
+        self._since_snap += 1
+        if self._last_snap_t is not None and t - self._last_snap_t < 0.1:
+            return
+        if self._since_snap < self._every:
+            return
+        self._since_snap = 0
+        self._last_snap_t = t
+        self.screen.on_snapshot(self.recorder.snapshot(now=t), t)
 
     def snapshot(self) -> dict[str, Any]:
         return self.recorder.snapshot(now=None if self.finished else time.monotonic())
@@ -185,7 +210,10 @@ def _full_screen(events: Path, run_dir: Path) -> int:
             while True:
                 follower.poll()
                 width, height = console.size
-                live.update(screen.render(follower.snapshot(), source=str(run_dir),
+                snap = follower.snapshot()
+                if not follower.finished:
+                    screen.on_snapshot(snap, time.monotonic())
+                live.update(screen.render(snap, source=str(run_dir),
                                           state=follower.state(), width=width, height=height),
                             refresh=True)  # fmt: skip
                 if _quit_pressed(stdin_fd, REFRESH_S):

@@ -1,11 +1,9 @@
 """`tm top`'s screen: a run on one full terminal, for a second SSH session beside the training.
 
-`TopScreen` holds what the screen needs besides the snapshot: short trails of the loss and of
-tokens/s, fed from the same records the engine is fed (so a finished run replayed from its log
-draws the same curves it drew live). Each trail keeps a bounded number of points however long
-the run: when full, neighbouring points are merged pairwise (the mean of each pair), so the whole
-run stays on screen at a coarser grain. `render(snap)` returns one rich renderable: tiles, the
-sparklines, the utilization ladder, where the time went, ranks and alerts.
+`TopScreen` holds what the screen needs besides the snapshot: the bounded history of the loss
+and of tokens/s (the dashboard's `views.history`, so memory stays flat however long the run),
+fed from the same records and snapshots of the same engine. `render(snap)` returns one rich
+renderable: tiles, the sparklines, the utilization ladder, where the time went, ranks, alerts.
 """
 
 from __future__ import annotations
@@ -28,29 +26,7 @@ from .terminal_summary import LADDER_COLUMNS, PART_STYLE, _text, bar, time_bar
 
 SHORT_LADDER = ("util", "SM", "tensor", "OFU", "MFU")  # GPU-Util, SM/tensor active, OFU, MFU
 SPARKS = "▁▂▃▄▅▆▇█"
-TPS_WINDOW_S = 0.25  # tokens/s points: tokens over at least this many seconds of record time
-
-
-class Trail:
-    """At most `cap` (x, y) points covering the whole run; pairs merge when it fills up."""
-
-    def __init__(self, cap: int = 256) -> None:
-        self.cap = max(cap - cap % 2, 2)
-        self.points: list[tuple[float, float]] = []
-
-    def add(self, x: float, y: float) -> None:
-        self.points.append((x, y))
-        if len(self.points) >= self.cap:
-            merged = []
-            for i in range(0, len(self.points) - 1, 2):
-                (_, y0), (x1, y1) = self.points[i], self.points[i + 1]
-                merged.append((x1, (y0 + y1) / 2))
-            if len(self.points) % 2:
-                merged.append(self.points[-1])
-            self.points = merged
-
-    def values(self) -> list[float]:
-        return [y for _, y in self.points]
+CAPACITY = 512  # buckets a series keeps: more than a terminal has columns
 
 
 def sparkline(values: list[float], width: int) -> str:
@@ -65,55 +41,38 @@ def sparkline(values: list[float], width: int) -> str:
     else:
         cells = list(values)
     lo, hi = min(cells), max(cells)
-    if hi - lo <= 1e-12 * max(abs(hi), 1.0):
+    if hi - lo <= 1e-6 * max(abs(hi), abs(lo)):  # flat, give or take rounding
         return SPARKS[3] * len(cells)
     return "".join(SPARKS[min(int((v - lo) / (hi - lo) * 8), 7)] for v in cells)
 
 
 class TopScreen:
-    """The trails fed from records, and the screen drawn from a snapshot."""
+    """The bounded history fed from records and snapshots, and the screen drawn from a snapshot.
 
-    def __init__(self, cap: int = 256) -> None:
-        self.loss = Trail(cap)
-        self.tps = Trail(cap)
-        self._window_t0: float | None = None
-        self._window_tokens = 0.0
-        self._loss_key: str | None = None
+    The history is `views.history.History` (the dashboard's own): the loop's series from metric
+    records, tokens/s and the other engine numbers from each snapshot it is given.
+    """
+
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        from .history import History
+
+        self.history = History(capacity=capacity)
 
     def on_record(self, record: dict[str, Any]) -> None:
-        kind, d, t = record.get("kind"), record.get("d") or {}, number(record.get("t"))
-        if kind == "step" and t is not None:
-            tokens = number(d.get("real_tokens"))
-            tokens = tokens if tokens is not None else number(d.get("tokens"))
-            if tokens is None:
-                return
-            if self._window_t0 is None:
-                self._window_t0 = t  # the first report opens the first window
-                return
-            self._window_tokens += tokens
-            span = t - self._window_t0
-            if span >= TPS_WINDOW_S:
-                self.tps.add(t, self._window_tokens / span)
-                self._window_t0, self._window_tokens = t, 0.0
-        elif kind == "metric":
-            key, value = d.get("key"), number(d.get("value"))
-            if value is None or not isinstance(key, str):
-                return
-            if self._is_train_loss(key):
-                self.loss.add(number(d.get("step")) or float(len(self.loss.points)), value)
+        self.history.on_record(record)
 
-    def _is_train_loss(self, key: str) -> bool:
+    def on_snapshot(self, snap: dict[str, Any], now: float | None = None) -> None:
+        self.history.on_snapshot(snap, now)
+
+    def _loss_series(self) -> Any:
+        """The training loss as the loop logged it: its explicit key, else a bare `loss`."""
         from ..engine.series_names import BARE_LOSS, canonical
 
-        if canonical(key) == "train_loss":
-            if self._loss_key == BARE_LOSS:  # an explicit key wins over a bare `loss`
-                self.loss = Trail(self.loss.cap)
-            self._loss_key = key
-            return True
-        if key == BARE_LOSS and self._loss_key in (None, BARE_LOSS):
-            self._loss_key = key
-            return True
-        return False
+        series = self.history.series
+        keys = [k for k in series if canonical(k) == "train_loss"] or (
+            [BARE_LOSS] if BARE_LOSS in series else []
+        )
+        return series[keys[0]] if keys else None
 
     # ---- drawing -----------------------------------------------------------------------------
 
@@ -208,13 +167,13 @@ class TopScreen:
         grid.add_column(no_wrap=True)
         grid.add_column(no_wrap=True, style="dim")
         spark_width = max(width - 36, 10)
-        for label, trail, fmt, style in (
-            ("loss", self.loss, loss_text, "yellow"),
-            ("tokens/s", self.tps, si, "green"),
+        for label, series, fmt, style in (
+            ("loss", self._loss_series(), loss_text, "yellow"),
+            ("tokens/s", self.history.series.get("tokens_per_s"), si, "green"),
         ):
-            values = trail.values()
-            if values:
-                lo, hi = min(values), max(values)
+            if series is not None and len(series):
+                values = list(series.last)  # the range below is over every point, spikes too
+                lo, hi = min(series.lo), max(series.hi)
                 grid.add_row(label, _text((sparkline(values, spark_width), style)),
                              f"{fmt(values[-1])} ({fmt(lo)}..{fmt(hi)})")  # fmt: skip
             else:
