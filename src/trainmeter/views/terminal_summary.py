@@ -469,16 +469,24 @@ def absent(snap: dict[str, Any]) -> list[Any]:
 
 
 def _value_with_unit(value: Any, unit: str) -> str:
+    unit = "" if unit in ("1", "") else f" {unit}"  # "1": a pure number
     v = number(value)
     if v is None:
-        return f"{value}{' ' + unit if unit else ''}"
-    shown = f"{v:.6g}"
-    return f"{shown} {unit}".rstrip()
+        return f"{value}{unit}"
+    return f"{v:.6g}{unit}"
 
 
 def explain(snap: dict[str, Any]) -> list[Any]:
+    """Each derived number with its formula, and each input with its value and provenance."""
+    from rich.padding import Padding
+
     entries = snap.get("explain") if isinstance(snap.get("explain"), dict) else {}
+    mfu_entry = snap.get("mfu") if isinstance(snap.get("mfu"), dict) else {}
     out: list[Any] = []
+
+    def indented(*parts: Any) -> Any:
+        return Padding(_text(*parts), (0, 0, 0, 4), expand=False)
+
     for name, entry in entries.items():
         if not isinstance(entry, dict):
             continue
@@ -487,17 +495,19 @@ def explain(snap: dict[str, Any]) -> list[Any]:
             head.append(f"  ({entry['convention']})")
         out.append(_text(*head))
         if entry.get("formula"):
-            out.append(_text("    ", (str(entry["formula"]), "cyan")))
+            out.append(indented((str(entry["formula"]), "cyan")))
         for inp in entry.get("inputs") or []:
             if not isinstance(inp, dict):
                 continue
             src = f"  [{inp['source']}]" if inp.get("source") else ""
-            out.append(_text(f"    {inp.get('name')} = ",
-                             (_value_with_unit(inp.get("value"), inp.get("unit") or ""), "bold"),
-                             (src, "dim")))  # fmt: skip
-        for key in ("peak_source", "note"):
-            if entry.get(key):
-                out.append(_text("    ", (f"{key.replace('_', ' ')}: {entry[key]}", "dim")))
+            out.append(indented(f"{inp.get('name')} = ",
+                                (_value_with_unit(inp.get("value"), inp.get("unit") or ""), "bold"),
+                                (src, "dim")))  # fmt: skip
+        if entry.get("peak_source"):
+            same = entry["peak_source"] == mfu_entry.get("peak_source")
+            out.append(indented(("peak source: " + ("as under MFU above" if same else str(entry["peak_source"])), "dim")))
+        if entry.get("note"):
+            out.append(indented((f"note: {entry['note']}", "dim")))
     return out
 
 
