@@ -125,14 +125,20 @@ def test_status_line_live_then_terminal_given_back(tmp_path: Path) -> None:
 
 
 @needs_tmux
-def test_sigterm_gives_the_terminal_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("how", "status"), [("SIGTERM", 143), ("SIGHUP", 129), ("Ctrl-C", 130)]
+)  # 128 + the signal that ended the child, as a shell reports it
+def test_signals_give_the_terminal_back(tmp_path: Path, how: str, status: int) -> None:
     screen = _start(tmp_path)
     try:
         screen.wait_for(lambda ls: _is_status(ls[-1]) and "steps" in ls[-1], what="the status")
-        pid = int((tmp_path / "tm.pid").read_text())
-        os.kill(pid, signal.SIGTERM)  # tm forwards it; the child dies of it; tm cleans up
+        if how == "Ctrl-C":
+            screen.keys("C-c")  # the terminal signals the whole foreground group
+        else:
+            pid = int((tmp_path / "tm.pid").read_text())
+            os.kill(pid, getattr(signal, how))  # tm forwards it; the child dies of it
         _given_back(screen)
-        assert "tm exited 143" in screen.history()  # 128 + SIGTERM, the child's status
+        assert f"tm exited {status}" in screen.history()
     finally:
         screen.close()
 
