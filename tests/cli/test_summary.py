@@ -38,7 +38,7 @@ def test_summary_text_names_steps_tokens_series_and_absent_reasons(tmp_path: Pat
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.splitlines()[1] == f"run {run}"
-    assert "done       20 steps  20.5k tokens" in out  # 20 x 1024 = 20480
+    assert "so far     20 steps  20.5k tokens" in out  # 20 x 1024 = 20480
     assert "51.2%" in out  # 20480 / 40000 of the token budget
     assert "train_loss  1 " in out  # last emitted value 3.0 - 0.1 * 20 = 1.0
     assert "Absent (" in out and "mfu" in out.lower()

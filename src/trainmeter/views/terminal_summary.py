@@ -76,7 +76,7 @@ def _grid(rows: list[list[Any]], *, header: list[str] | None = None, pad: int = 
         show_edge=False,
     )
     for i in range(n):
-        table.add_column((header or [""] * n)[i] if header else "", no_wrap=i == 0)
+        table.add_column((header or [""] * n)[i] if header else "", no_wrap=i < 2)  # numbers whole
     for row in rows:
         table.add_row(*[r if r is not None else "" for r in row] + [""] * (n - len(row)))
     return table
@@ -161,7 +161,7 @@ def throughput(snap: dict[str, Any]) -> list[Any]:
     steps = number(snap.get("steps"))
     tokens = number(snap.get("tokens_seen"))
     rows.append(
-        ["done", f"{si(steps)} steps", f"{si(tokens)} tokens" if tokens is not None else ""]
+        ["so far", f"{si(steps)} steps", f"{si(tokens)} tokens" if tokens is not None else ""]
     )
     padding = snap.get("padding")
     if isinstance(padding, dict) and number(padding.get("share")) is not None:
@@ -181,7 +181,7 @@ def flops(snap: dict[str, Any]) -> list[Any]:
     counted = snap.get("counted") if isinstance(snap.get("counted"), dict) else {}
     if not conventions and not fpt and not counted:
         return []
-    chosen = fpt.get("convention")
+    chosen = fpt.get("convention") if number(fpt.get("value")) is not None else None
     rows: list[list[Any]] = []
     names = list(conventions) or ([chosen] if chosen else [])
     for name in names:
@@ -198,6 +198,11 @@ def flops(snap: dict[str, Any]) -> list[Any]:
         rows.append(["counted", _text((si(per_token), "bold")),
                      _text(("executed by the operators, recompute included", "dim")), vs])  # fmt: skip
     out: list[Any] = [_grid(rows)]
+    if chosen is None and fpt:
+        rng = fpt.get("range")
+        span = f" ({si(rng[0])}..{si(rng[1])})" if isinstance(rng, list) and len(rng) == 2 else ""
+        out.append(_text(("no convention chosen", "yellow"), f"{span}: MFU is the range over all of "
+                         "them; --convention picks one"))  # fmt: skip
     spent = number(snap.get("flops_spent"))
     if spent is not None:
         out.append(_text("spent ", (si_unit(spent, "FLOP"), "bold"), f" ({chosen})"))
@@ -279,19 +284,22 @@ def gpus(snap: dict[str, Any]) -> list[Any]:
     for gpu, row in counters.items():
         if not isinstance(row, dict):
             continue
-        cells = [f"GPU {gpu}", str(row.get("name") or "")]
-        if number(row.get("power_w")) is not None:
-            limit = number(row.get("power_limit_w"))
-            cells.append(f"{row['power_w']:.0f} W" + (f"/{limit:.0f}" if limit else ""))
-        else:
-            cells.append("")
+        bits = []
+        power, limit = number(row.get("power_w")), number(row.get("power_limit_w"))
+        if power is not None:
+            bits.append(f"{power:.0f}" + (f"/{limit:.0f}" if limit else "") + " W")
         used, total = number(row.get("memory_used_b")), number(row.get("memory_total_b"))
-        cells.append(f"mem {used / 2**30:.1f}/{total / 2**30:.0f} GiB" if used is not None and total else "")
+        if used is not None and total:
+            bits.append(f"mem {used / 2**30:.1f}/{total / 2**30:.0f} GiB")
         clock = number(row.get("sm_clock_mhz"))
-        cells.append(f"{clock:.0f} MHz" if clock is not None else "")
+        if clock is not None:
+            bits.append(f"{clock:.0f} MHz")
         temp = number(row.get("temperature_c"))
-        cells.append(f"{temp:.0f}°C" if temp is not None else "")
-        rows.append(cells)
+        if temp is not None:
+            bits.append(f"{temp:.0f}°C")
+        if row.get("throttle"):
+            bits.append("throttled: " + ", ".join(map(str, row["throttle"])))
+        rows.append([f"GPU {gpu}", str(row.get("name") or ""), ", ".join(bits)])
     if rows:
         out.append(_grid(rows))
     devices = snap.get("n_gpus") if isinstance(snap.get("n_gpus"), dict) else None
