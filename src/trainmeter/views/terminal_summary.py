@@ -143,7 +143,19 @@ def header(snap: dict[str, Any], source: str | None) -> list[Any]:
     elapsed = number((snap.get("time") or {}).get("elapsed_s"))
     if elapsed is not None:
         head.append(f"  {duration(elapsed)}")
+    started = number(run.get("unix_time"))
+    if started is not None:
+        from datetime import datetime, timezone
+
+        when = datetime.fromtimestamp(started, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        head.append((f"  started {when}", "dim"))
+    if run.get("hostname"):
+        head.append((f" on {run['hostname']}", "dim"))
     lines = [_text(*head)]
+    if isinstance(run.get("argv"), list) and run["argv"]:
+        import shlex
+
+        lines.append(_text(("command ", "dim"), shlex.join(str(a) for a in run["argv"])))
     if source:
         lines.append(_text(("run ", "dim"), source))
     return lines
