@@ -224,3 +224,47 @@ def test_ctrl_z_gives_the_shell_the_whole_terminal_until_fg(tmp_path: Path) -> N
         assert "tm exited 0" in screen.history()
     finally:
         screen.close()
+
+
+def _drain(fd: int) -> str:
+    import select
+
+    out = b""
+    while select.select([fd], [], [], 0.05)[0]:
+        out += os.read(fd, 65536)
+    return out.decode("utf-8", "replace")
+
+
+def test_observer_contract_on_a_pty_alerts_and_observe_only_once() -> None:
+    """The observer alone, on a pseudo-terminal of 10 rows: each line once, region set and reset."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 10, 80, 0, 0))
+    try:
+        status = live_status.LiveStatus(slave, colour=False, signals=False)
+        status._foreground = lambda: True  # the test process does not own this pty
+        snap = {
+            "steps": 3,
+            "facts": {"observe_only": {"value": "the command is not Python: GPU and host only"}},
+            "alerts": [{"kind": "stuck", "key": "stuck", "message": "no step for 60 s"}],
+        }
+        status.on_snapshot(snap, 1.0)
+        status.on_snapshot(snap, 2.0)  # the same alert and reason again: not repeated
+        late = dict(snap, alerts=[*snap["alerts"], {"kind": "straggler", "message": "rank 1"}])
+        status.on_finish(late)  # an alert first seen in the final snapshot still gets its line
+        out = _drain(master)
+        assert out.count("trainmeter: observe-only: the command is not Python") == 1
+        assert out.count("trainmeter: alert stuck: no step for 60 s") == 1
+        assert out.count("trainmeter: alert straggler: rank 1") == 1
+        assert out.index("\x1b[1;9r") < out.index("tm 3 steps")  # row 10 reserved, then drawn
+        assert out.rstrip().endswith("\x1b[r\x1b[10;1H\x1b[2K\x1b8")  # given back, row erased
+        assert "\x1b[1m" not in out  # no colour asked for
+        status.on_snapshot(snap, 3.0)  # after the end: nothing more is drawn
+        assert _drain(master) == ""
+    finally:
+        os.close(slave)
+        os.close(master)
