@@ -209,6 +209,11 @@ def _full_screen(events: Path, run_dir: Path) -> int:
         with Live(console=console, screen=True, auto_refresh=False, transient=True) as live:
             while True:
                 follower.poll()
+                try:  # follow a resize
+                    size = os.get_terminal_size(sys.stdout.fileno())
+                    console.width, console.height = size.columns, size.lines
+                except OSError:
+                    pass
                 width, height = console.size
                 snap = follower.snapshot()
                 if not follower.finished:
