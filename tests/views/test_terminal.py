@@ -160,3 +160,14 @@ def test_sparkline_resamples_to_its_width_and_scales_to_eight_heights() -> None:
     assert sparkline([0, 1, 2, 3, 4, 5, 6, 7], 4) == "▁▃▆█"
     assert sparkline([5.0, 5.0 * (1 + 1e-9)], 2) == "▄▄"  # flat, give or take rounding
     assert sparkline([], 10) == ""
+
+
+def test_summary_text_says_observe_only_up_front_and_never_crops_a_reason() -> None:
+    reason = "the command started a Python without the agent: GPU and host numbers only"
+    snap = {"facts": {"observe_only": {"value": reason, "source": "detected"},
+                      "device": {"value": {"name": "NVIDIA H100", "index": 0}, "source": "detected"}}}  # fmt: skip
+    text = summary_text(snap, "r")
+    assert text.splitlines()[1] == f"observe-only: {reason}"
+    flat = " ".join(text.split())
+    assert "device NVIDIA H100 detected" in flat
+    assert f"observe_only (see note) detected {reason}" in flat  # whole, wrapped not cropped

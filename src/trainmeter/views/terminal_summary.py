@@ -152,6 +152,9 @@ def header(snap: dict[str, Any], source: str | None) -> list[Any]:
     if run.get("hostname"):
         head.append((f" on {run['hostname']}", "dim"))
     lines = [_text(*head)]
+    observe = (snap.get("facts") or {}).get("observe_only") if isinstance(snap.get("facts"), dict) else None
+    if isinstance(observe, dict) and observe.get("value"):
+        lines.append(_text(("observe-only: ", "bold yellow"), str(observe["value"])))
     if isinstance(run.get("argv"), list) and run["argv"]:
         import shlex
 
@@ -443,12 +446,19 @@ def facts(snap: dict[str, Any]) -> list[Any]:
         if not isinstance(fact, dict):
             continue
         value = fact.get("value")
-        shown = si(value) if number(value) is not None else str(value)
         note = fact.get("note") or ""
+        if number(value) is not None:
+            shown = si(value)
+        elif isinstance(value, dict) and value.get("name"):
+            shown = str(value["name"])  # a device: {name, index, uuid}
+        else:
+            shown = str(value)
+        if len(shown) > 24:  # a reason, not a value: it goes where text may wrap
+            shown, note = "(see note)", f"{shown}. {note}".strip(". ") if note else shown
         conflicts = fact.get("conflicts") or []
         if conflicts:
             note += f" (also said: {len(conflicts)} other value{'s' if len(conflicts) > 1 else ''})"
-        rows.append([key, _text((shown[:40], "bold")), fact.get("source") or "", _text((note, "dim"))])
+        rows.append([key, _text((shown, "bold")), fact.get("source") or "", _text((note, "dim"))])
     return [_grid(rows)] if rows else []
 
 
