@@ -65,7 +65,13 @@ def status_parts(snap: dict[str, Any], elapsed: float | None) -> list[tuple[int,
     if progress is not None:
         cells = 10
         full = int(min(max(progress, 0.0), 1.0) * cells)
-        done = f"{si(steps)}/{si(budget.get('value'))} steps" if budget and budget.get("unit") == "steps" else f"{si(steps)} steps"
+        unit = budget.get("unit") if budget else None
+        if unit == "steps":
+            done = f"{si(steps)}/{si(budget.get('value'))} steps"
+        elif unit == "tokens":
+            done = f"{si(snap.get('tokens_seen'))}/{si(budget.get('value'))} tokens"
+        else:
+            done = f"{si(steps)} steps"
         parts.append((9, [("█" * full, "green"), ("░" * (cells - full), "dim"), (" ", ""),
                           (percent(progress), "bold"), (f" {done}", "")]))  # fmt: skip
     elif steps:
@@ -138,7 +144,6 @@ class LiveStatus:
         self._alerted: set[Any] = set()
         self._observe_only_said = False
         self._lock = threading.Lock()
-        self._resized = False
         self._console: Any = None
         self._previous_winch: Any = None
         self._previous_tstp: Any = None
@@ -202,7 +207,6 @@ class LiveStatus:
     def _draw(self) -> None:
         if self.closed or not self._foreground():
             return
-        self._resized = False
         if not self._layout():
             return
         elapsed = run_elapsed(self.snap)
@@ -313,7 +317,6 @@ class LiveStatus:
                 self._lock.release()
 
     def _on_winch(self, signum: int, frame: Any) -> None:
-        self._resized = True
         # Redraw now unless the live thread is drawing (it will see the new size itself).
         if self._lock.acquire(blocking=False):
             try:
