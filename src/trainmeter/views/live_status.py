@@ -56,9 +56,9 @@ def at_row(row: int, text: str) -> str:
     return f"{SAVE}{ESC}[{row};1H{ERASE_LINE}{text}{RESTORE}"
 
 
-def status_parts(snap: dict[str, Any], elapsed: float | None) -> list[tuple[int, list[tuple[str, str]]]]:
+def status_parts(snap: dict[str, Any], elapsed: float | None) -> list[tuple[float, list[tuple[str, str]]]]:
     """The status as (priority, [(text, style)...]) pieces; low priority goes first when narrow."""
-    parts: list[tuple[int, list[tuple[str, str]]]] = []
+    parts: list[tuple[float, list[tuple[str, str]]]] = []
     steps = number(snap.get("steps")) or 0
     progress = number(snap.get("progress"))
     budget = snap.get("budget") if isinstance(snap.get("budget"), dict) else None
@@ -72,8 +72,8 @@ def status_parts(snap: dict[str, Any], elapsed: float | None) -> list[tuple[int,
             done = f"{si(snap.get('tokens_seen'))}/{si(budget.get('value'))} tokens"
         else:
             done = f"{si(steps)} steps"
-        parts.append((9, [("█" * full, "green"), ("░" * (cells - full), "dim"), (" ", ""),
-                          (percent(progress), "bold"), (f" {done}", "")]))  # fmt: skip
+        parts.append((2, [("█" * full, "green"), ("░" * (cells - full), "dim")]))  # goes first
+        parts.append((9, [(percent(progress), "bold"), (f" {done}", "")]))
     elif steps:
         parts.append((9, [(f"{si(steps)} steps", "bold")]))
     else:
@@ -97,7 +97,7 @@ def status_parts(snap: dict[str, Any], elapsed: float | None) -> list[tuple[int,
         parts.append((3, [(duration(elapsed), "dim")]))
     n = len(alerts(snap))
     if n:
-        parts.append((6, [(plural(n, "alert"), "bold red")]))
+        parts.append((3.5, [(plural(n, "alert"), "bold red")]))  # each also has its own line
     return parts
 
 
@@ -107,12 +107,12 @@ def status_text(snap: dict[str, Any], width: int, elapsed: float | None = None):
 
     parts = status_parts(snap, elapsed)
 
-    def build(chosen: list[tuple[int, list[tuple[str, str]]]]) -> Text:
+    def build(chosen: list[tuple[float, list[tuple[str, str]]]]) -> Text:
         text = Text()
-        text.append("tm ", style="bold magenta")
+        text.append("tm  ", style="bold magenta")
         for i, (_, pieces) in enumerate(chosen):
             if i:
-                text.append(" │ ", style="dim")
+                text.append(" " if chosen[i - 1][0] == 2 else "  ")  # the bar, then its %
             for piece, style in pieces:
                 text.append(piece, style=style or None)
         return text
