@@ -175,9 +175,10 @@ def throughput(snap: dict[str, Any]) -> list[Any]:
         rows.append(["step time", _text((ms(step_time), "bold")), "rank 0"])
     steps = number(snap.get("steps"))
     tokens = number(snap.get("tokens_seen"))
-    rows.append(
-        ["so far", f"{si(steps)} steps", f"{si(tokens)} tokens" if tokens is not None else ""]
-    )
+    if steps is not None:
+        rows.append(
+            ["so far", f"{si(steps)} steps", f"{si(tokens)} tokens" if tokens is not None else ""]
+        )
     padding = snap.get("padding")
     if isinstance(padding, dict) and number(padding.get("share")) is not None:
         extra = ""
@@ -186,7 +187,7 @@ def throughput(snap: dict[str, Any]) -> list[Any]:
         rows.append(
             ["padding", _text((percent(padding["share"]), "bold"), " of tokens"), extra]
         )
-    return [_grid(rows)]
+    return [_grid(rows)] if rows else []
 
 
 def flops(snap: dict[str, Any]) -> list[Any]:
