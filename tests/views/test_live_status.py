@@ -23,7 +23,7 @@ from trainmeter.views import live_status
 from trainmeter.views.live_status import status_text
 from trainmeter.views.terminal import mfu_text, si
 
-from ..conftest import REPO, run_dirs
+from ..conftest import REPO, run_dirs, run_tm
 from .screen import Screen, needs_tmux, shell_env
 
 FAKE_GPUS = REPO / "tests" / "fixtures" / "nvml" / "h100_sxm_gpm.json"
@@ -120,6 +120,12 @@ def test_status_line_live_then_terminal_given_back(tmp_path: Path) -> None:
         assert f"{si(final['tokens_per_s'])} tok/s" in live  # 1024 tokens / 10 ms = 102k
         assert mfu_text(final) in live
         assert sum("alert mfu_impossible" in line for line in text.splitlines()) == 1
+        # and `tm summary` puts the alerts first, and says the MFU shown is impossible
+        summary = run_tm(["summary"], tmp_path).stdout
+        flat = [" ".join(line.split()) for line in summary.splitlines()]
+        assert flat.index("Alerts (2)") < flat.index("Throughput")
+        assert any(line.startswith("! mfu_impossible MFU is above 100%") for line in flat)
+        assert f"{mfu_text(final)} impossible: see the alert above" in flat
     finally:
         screen.close()
 

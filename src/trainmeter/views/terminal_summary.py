@@ -62,8 +62,9 @@ def _text(*parts: Any):
     return out
 
 
-def _grid(rows: list[list[Any]], *, header: list[str] | None = None, pad: int = 2):
-    """Aligned columns without borders (a table a pipe can read too)."""
+def _grid(rows: list[list[Any]], *, header: list[str] | None = None, pad: int = 2, whole: int = 2):
+    """Aligned columns without borders (a table a pipe can read too). The first `whole` columns
+    (names and numbers) never wrap; the others (text) wrap in their column."""
     from rich.table import Table
 
     n = max((len(r) for r in rows), default=0)
@@ -76,7 +77,7 @@ def _grid(rows: list[list[Any]], *, header: list[str] | None = None, pad: int = 
         show_edge=False,
     )
     for i in range(n):
-        table.add_column((header or [""] * n)[i] if header else "", no_wrap=i < 2)  # numbers whole
+        table.add_column((header or [""] * n)[i] if header else "", no_wrap=i < whole)
     for row in rows:
         table.add_row(*[r if r is not None else "" for r in row] + [""] * (n - len(row)))
     return table
@@ -203,8 +204,11 @@ def flops(snap: dict[str, Any]) -> list[Any]:
     for name in names:
         value = conventions.get(name, fpt.get("value") if name == chosen else None)
         mark = _text(("◀ chosen", "bold green"), f" ({fpt.get('source')})") if name == chosen else ""
+        formula = formulas.get(name) if name in conventions else fpt.get("formula")
+        if not formula and name == chosen and fpt.get("source") == "declared":
+            formula = "declared with --flops-per-token"
         rows.append([name, _text((si(value), "bold" if name == chosen else "")),
-                     _text((formulas.get(name) or fpt.get("formula") or "", "dim")), mark])  # fmt: skip
+                     _text((formula or "", "dim")), mark])  # fmt: skip
     if chosen and chosen not in names:
         rows.append([chosen, si(fpt.get("value")), fpt.get("formula") or "", "◀ chosen"])
     per_token = number(counted.get("per_token"))
@@ -239,7 +243,9 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
     if peak_flops is not None:
         against += f", {peak_flops / 1e12:g} TFLOP/s dense BF16 each"
     label = entry.get("peak_label") or peak.get("label")
-    out.append(_text((text or "MFU", "bold")))
+    impossible = [a for a in alerts(snap) if a.get("kind") == "mfu_impossible"]
+    out.append(_text((text or "MFU", "bold"),
+                     ("   impossible: see the alert above", "bold red") if impossible else ""))  # fmt: skip
     out.append(_text("peak: ", against, (f" ({label})" if label else "", "bold")))
     by = entry.get("by_convention")
     if isinstance(by, dict) and by:
@@ -432,8 +438,9 @@ def series(snap: dict[str, Any]) -> list[Any]:
 
 
 def alert_lines(snap: dict[str, Any]) -> list[Any]:
-    return [_text(("! ", "bold red"), (str(a.get("kind")), "bold red"), "  ", str(a.get("message") or ""))
+    rows = [[_text(("! " + str(a.get("kind")), "bold red")), str(a.get("message") or "")]
             for a in alerts(snap)]  # fmt: skip
+    return [_grid(rows, whole=1)] if rows else []
 
 
 def warnings(snap: dict[str, Any]) -> list[Any]:
@@ -547,6 +554,7 @@ def sections(snap: dict[str, Any], width: int) -> list[Section]:
     n_alerts = len(alerts(snap))
     n_absent = len(snap.get("absent") or {})
     return [
+        (f"Alerts ({n_alerts})", alert_lines(snap)),  # first: what is wrong comes before numbers
         ("Throughput", throughput(snap)),
         ("FLOPs per token", flops(snap)),
         ("MFU", mfu(snap)),
@@ -556,7 +564,6 @@ def sections(snap: dict[str, Any], width: int) -> list[Section]:
         ("Where the time went", time_split(snap, width)),
         ("Ranks (step time)", ranks(snap)),
         ("Series (last value)", series(snap)),
-        (f"Alerts ({n_alerts})", alert_lines(snap)),
         ("Warnings", warnings(snap)),
         ("Facts (value, provenance)", facts(snap)),
         ("Host and node", node(snap)),
