@@ -105,6 +105,7 @@ def test_status_line_live_then_terminal_given_back(tmp_path: Path) -> None:
         for i in range(1, 6):
             assert f"training says {i}" in lines[:-1]
         assert "50.0%" in status and "loss 1" in status and "OFU " in status and "ETA" in status
+        assert "(megatron) impossible" in status  # 517% MFU, and the engine said so
         # each alert once, as its own line in the scrolling part
         alert_lines = [line for line in lines if "alert mfu_impossible" in line]
         assert len(alert_lines) == 1 and alert_lines[0].startswith("trainmeter: alert")

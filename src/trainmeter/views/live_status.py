@@ -83,7 +83,10 @@ def status_parts(snap: dict[str, Any], elapsed: float | None) -> list[tuple[floa
         parts.append((8, [(si(tps), "bold"), (" tok/s", "")]))
     mfu = mfu_text(snap)
     if mfu:
-        parts.append((7, [(mfu, "bold cyan")]))
+        if any(a.get("kind") == "mfu_impossible" for a in alerts(snap)):
+            parts.append((7, [(mfu, "bold red"), (" impossible", "red")]))
+        else:
+            parts.append((7, [(mfu, "bold cyan")]))
     ofu = snap.get("ofu") if isinstance(snap.get("ofu"), dict) else None
     if ofu and number(ofu.get("value")) is not None:
         parts.append((4, [(f"OFU {percent(ofu['value'])}", "cyan")]))

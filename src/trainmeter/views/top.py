@@ -118,6 +118,8 @@ class TopScreen:
         mfu_value, rng = number(mfu.get("value")), mfu.get("range")
         if mfu_value is not None:
             mfu_shown, mfu_sub = percent(mfu_value), str(mfu.get("convention"))
+            if any(a.get("kind") == "mfu_impossible" for a in alerts(snap)):
+                mfu_sub = f"{mfu_sub}: impossible"
         elif isinstance(rng, list) and len(rng) == 2:
             mfu_shown, mfu_sub = f"{percent(rng[0])[:-1]}-{percent(rng[1])}", "by convention"
         else:
