@@ -61,6 +61,12 @@ class Screen:
         self._tmux("resize-window", "-t", "t", "-x", str(cols), "-y", str(rows))
         self.cols, self.rows = cols, rows
 
+    def shell_children(self) -> list[int]:
+        """The pids of the processes the pane's shell started (its foreground command)."""
+        shell = int(self._tmux("list-panes", "-t", "t", "-F", "#{pane_pid}").split()[0])
+        children = Path(f"/proc/{shell}/task/{shell}/children")
+        return [int(p) for p in children.read_text().split()] if children.exists() else []
+
     def lines(self) -> list[str]:
         """The visible screen, one string a row (trailing blanks trimmed), all `rows` of them."""
         text = self._tmux("capture-pane", "-p", "-t", "t")

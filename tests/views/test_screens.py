@@ -13,6 +13,7 @@ import json
 import os
 import pty
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -154,6 +155,23 @@ def test_top_shows_a_finished_run_and_quits_on_q(example_run: Path) -> None:
         raw = screen.raw_bytes()
         assert raw.rfind(b"\x1b[?1049l") > raw.rfind(b"\x1b[?1049h") > 0
         assert raw.rfind(b"\x1b[?25h") > raw.rfind(b"\x1b[?25l")  # the cursor shown again
+    finally:
+        screen.close()
+
+
+@needs_tmux
+def test_top_gives_the_terminal_back_on_sigterm(example_run: Path) -> None:
+    screen = Screen(example_run.parent, cols=100, rows=24)
+    try:
+        screen.type(f"clear; echo before top; {shell_env()} {sys.executable} -m trainmeter top "
+                    f"{example_run}; echo top exited $?")  # fmt: skip
+        screen.wait_for(lambda ls: "finished" in ls[0], what="tm top's title")
+        (pid,) = screen.shell_children()
+        os.kill(pid, signal.SIGTERM)
+        lines = screen.wait_for(lambda ls: "top exited 0" in ls, what="tm top's exit on SIGTERM")
+        assert lines[0] == "before top"  # the shell's screen is back
+        screen.type("echo keys echo again")  # the keyboard mode was restored: typing shows
+        screen.wait_for(lambda ls: any(line.endswith("echo keys echo again") for line in ls))
     finally:
         screen.close()
 
