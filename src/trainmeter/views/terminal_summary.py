@@ -381,7 +381,8 @@ def budget(snap: dict[str, Any], width: int) -> list[Any]:
         if isinstance(plan.get("hours"), dict):
             p = plan["hours"]
             projected = number(p.get("projected"))
-            rows.append(["hours", f"{number(p.get('planned')) or 0:.3g}",
+            planned = number(p.get("planned"))
+            rows.append(["hours", f"{planned:.3g}" if planned is not None else "?",
                          f"{projected:.3g} projected" if projected is not None else "-", ""])  # fmt: skip
         if rows:
             out.append(_text(("plan vs actual", "bold")))
