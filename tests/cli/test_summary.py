@@ -37,11 +37,12 @@ def test_summary_text_names_steps_tokens_series_and_absent_reasons(tmp_path: Pat
     result = run_tm(["summary", run.name.split("-", 2)[2]], tmp_path)  # by name
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.startswith(f"run {run}\n")
-    assert "20 steps, 20.5k tokens" in out  # 20 x 1024 = 20480
-    assert "51.2% of budget" in out  # 20480 / 40000
-    assert "train_loss = 1" in out  # last emitted value 3.0 - 0.1 * 20 = 1.0
-    assert "absent:" in out and "mfu" in out.lower()
+    assert f"run {run}" in out.splitlines()[1:4]
+    assert "so far     20 steps  20.5k tokens" in out  # 20 x 1024 = 20480
+    assert "51.2%" in out  # 20480 / 40000 of the token budget
+    assert "train_loss  1 " in out  # last emitted value 3.0 - 0.1 * 20 = 1.0
+    assert "Absent (" in out and "mfu" in out.lower()
+    assert "\x1b" not in out  # a pipe gets plain text
 
 
 def test_summary_of_a_crashed_run_reports_what_it_skipped(tmp_path: Path) -> None:

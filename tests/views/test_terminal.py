@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trainmeter.views.terminal import duration, mfu_text, si, summary_line, summary_text
+from trainmeter.views.terminal_summary import time_bar
 
 
 @pytest.mark.parametrize(
@@ -52,40 +53,121 @@ def test_summary_line() -> None:
     assert summary_line(snap, "/r/x") == (
         "trainmeter: 35.2s, 100 steps, 1.2M tokens, 35.1k tok/s, MFU 38.1% (megatron); run /r/x"
     )
+    # OFU where the counters gave it, the last training loss, and how many alerts fired
+    snap.update(
+        ofu={"value": 0.4237},
+        series={"train_loss": {"value": 2.34567}, "lr": {"value": 1e-4}},
+        alerts=[{"kind": "straggler"}, {"kind": "mfu_impossible"}],
+    )
+    assert summary_line(snap, "/r/x") == (
+        "trainmeter: 35.2s, 100 steps, 1.2M tokens, 35.1k tok/s, MFU 38.1% (megatron), "
+        "OFU 42.4%, loss 2.346, 2 alerts (tm summary); run /r/x"
+    )
     # no engine numbers at all: the elapsed time tm measured itself, and where the log is not
     assert summary_line({}, None, elapsed_s=2.0) == "trainmeter: 2.0s; no run log"
 
 
-def test_summary_text_shows_time_split_goodput_warnings_and_reasons() -> None:
-    snap = {
-        "steps": 10,
-        "tokens_seen": 10_240,
-        "tokens_per_s": 2048.0,
-        "step_time_s": 0.5,
-        "progress": 0.25,
-        "time": {
-            "elapsed_s": 10.0,
-            "goodput": 0.8,
-            "parts": [
-                {"name": "startup", "label": "Startup and compile", "s": 2.0},
-                {"name": "data", "label": "Data wait", "s": None},
-            ],
-        },
-        "series": {"train_loss": {"value": 2.345678, "count": 10, "via": "emit"}},
-        "warnings": ["tokens disagree"],
-        "absent": {"mfu": "no dense peak"},
-    }
-    text = summary_text(snap, "runs/a")
-    assert text.splitlines() == [
-        "run runs/a",
-        "10 steps, 10.2k tokens, 2.0k tok/s, 500.0 ms/step, 25.0% of budget",
-        "MFU absent: no dense peak",
-        "time: 10.0s elapsed, goodput 80.0%",
-        "  Startup and compile: 2.0s",
-        "  Data wait: not measured",
-        "series (last value):",
-        "  train_loss = 2.346  (10 values, emit)",
-        "warning: tokens disagree",
-        "absent:",
-        "  mfu: no dense peak",
+def test_time_bar_is_proportional_and_fills_its_width() -> None:
+    parts = [
+        {"name": "startup", "s": 2.0},
+        {"name": "data", "s": None},  # not measured: no cells, never zero-width guesswork
+        {"name": "compute", "s": 6.0},
+        {"name": "after", "s": 2.0},
     ]
+    # 2 + 6 + 2 = 10 s over 10 cells: 2, 6 and 2 cells
+    assert time_bar(parts, 10).plain == "▓▓██████░░"
+    # 1/3 each over 10 cells: 3.33 each, the largest remainders get the spare cell -> 4, 3, 3
+    thirds = [{"name": "startup", "s": 1.0}, {"name": "compute", "s": 1.0}, {"name": "after", "s": 1.0}]
+    assert time_bar(thirds, 10).plain == "▓▓▓▓███░░░"
+
+
+SNAP = {
+    "run": {"name": "llm", "exit_status": 0},
+    "steps": 10, "tokens_seen": 10_240, "tokens_per_s": 2048.0, "step_time_s": 0.5,
+    "tokens_counted": "real (padding excluded)",
+    "padding": {"tokens_total": 12_800, "tokens_real": 10_240, "share": 0.2},
+    "budget": {"unit": "tokens", "value": 40_960, "source": "declared"}, "progress": 0.25,
+    "eta_s": 15.0,
+    "plan": {"mfu": {"planned": 0.4, "measured": 0.381, "convention": "megatron"},
+             "hours": {"planned": 2.0, "projected": 2.5}},
+    "ranks": {"step_time_s": {"0": 0.5, "1": 0.6}, "slowest": "1", "fastest": "0", "spread": 0.2},
+    "energy": {"joules": 1500.0, "per_gpu": {"0": 1500.0}, "joules_per_token": 1500.0 / 10_240},
+    "time": {"elapsed_s": 10.0, "goodput": 0.8, "parts": [
+        {"name": "startup", "label": "Startup and compile", "s": 2.0},
+        {"name": "data", "label": "Data wait", "s": None},
+        {"name": "compute", "label": "Compute", "s": 8.0, "measured": False}]},
+    "series": {"train_loss": {"value": 2.345678, "count": 10, "via": "emit", "step": 10}},
+    "alerts": [{"kind": "straggler", "message": "rank 1 is 20% slower than rank 0"}],
+    "warnings": ["tokens disagree"],
+    "absent": {"mfu": "no dense peak: declare --peak-tflops"},
+    "explain": {"tokens_per_s": {
+        "value": 2048.0, "unit": "tokens/s", "formula": "tokens / seconds over the window",
+        "inputs": [{"name": "tokens", "value": 10240, "unit": "tokens", "source": "agent"},
+                   {"name": "seconds", "value": 5.0, "unit": "s", "source": "step records"}]}},
+}  # fmt: skip
+
+
+def test_summary_text_groups_every_number_with_its_reason() -> None:
+    text = summary_text(SNAP, "runs/a")
+    lines = [" ".join(line.split()) for line in text.splitlines()]  # columns, not spaces
+    assert lines[:2] == ["llm finished 10.0s", "run runs/a"]
+    assert "tokens/s 2.0k counting real (padding excluded)" in lines
+    assert "step time 500.0 ms rank 0" in lines
+    assert "padding 20.0% of tokens" in lines  # 1 - 10240 / 12800
+    assert "budget 41.0k tokens (declared)" in lines
+    assert any(line.endswith("25.0% ETA 15.0s") for line in lines)
+    # plan vs actual: 40% planned, 38.1% measured; 2 h planned, 2.5 h projected
+    i = lines.index("plan vs actual")
+    assert lines[i + 2].split() == ["MFU", "40.0%", "38.1%", "megatron"]
+    assert lines[i + 3].split() == ["hours", "2", "2.5", "projected"]
+    # energy: 1500 J over 10240 tokens = 0.146 J/token
+    assert "1.5 kJ (GPU 0 1.5 kJ) 146 mJ per token" in lines
+    # time: 2 s of 10 s startup, 8 s compute (the rest); data wait not measured
+    assert "10.0s elapsed goodput 80.0%" in lines
+    assert "▓ Startup and compile 2.0s 20.0%" in lines
+    assert "▒ Data wait: not measured" in lines
+    assert "█ Compute 8.0s 80.0% (the rest)" in lines
+    # ranks: the slowest named, and the spread 0.6 / 0.5 - 1 = 20%
+    assert lines[lines.index("Ranks (step time)") + 2].split() == ["rank", "1", "600.0", "ms", "slowest"]
+    assert "spread 20.0% (rank 1 is that much slower than rank 0)" in lines
+    assert "train_loss 2.346 10 values step 10 emit" in lines
+    assert "Alerts (1)" in lines
+    assert "! straggler rank 1 is 20% slower than rank 0" in lines
+    assert "· tokens disagree" in lines
+    assert "mfu no dense peak: declare --peak-tflops" in lines
+    # the explanation: formula, then each input with its value, unit and provenance
+    i = lines.index("tokens_per_s = 2048 tokens/s")
+    assert lines[i + 1 : i + 4] == [
+        "tokens / seconds over the window",
+        "tokens = 10240 tokens [agent]",
+        "seconds = 5 s [step records]",
+    ]
+    assert "\x1b" not in text
+
+
+def test_summary_text_copes_with_an_empty_or_old_snapshot() -> None:
+    assert summary_text({}).splitlines()[0] == "run"
+    old = {"steps": 3, "mfu": {"range": [0.1, 0.2]}, "time": {"elapsed_s": 1.0}}
+    text = summary_text(old)
+    assert "MFU 10.0-20.0% by convention" in text and "How each number" not in text
+
+
+def test_sparkline_resamples_to_its_width_and_scales_to_eight_heights() -> None:
+    from trainmeter.views.top import sparkline
+
+    assert sparkline([0, 1, 2, 3, 4, 5, 6, 7], 8) == "▁▂▃▄▅▆▇█"  # (v - 0) / 7 * 8, capped at 7
+    # 8 values into 4 cells: the mean of each pair, 0.5 2.5 4.5 6.5 over 0.5..6.5
+    assert sparkline([0, 1, 2, 3, 4, 5, 6, 7], 4) == "▁▃▆█"
+    assert sparkline([5.0, 5.0 * (1 + 1e-9)], 2) == "▄▄"  # flat, give or take rounding
+    assert sparkline([], 10) == ""
+
+
+def test_summary_text_says_observe_only_up_front_and_never_crops_a_reason() -> None:
+    reason = "the command started a Python without the agent: GPU and host numbers only"
+    snap = {"facts": {"observe_only": {"value": reason, "source": "detected"},
+                      "device": {"value": {"name": "NVIDIA H100", "index": 0}, "source": "detected"}}}  # fmt: skip
+    text = summary_text(snap, "r")
+    assert text.splitlines()[1] == f"observe-only: {reason}"
+    flat = " ".join(text.split())
+    assert "device NVIDIA H100 detected" in flat
+    assert f"observe_only (see note) detected {reason}" in flat  # whole, wrapped not cropped

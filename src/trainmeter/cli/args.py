@@ -29,6 +29,7 @@ usage: tm [options] script.py [script args]     run a Python training script and
        tm [options] -- command [args]           any command: torchrun, a shell script, ...
        (`tm python train.py`, `tm torchrun ...`: a program on PATH is run as after `--`)
        tm summary [RUN] [--json]                a finished run's summary, replayed from its log
+       tm top [RUN]                             a run on one full terminal, live while it runs
        tm doctor | hardware | attach PID        what tm can see here, the node, a running PID
        tm runs | compare A B                    the runs here; two runs side by side
        tm passport | report | export [RUN]      a run's passport, HTML report, W&B/CSV/Parquet

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("trainmeter.cli.report", "a run as one self-contained HTML file, charts included"),
     "passport": ("trainmeter.cli.passport", "a run's passport: what it cost, with provenance"),
     "check": ("trainmeter.cli.check", "fail a CI job when a run misses its thresholds"),
+    "top": ("trainmeter.cli.top", "a run on one full terminal, live while it runs"),
 }
 
 

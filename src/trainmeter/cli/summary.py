@@ -68,7 +68,9 @@ def _main(argv: list[str]) -> int:
     if as_json:
         print(json.dumps(result.snapshot, allow_nan=False, indent=2), flush=True)
         return 0
-    from ..views.terminal import summary_text
+    from ..views.terminal_console import make_console
+    from ..views.terminal_summary import render
 
-    print(summary_text(result.snapshot, str(run_dir)), flush=True)
+    render(make_console(sys.stdout), result.snapshot, str(run_dir))
+    sys.stdout.flush()
     return 0

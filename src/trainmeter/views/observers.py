@@ -20,4 +20,9 @@ def make_observers(opts: Any, run_dir: Path | None, warn: Any, stderr: Any = Non
         from .passport import PassportWriter
 
         observers.append(PassportWriter(run_dir, warn))
+    from . import live_status  # the status line: a terminal on stderr and no -q
+
+    status = live_status.make(opts, stderr)
+    if status is not None:
+        observers.append(status)
     return observers

@@ -1,27 +1,52 @@
-"""Plain-text views of a snapshot: the one line `tm` prints at the end, and `tm summary`.
+"""How numbers read in the terminal, and the one line `tm` prints when a run ends.
 
 Numbers are short and SI-scaled (1.2M tokens, 35.1k tok/s) because a person reads them at a
 glance; the exact values are in `summary.json`. MFU is never shown without its convention, and
-when no convention was chosen the range over all of them is shown (promise 4). A number the
-engine left absent is not printed as zero: the line leaves it out, the long view gives the reason.
+when no convention was chosen the range over all of them is shown. A number the engine left
+absent is not printed as zero: the line leaves it out, `tm summary` gives the reason.
+
+The formatters here are shared by every terminal view (`tm summary`, the live status line,
+`tm top`) so that one number reads the same everywhere.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
-from .insight_text import insight_lines
+_SCALES = ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
+_UNIT_SCALES = (
+    (1e15, "P"),
+    (1e12, "T"),
+    (1e9, "G"),
+    (1e6, "M"),
+    (1e3, "k"),
+    (1.0, ""),
+    (1e-3, "m"),
+    (1e-6, "µ"),
+    (1e-9, "n"),
+)
 
-_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
+
+def number(value: Any) -> float | None:
+    """A finite float, or None for anything else (absent is never zero)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
 
 
 def si(value: float | int | None) -> str:
     """1234567 -> '1.2M', 35123 -> '35.1k', 123456 -> '123k', 950 -> '950', 0.5 -> '0.5'."""
-    if value is None:
+    v = number(value)
+    if v is None:
         return "?"
-    v = float(value)
-    for scale, suffix in _SCALES:
+    if abs(v) < 1e15:
+        scales = _SCALES[1:]
+    else:
+        scales = _SCALES
+    for scale, suffix in scales:
         if abs(v) >= scale * 0.9995:
             scaled = v / scale
             return f"{scaled:.0f}{suffix}" if abs(scaled) >= 99.95 else f"{scaled:.1f}{suffix}"
@@ -30,18 +55,37 @@ def si(value: float | int | None) -> str:
     return f"{v:.3g}"
 
 
-def duration(seconds: float | None) -> str:
-    """12.3 -> '12.3s', 303 -> '5m03s', 7500 -> '2h05m'."""
-    if seconds is None:
+def si_unit(value: float | int | None, unit: str) -> str:
+    """A value with a metric prefix on its unit: 1403 J -> '1.40 kJ', 0.00685 -> '6.85 mJ'."""
+    v = number(value)
+    if v is None:
         return "?"
-    s = max(float(seconds), 0.0)
+    if v == 0:
+        return f"0 {unit}"
+    for scale, prefix in _UNIT_SCALES:
+        if abs(v) >= scale * 0.9995:
+            return f"{v / scale:.3g} {prefix}{unit}"
+    return f"{v:.3g} {unit}"
+
+
+def duration(seconds: float | None) -> str:
+    """12.3 -> '12.3s', 303 -> '5m03s', 7500 -> '2h05m', 200000 -> '2d07h'."""
+    s = number(seconds)
+    if s is None:
+        return "?"
+    s = max(s, 0.0)
+    if 0 < s < 0.05:
+        return f"{s * 1000:.0f}ms" if s >= 0.0005 else f"{s * 1000:.2g}ms"
     if s < 60:
         return f"{s:.1f}s"
     if s < 3600:
         m, rest = divmod(int(round(s)), 60)
         return f"{m}m{rest:02d}s"
-    h, rest = divmod(int(round(s)), 3600)
-    return f"{h}h{rest // 60:02d}m"
+    if s < 86400:
+        h, rest = divmod(int(round(s)), 3600)
+        return f"{h}h{rest // 60:02d}m"
+    d, rest = divmod(int(round(s)), 86400)
+    return f"{d}d{rest // 3600:02d}h"
 
 
 def percent(fraction: float) -> str:
@@ -52,12 +96,25 @@ def percent(fraction: float) -> str:
     return f"{value:.2g}%"
 
 
+def ms(seconds: float | None) -> str:
+    """A step time: 0.01481 -> '14.8 ms', 2.5 -> '2.50 s'."""
+    s = number(seconds)
+    if s is None:
+        return "?"
+    return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def loss_text(value: Any) -> str:
+    v = number(value)
+    return "?" if v is None else f"{v:.4g}"
+
+
 def mfu_text(snap: dict[str, Any]) -> str | None:
     """'MFU 38.1% (titan)', or 'MFU 36.8-42.2% by convention', or None when absent."""
     mfu = snap.get("mfu")
     if not isinstance(mfu, dict):
         return None
-    if isinstance(mfu.get("value"), (int, float)):
+    if number(mfu.get("value")) is not None:
         return f"MFU {percent(mfu['value'])} ({mfu.get('convention') or 'convention unknown'})"
     rng = mfu.get("range")
     if isinstance(rng, (list, tuple)) and len(rng) == 2:
@@ -65,88 +122,70 @@ def mfu_text(snap: dict[str, Any]) -> str | None:
     return None
 
 
-def _elapsed(snap: dict[str, Any]) -> float | None:
+def ofu_value(snap: dict[str, Any]) -> float | None:
+    """OFU (all GPUs, from the tensor-activity counters), or None when not counted."""
+    ofu = snap.get("ofu")
+    return number(ofu.get("value")) if isinstance(ofu, dict) else None
+
+
+def ofu_text(snap: dict[str, Any]) -> str | None:
+    value = ofu_value(snap)
+    return None if value is None else f"OFU {percent(value)}"
+
+
+def train_loss(snap: dict[str, Any]) -> float | None:
+    """The last training loss the loop reported (canonical `train_loss`), or None."""
+    series = snap.get("series")
+    if not isinstance(series, dict):
+        return None
+    entry = series.get("train_loss")
+    return number(entry.get("value")) if isinstance(entry, dict) else None
+
+
+def alerts(snap: dict[str, Any]) -> list[dict[str, Any]]:
+    return [a for a in snap.get("alerts") or [] if isinstance(a, dict)]
+
+
+def run_elapsed(snap: dict[str, Any]) -> float | None:
     time_split = snap.get("time")
-    return time_split.get("elapsed_s") if isinstance(time_split, dict) else None
+    return number(time_split.get("elapsed_s")) if isinstance(time_split, dict) else None
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def summary_line(
     snap: dict[str, Any], run_dir: Path | str | None, elapsed_s: float | None = None
 ) -> str:
-    """The one line on stderr when a run ends. `elapsed_s` stands in when the engine had none."""
-    elapsed = _elapsed(snap)
-    parts = [duration(elapsed if elapsed is not None else elapsed_s)]
-    if isinstance(snap.get("steps"), (int, float)):
+    """The one line on stderr when a run ends. `elapsed_s` stands in when the engine had none.
+
+    Elapsed, steps, tokens, tokens/s, MFU with its convention, OFU where counted, the last
+    training loss, the alert count, then where the run log is.
+    """
+    measured = run_elapsed(snap)
+    parts = [duration(measured if measured is not None else elapsed_s)]
+    if number(snap.get("steps")) is not None:
         parts.append(f"{si(snap['steps'])} steps")
-    if isinstance(snap.get("tokens_seen"), (int, float)) and snap["tokens_seen"]:
+    if number(snap.get("tokens_seen")):
         parts.append(f"{si(snap['tokens_seen'])} tokens")
-    if isinstance(snap.get("tokens_per_s"), (int, float)):
+    if number(snap.get("tokens_per_s")) is not None:
         parts.append(f"{si(snap['tokens_per_s'])} tok/s")
-    mfu = mfu_text(snap)
-    if mfu:
-        parts.append(mfu)
+    for text in (mfu_text(snap), ofu_text(snap)):
+        if text:
+            parts.append(text)
+    loss = train_loss(snap)
+    if loss is not None:
+        parts.append(f"loss {loss_text(loss)}")
+    n_alerts = len(alerts(snap))
+    if n_alerts:
+        parts.append(plural(n_alerts, "alert") + " (tm summary)")
     where = f"run {run_dir}" if run_dir else "no run log"
     return f"trainmeter: {', '.join(parts)}; {where}"
 
 
-def _series_lines(series: Any) -> list[str]:
-    if not isinstance(series, dict) or not series:
-        return []
-    lines = ["series (last value):"]
-    for name, entry in sorted(series.items()):
-        if not isinstance(entry, dict):
-            continue
-        value = entry.get("value")
-        shown = f"{value:.4g}" if isinstance(value, (int, float)) else str(value)
-        via = entry.get("via") or entry.get("source") or ""
-        lines.append(f"  {name} = {shown}  ({entry.get('count', '?')} values, {via})")
-    return lines
+def summary_text(snap: dict[str, Any], source: str | None = None, width: int = 100) -> str:
+    """`tm summary` as plain text (no colour): what a pipe or a file gets."""
+    from .terminal_summary import render_plain
 
-
-def _time_lines(time_split: Any) -> list[str]:
-    if not isinstance(time_split, dict):
-        return []
-    head = f"time: {duration(time_split.get('elapsed_s'))} elapsed"
-    if isinstance(time_split.get("goodput"), (int, float)):
-        head += f", goodput {percent(time_split['goodput'])}"
-    lines = [head]
-    for part in time_split.get("parts") or []:
-        if not isinstance(part, dict):
-            continue
-        seconds = part.get("s")
-        shown = duration(seconds) if isinstance(seconds, (int, float)) else "not measured"
-        lines.append(f"  {part.get('label') or part.get('name')}: {shown}")
-    return lines
-
-
-def summary_text(snap: dict[str, Any], source: str | None = None) -> str:
-    """A few lines for `tm summary`: progress, throughput, MFU, time split, series, caveats."""
-    lines: list[str] = []
-    if source:
-        lines.append(f"run {source}")
-    head = [f"{si(snap.get('steps'))} steps"]
-    if isinstance(snap.get("tokens_seen"), (int, float)):
-        head.append(f"{si(snap['tokens_seen'])} tokens")
-    if isinstance(snap.get("tokens_per_s"), (int, float)):
-        head.append(f"{si(snap['tokens_per_s'])} tok/s")
-    if isinstance(snap.get("step_time_s"), (int, float)):
-        head.append(f"{snap['step_time_s'] * 1000:.1f} ms/step")
-    if isinstance(snap.get("progress"), (int, float)):
-        head.append(f"{percent(snap['progress'])} of budget")
-    lines.append(", ".join(head))
-    mfu = mfu_text(snap)
-    absent = snap.get("absent") if isinstance(snap.get("absent"), dict) else {}
-    if mfu:
-        lines.append(mfu)
-    elif "mfu" in absent:
-        lines.append(f"MFU absent: {absent['mfu']}")
-    lines.extend(_time_lines(snap.get("time")))
-    lines.extend(insight_lines(snap))  # samples, MFU waterfall, advice (views/insight_text.py)
-    lines.extend(_series_lines(snap.get("series")))
-    for warning in snap.get("warnings") or []:
-        lines.append(f"warning: {warning}")
-    if absent:
-        lines.append("absent:")
-        for name, reason in sorted(absent.items()):
-            lines.append(f"  {name}: {reason}")
-    return "\n".join(lines)
+    return render_plain(snap, source, width=width)
