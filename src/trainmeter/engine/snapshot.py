@@ -21,7 +21,7 @@ from .flops import CONVENTIONS, ModelShape, all_conventions, flops_per_token, fo
 from .formulas import mfu as mfu_of
 from .formulas import num
 from .host_node import HostSeries, NodeSeries
-from .ranks import RankTimes
+from .ranks import RankModel, RankTimes
 from .series import SeriesStore
 from .throughput import StepClock
 from .timesplit import TimeLedger
@@ -45,6 +45,7 @@ class Engine:
         self.facts = FactStore()
         self.clock = StepClock()
         self.ranks = RankTimes()
+        self.rank_model = RankModel()  # the node's ranks and its step clock (docs/ranks.md)
         self.ledger = TimeLedger()
         self.series = SeriesStore()
         self.gpu = GpuCounters(self._lookup)
@@ -95,16 +96,16 @@ class Engine:
         r = record.get("rank") or 0
         k = d.get("k")
         self.ranks.step(r, t, k if isinstance(k, int) and k > 0 else 1)
-        if r != 0:
-            return  # rank 0 is the step clock
+        if not self.rank_model.is_clock(r):
+            return  # the node's local rank 0 is its step clock
         clock = self.clock
         self.ledger.step(t)
         clock.step(t, d)
         self.data_window.step(t, self.ledger.phase_s.get("data", 0.0))
 
     def _on_metric(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
-        if (record.get("rank") or 0) != 0:
-            return  # every rank logs the same curve in most loops: keep one copy, rank 0's
+        if not self.rank_model.is_clock(record.get("rank")):
+            return  # every rank logs the same curve in most loops: keep one copy, the clock's
         key, value = d.get("key"), num(d.get("value"))
         if not isinstance(key, str) or value is None:
             return
@@ -115,7 +116,7 @@ class Engine:
         self.series.add(key, value, via if isinstance(via, str) else None, emitted, step, x)
 
     def _on_phase(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
-        if (record.get("rank") or 0) != 0:
+        if not self.rank_model.is_clock(record.get("rank")):
             return
         name, seconds = d.get("name"), num(d.get("s"))
         if isinstance(name, str) and seconds is not None and seconds >= 0:
@@ -137,18 +138,21 @@ class Engine:
     def _refresh_clock(self) -> None:
         """Tokens per record scale by the data-parallel degree; a declared per-step count wins."""
         dp = self.facts.number("dp")
-        self.clock.dp = int(dp) if dp is not None and dp >= 1 else self.world_size
+        job_dp = int(dp) if dp is not None and dp >= 1 else self.world_size
+        # this node's data-parallel ranks: the job's times the node's share of the ranks
+        self.clock.dp = max(round(job_dp * self.rank_model.node_share()), 1)
         fact = self.facts.get("tokens_per_step")
         value = self.facts.number("tokens_per_step")
         declared = fact is not None and fact.source in ("declared", "emitted") and value
         self.clock.declared_per_step = value if declared else None
 
     def _on_hello(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
+        self.rank_model.hello(record.get("rank"), d)
         ws = d.get("world_size")
         if isinstance(ws, int) and ws > self.world_size:
             self.world_size = ws
-            self._refresh_clock()
-        if (record.get("rank") or 0) == 0:
+        self._refresh_clock()
+        if self.rank_model.is_clock(record.get("rank")):
             probes = d.get("probes")
             if isinstance(probes, list):
                 self.probes.update(p for p in probes if isinstance(p, str))
@@ -158,6 +162,7 @@ class Engine:
         self.ledger.t_start = t
         self.ledger.node_uptime_s = num(d.get("node_uptime_s"))
         self.run.update({k: d[k] for k in _RUN_FIELDS if k in d})
+        self.rank_model.start(d)
         declared = d.get("declared")
         if isinstance(declared, dict):
             notes = d.get("declared_notes")
@@ -287,11 +292,12 @@ class Engine:
             )
         else:
             absent["tokens_per_s"] = "needs a few step reports past warm-up"
-        step_time = self.ranks.step_time(0)
+        clock_rank = self.rank_model.clock_rank
+        step_time = self.ranks.step_time(clock_rank)
         if step_time:
             snap["step_time_s"] = step_time
         else:
-            absent["step_time_s"] = "needs two step reports from rank 0"
+            absent["step_time_s"] = f"needs two step reports from rank {clock_rank}"
         padding = clock.padding()
         if padding is not None:
             snap["padding"] = padding
@@ -391,6 +397,7 @@ class Engine:
         snap["facts"] = self.facts.snapshot()
         if self.run:
             snap["run"] = dict(self.run)
+        snap["job"] = self.rank_model.snapshot()
         if self.hello:
             snap["agent"] = {
                 k: self.hello[k]
