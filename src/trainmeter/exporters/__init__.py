@@ -1,0 +1,1 @@
+"""Ways a run's numbers leave trainmeter for other tools."""
