@@ -42,8 +42,15 @@ def test_node_one_of_two_counts_its_own_ranks():
 
 def test_run_id_from_tm_wins_over_the_ranks_and_node_zero_is_the_job_clock():
     snap = run(
-        rec("run.start", 0.0, rank=None, src="tm", argv=["torchrun"], declared={},
-            job={"run_id": "slurm-42", "run_id_source": "SLURM_JOB_ID"}),  # fmt: skip
+        rec(
+            "run.start",
+            0.0,
+            rank=None,
+            src="tm",
+            argv=["torchrun"],
+            declared={},
+            job={"run_id": "slurm-42", "run_id_source": "SLURM_JOB_ID"},
+        ),  # fmt: skip
         node_hello(0.1, 0, 0, node_rank=0),
         node_hello(0.1, 1, 1, node_rank=0),
         steps(1.0, 0.5, 4, tokens=10, rank=0),

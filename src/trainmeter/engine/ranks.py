@@ -127,7 +127,8 @@ class RankModel:
             nodes = max(-(-self.world_size // lws), 1)
         out: dict[str, Any] = {
             "run_id": self.run_id,
-            "run_id_source": self.declared.get("run_id_source") if self.declared.get("run_id")
+            "run_id_source": self.declared.get("run_id_source")
+            if self.declared.get("run_id")
             else ("launcher" if self.run_id else None),
             "node_rank": node_rank if node_rank is not None else 0,
             "nodes": nodes,

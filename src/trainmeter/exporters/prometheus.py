@@ -80,7 +80,9 @@ def families(snap: dict[str, Any], labels: dict[str, str]) -> list[Any]:
               mfu["value"], convention=mfu.get("convention") or "declared")  # fmt: skip
     for conv, value in (mfu.get("by_convention") or {}).items():
         f.add("mfu_by_convention_ratio", "MFU under each FLOPs convention", value, convention=conv)
-    n_gpus = (snap.get("n_gpus") or {}).get("value") if isinstance(snap.get("n_gpus"), dict) else None
+    n_gpus = (
+        (snap.get("n_gpus") or {}).get("value") if isinstance(snap.get("n_gpus"), dict) else None
+    )
     f.add("gpus", "GPUs this node's ranks use", n_gpus)
     ofu = snap.get("ofu") if isinstance(snap.get("ofu"), dict) else {}
     f.add("ofu_ratio", "Observed FLOPs utilization (0..1) from the GPUs' counters", ofu.get("value"),
@@ -100,7 +102,9 @@ def families(snap: dict[str, Any], labels: dict[str, str]) -> list[Any]:
     f.add("energy_joules", "GPU energy used since the run started", energy.get("joules"))
     f.add("energy_per_token_joules", "GPU energy per token", energy.get("joules_per_token"))
     for gpu, joules in (energy.get("per_gpu") or {}).items():
-        f.add("gpu_energy_joules", "GPU energy used since the run started, per GPU", joules, gpu=gpu)
+        f.add(
+            "gpu_energy_joules", "GPU energy used since the run started, per GPU", joules, gpu=gpu
+        )
     ranks = snap.get("ranks") if isinstance(snap.get("ranks"), dict) else None
     if ranks:
         for rank, seconds in (ranks.get("step_time_s") or {}).items():

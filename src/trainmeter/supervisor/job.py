@@ -67,8 +67,14 @@ def identity(run_id: str | None, command: Sequence[str], env: Mapping[str, str])
             break
     node_rank, nodes, source = _count(flags.get("node_rank")), _count(flags.get("nodes")), "argv"
     if node_rank is None and _count(env.get("SLURM_NODEID")) is not None:
-        node_rank, nodes, source = _count(env["SLURM_NODEID"]), _count(env.get("SLURM_NNODES")), "env"
-    job.update(node_rank=node_rank, nodes=nodes, node_source=source if node_rank is not None else None)
+        node_rank, nodes, source = (
+            _count(env["SLURM_NODEID"]),
+            _count(env.get("SLURM_NNODES")),
+            "env",
+        )
+    job.update(
+        node_rank=node_rank, nodes=nodes, node_source=source if node_rank is not None else None
+    )
     return job
 
 
