@@ -91,7 +91,7 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
         cwd = tmp_path / f"node{node}"
         cwd.mkdir()
         cmd = [
-            sys.executable, "-m", "trainmeter", "--no-web", "-q",
+            sys.executable, "-m", "trainmeter", "--no-web",
             "--metrics-addr", f"127.0.0.1:{port}",
             "--flops-per-token", "1M", "--convention", "megatron", "--budget-steps", "1000",
             "--", sys.executable, "-m", "torch.distributed.run", "--nnodes=2",
@@ -179,6 +179,21 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
                 p.kill()
     outs = [p.stdout.read().decode() for p in nodes]
     assert [p.returncode for p in nodes] == [0, 0], outs
+    # each node's tm says which node of the job it watched, and its own ranks
+    said = sorted(
+        line
+        for out in outs
+        for line in out.splitlines()
+        if line.startswith("trainmeter: ") and "; run " in line
+    )
+    assert len(said) == 2 and all("steps" in line and "tok/s" in line for line in said), said
+    assert sorted(line.split("; run")[0].rsplit(", ", 1)[1] for line in said) == sorted(
+        f"node {s['job']['node_rank']} of 2 (ranks {s['job']['ranks'][0]}-{s['job']['ranks'][1]} of 4)"
+        for s in [
+            json.loads((run_dirs(tmp_path / f"node{n}")[0] / "summary.json").read_text())
+            for n in (0, 1)
+        ]
+    )
 
     # the two run directories as one run
     dirs = [run_dirs(tmp_path / f"node{n}")[0] for n in (0, 1)]

@@ -63,6 +63,18 @@ def mfu_text(snap: dict[str, Any]) -> str | None:
     return None
 
 
+def node_text(snap: dict[str, Any]) -> str | None:
+    """'node 1 of 2 (ranks 2-3 of 4)' when this run is one node of a larger job, else None."""
+    job = snap.get("job")
+    if not isinstance(job, dict) or not isinstance(job.get("nodes"), int) or job["nodes"] < 2:
+        return None
+    ranks = job.get("ranks") or []
+    held = (
+        f"ranks {ranks[0]}-{ranks[-1]}" if len(ranks) > 1 else f"rank {ranks[0]}" if ranks else "?"
+    )
+    return f"node {job.get('node_rank')} of {job['nodes']} ({held} of {job.get('world_size')})"
+
+
 def _elapsed(snap: dict[str, Any]) -> float | None:
     time_split = snap.get("time")
     return time_split.get("elapsed_s") if isinstance(time_split, dict) else None
@@ -83,6 +95,9 @@ def summary_line(
     mfu = mfu_text(snap)
     if mfu:
         parts.append(mfu)
+    node = node_text(snap)
+    if node:
+        parts.append(node)
     where = f"run {run_dir}" if run_dir else "no run log"
     return f"trainmeter: {', '.join(parts)}; {where}"
 
@@ -122,6 +137,9 @@ def summary_text(snap: dict[str, Any], source: str | None = None) -> str:
     lines: list[str] = []
     if source:
         lines.append(f"run {source}")
+    node = node_text(snap)
+    if node:
+        lines.append(f"{node}, job {(snap.get('job') or {}).get('run_id') or '(no run id)'}")
     head = [f"{si(snap.get('steps'))} steps"]
     if isinstance(snap.get("tokens_seen"), (int, float)):
         head.append(f"{si(snap['tokens_seen'])} tokens")
