@@ -73,3 +73,33 @@ def test_without_local_rank_the_lowest_rank_is_the_clock_and_one_node_is_assumed
     assert snap["steps"] == 3 and snap["tokens_seen"] == 3 * 50 * 2
     assert snap["job"]["clock_rank"] == 4 and snap["job"]["nodes"] == 1
     assert snap["job"]["run_id"] is None
+
+
+def metric(t, rank, value, key="loss"):
+    return rec("metric", t, rank=rank, key=key, value=value, via="emit")
+
+
+def test_a_curve_every_rank_logs_is_the_clocks_even_when_another_copy_comes_first():
+    # data parallel: rank 1's copy of each loss arrives just before rank 0's; values differ
+    stream = [start(0.0)]
+    for i in range(3):
+        stream += [metric(1.0 + i, 1, 10.0 + i), metric(1.001 + i, 0, 1.0 + i)]
+        stream += steps(1.002 + i, 1.0, 1, tokens=8, rank=0)
+    stream.append(metric(9.0, 1, 99.0))
+    series = run(*stream)["series"]["train_loss"]
+    assert (series["count"], series["value"]) == (3, 3.0)  # rank 0's 1, 2, 3: none of rank 1's
+
+
+def test_a_curve_only_another_rank_logs_is_taken_from_it_in_full():
+    # pipeline parallel: the last stage (rank 3) logs the loss; rank 0 is the clock and never
+    # does. Its values wait for two of the clock's step records, then all four go in, in order.
+    stream = [start(0.0), rec("hello", 0.1, rank=0, world_size=4, local_rank=0, probes=["steps"])]
+    for i in range(4):
+        stream += [*steps(1.0 + i, 1.0, 1, tokens=8, rank=0), metric(1.5 + i, 3, 4.0 - i)]
+    stream.append(metric(9.0, 3, 0.5, key="final_eval"))  # after the last step: the log ends
+    snap = run(*stream)
+    assert (snap["series"]["train_loss"]["count"], snap["series"]["train_loss"]["value"]) == (
+        4,
+        1.0,
+    )
+    assert snap["series"]["final_eval"]["value"] == 0.5

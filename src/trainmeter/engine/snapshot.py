@@ -21,7 +21,7 @@ from .flops import CONVENTIONS, ModelShape, all_conventions, flops_per_token, fo
 from .formulas import mfu as mfu_of
 from .formulas import num
 from .host_node import HostSeries, NodeSeries
-from .ranks import RankModel, RankTimes
+from .ranks import RankModel, RankTimes, SeriesOwners
 from .series import SeriesStore
 from .throughput import StepClock
 from .timesplit import TimeLedger
@@ -46,6 +46,7 @@ class Engine:
         self.clock = StepClock()
         self.ranks = RankTimes()
         self.rank_model = RankModel()  # the node's ranks and its step clock (docs/ranks.md)
+        self.owners = SeriesOwners()  # which rank each series is taken from
         self.ledger = TimeLedger()
         self.series = SeriesStore()
         self.gpu = GpuCounters(self._lookup)
@@ -102,10 +103,10 @@ class Engine:
         self.ledger.step(t)
         clock.step(t, d)
         self.data_window.step(t, self.ledger.phase_s.get("data", 0.0))
+        if self.owners.holding:
+            self._add_series(self.owners.settle(t, clock.records))
 
     def _on_metric(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
-        if not self.rank_model.is_clock(record.get("rank")):
-            return  # every rank logs the same curve in most loops: keep one copy, the clock's
         key, value = d.get("key"), num(d.get("value"))
         if not isinstance(key, str) or value is None:
             return
@@ -113,7 +114,14 @@ class Engine:
         emitted = via == "emit" if via else record.get("src") == "emit"
         step = d.get("step")
         x = step if isinstance(step, int) and not isinstance(step, bool) else self.clock.steps
-        self.series.add(key, value, via if isinstance(via, str) else None, emitted, step, x)
+        item = (key, value, via if isinstance(via, str) else None, emitted, step, x)
+        # one copy of each curve: the clock rank's, else the rank that logs it (ranks.py)
+        rank, clock = record.get("rank") or 0, self.rank_model.clock_rank
+        self._add_series(self.owners.offer(key, rank, clock, t, self.clock.records, item))
+
+    def _add_series(self, items: list[tuple[Any, ...]]) -> None:
+        for item in items:
+            self.series.add(*item)
 
     def _on_phase(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         if not self.rank_model.is_clock(record.get("rank")):
@@ -377,6 +385,9 @@ class Engine:
             snap["node"] = dict(self.node.latest)
         else:
             absent["node"] = "no node sample yet"
+        if self.owners.holding:
+            final = now is None or self.ledger.t_end is not None
+            self._add_series(self.owners.settle(now or self.t_last, self.clock.records, final))
         snap["series"] = self.series.snapshot()
         time_split = self.ledger.snapshot(self.t_last, now, self.probes, absent)
         if time_split is not None:
