@@ -84,6 +84,10 @@ def test_without_a_run_id_each_node_is_its_own_run():
         "run": "20261202-120000-train",
         "node": "0",
     }
+    standalone = {"job": {"run_id": "9f1c-uuid", "run_id_source": "launcher", "nodes": 1}}
+    assert labels_for(standalone, "20261202-120000-train")["run"] == "20261202-120000-train"
+    standalone["job"]["nodes"] = 2  # a rendezvous id shared by two nodes is the job's
+    assert labels_for(standalone, "20261202-120000-train")["run"] == "9f1c-uuid"
     m = parse(render(snap, {"run": "r", "node": "5"})[0])
     assert m["trainmeter_steps"] == [({"run": "r", "node": "5"}, 3.0)]
 

@@ -28,7 +28,10 @@ def labels_for(snap: dict[str, Any], fallback_run: str | None = None) -> dict[st
     """{run, node}: the job's run id shared by its nodes (else this run's own name) and the
     node rank. Without a shared run id each node is a run of its own (docs/ranks.md)."""
     job = snap.get("job") if isinstance(snap.get("job"), dict) else {}
-    run = job.get("run_id") or fallback_run or (snap.get("run") or {}).get("name") or "run"
+    run_id = job.get("run_id")
+    if job.get("run_id_source") == "launcher" and (job.get("nodes") or 1) < 2:
+        run_id = None  # torchrun --standalone makes up a uuid: the run's own name says more
+    run = run_id or fallback_run or (snap.get("run") or {}).get("name") or "run"
     node = job.get("node_rank")
     return {"run": str(run), "node": str(node if node is not None else 0)}
 
