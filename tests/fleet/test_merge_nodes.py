@@ -8,6 +8,7 @@ import pytest
 
 from trainmeter.supervisor.replay import ReplayResult
 from trainmeter.supervisor.replay_many import NodeRun, merge
+from trainmeter.views.job_text import job_text
 
 
 def node(
@@ -82,3 +83,19 @@ def test_a_missing_node_is_named_and_mfu_under_two_conventions_is_not_averaged()
     assert "mfu" not in job and "different conventions" in job["absent"]["mfu"]
     only = merge(nodes[1:])
     assert any("1 of 2 nodes and 4 of 8 ranks" in w for w in only["warnings"])
+
+
+def test_the_job_reads_as_one_run_with_a_line_per_node():
+    text = job_text(merge(two_nodes()))
+    lines = text.splitlines()
+    assert lines[0] == "job job7: 2 nodes of 2, 8 ranks, 8 GPUs"
+    assert lines[1] == "slowest rank 5 (700.0 ms/step, 40.0% slower than rank 0)"
+    assert lines[2].startswith(
+        "  node 1: ranks 4,5,6,7, 100 steps, 30.0k tokens, 300 tok/s, MFU 30.0%"
+    )
+    assert lines[3].startswith(
+        "  node 0: ranks 0,1,2,3, 100 steps, 10.0k tokens, 100 tok/s, MFU 40.0%"
+    )
+    assert "first steps 250 ms apart" in text
+    assert "100 steps, 40.0k tokens, 400 tok/s" in text and "MFU 32.5% (megatron)" in text
+    assert "None" not in text

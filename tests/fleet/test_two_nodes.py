@@ -217,3 +217,4 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
     text = run_tm(["summary", str(dirs[0]), str(dirs[1])], tmp_path, timeout=60).stdout
     assert f"job {JOB}: 2 nodes of 2, 4 ranks, 4 GPUs" in text
     assert f"slowest rank {job['ranks']['slowest']}" in text
+    assert "None" not in text and "?" not in text.split("absent:")[0]

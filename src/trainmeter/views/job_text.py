@@ -53,5 +53,5 @@ def job_text(snap: dict[str, Any]) -> str:
     skew = (snap.get("time") or {}).get("first_step_skew_s")
     if isinstance(skew, (int, float)):
         lines.append(f"first steps {skew * 1000:.0f} ms apart by the nodes' wall clocks")
-    lines.append(summary_text(snap))
+    lines.append(summary_text({k: v for k, v in snap.items() if k != "job"}))  # job: above
     return "\n".join(lines)
