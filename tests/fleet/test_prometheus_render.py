@@ -112,3 +112,23 @@ def test_the_server_answers_metrics_alone_and_is_read_only():
         server.on_finish(SNAP)  # stops serving with the run
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
+
+
+def test_an_address_in_use_is_one_warning_and_the_run_goes_on(tmp_path):
+    import socket
+
+    from trainmeter.supervisor.options import RunOptions
+    from trainmeter.views.observers import make_observers
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    opts = RunOptions()
+    opts.metrics_addr = ("127.0.0.1", taken.getsockname()[1])
+    said: list[tuple[str, str]] = []
+    try:
+        observers = make_observers(opts, tmp_path, lambda key, msg=None: said.append((key, msg)))
+    finally:
+        taken.close()
+    assert observers == []
+    assert [k for k, _ in said] == ["metrics"] and "is not served" in said[0][1]
