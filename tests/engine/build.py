@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from trainmeter import records
 from trainmeter.engine import Engine
 
 H100 = "NVIDIA H100 80GB HBM3"
+REPO_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def rec(kind: str, t: float, rank: int | None = 0, src: str = "agent", **d: Any) -> dict[str, Any]:

@@ -59,7 +59,6 @@ def test_snapshot_is_json_without_nan():
         "devices",
         "budget_tokens",
         "progress",
-        "eta_s",
         "time",
         "counted",
         "plan",
@@ -79,14 +78,15 @@ def test_snapshot_is_json_without_nan():
         "mfu_ofu_gap",
     ):
         assert key in snap, key
+    assert snap["absent"]["eta_s"] == "the run has ended"  # no ETA once run.end is in
 
 
 def test_empty_engine_is_json_and_names_what_is_absent():
     snap = Engine().snapshot()
     json.dumps(snap, allow_nan=False)
-    assert snap["steps"] == 0
+    assert "steps" not in snap  # no agent: unknown, never 0
     for key in (
-        "tokens_per_s", "mfu", "flops_per_token", "flops_spent", "n_gpus", "progress", "time",
+        "steps", "tokens_seen", "tokens_per_s", "mfu", "flops_per_token", "flops_spent", "n_gpus", "progress", "time",
         "ofu", "energy",
     ):  # fmt: skip
         assert key in snap["absent"], key

@@ -61,6 +61,7 @@ def test_count_step_and_non_numbers_skipped():
         "via": "emit",
         "step": 6,
         "mapped_by_name": False,
+        "rank": 0,
     }
 
 

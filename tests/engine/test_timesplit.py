@@ -83,7 +83,9 @@ def test_phases_of_other_ranks_do_not_count():
 def test_no_step_and_no_start_are_absent():
     snap = run(start(0.0), end(3.0))
     assert snap["time"] == {"elapsed_s": 3.0, "finished": True}
-    assert "optimizer step" in snap["absent"]["time_split"]
+    assert "no agent" in snap["absent"]["time_split"]  # no hello: nothing could count steps
+    with_agent = run(start(0.0), hello(0.5), end(3.0))
+    assert "optimizer step" in with_agent["absent"]["time_split"]
     assert "time" in run(steps(1.0, 1.0, 3))["absent"]
 
 

@@ -189,3 +189,34 @@ def mfu_impossible(
             ),
         }
     return None
+
+
+def collect(
+    *,
+    data_window: DataWindow | None,
+    throttle: dict[str, tuple[list[str], float]],
+    ranks: dict[str, Any] | None,
+    last_step_t: float | None,
+    disk_trend: deque[tuple[float, float]],
+    disk_path: Any,
+    now: float | None,
+    finished: bool,
+    step_interval_s: float | None,
+    mfu: dict[str, Any] | None,
+    ofu: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """Every alert that holds now. `data_window` is None when no data-loader probe measures."""
+    out: list[dict[str, Any]] = []
+    if data_window is not None:
+        out.append(data_starvation(data_window))  # type: ignore[arg-type]
+    out.extend(throttling(throttle))
+    out.append(straggler(ranks, last_step_t))  # type: ignore[arg-type]
+    out.append(disk_filling(disk_trend, disk_path))  # type: ignore[arg-type]
+    out.append(stuck(now, finished, last_step_t, step_interval_s))  # type: ignore[arg-type]
+    ofu = ofu or {}
+    out.append(
+        mfu_impossible(  # type: ignore[arg-type]
+            mfu or {}, ofu.get("value"), bool(ofu.get("comparable_with_mfu", True)), last_step_t
+        )
+    )
+    return [alert for alert in out if alert is not None]

@@ -3,8 +3,12 @@
 The ladder (GPU-Util, SM active, tensor active, OFU, MFU) shows where a GPU that reads "100%
 busy" stops doing useful work. OFU is measured, MFU is modelled; OFU is compared with MFU only
 when the card's spec states the tensor clock its dense peak is quoted at (else the gap is not
-meaningful and is left out). Observed FLOPs = sum over samples and GPUs of OFU x the card's
-datasheet dense peak x the sample's window. Arithmetic intensity = ridge x MFU / DRAM active.
+meaningful and is left out). Observed FLOPs = sum over samples of OFU x the card's datasheet
+dense peak x the sample's window. Arithmetic intensity = peak x MFU / (bandwidth x DRAM active).
+
+Everything is kept per GPU and averaged or summed at snapshot time over the GPUs the training
+uses (`covered`, chosen by `devices.py`): the same GPUs MFU divides by, whatever order the
+device fact and the samples arrived in.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ..hardware.specs import DeviceSpec
-from . import formulas
+from . import explain, formulas
 from .energy import EnergyMeter
 from .formulas import MovingAverage, num
+from .section import Section
 
 LADDER = ("gpu_util", "sm_active", "tensor_active", "ofu")
+ALPHA = 0.2
 _ROW_FIELDS = (
     "gpu_util",
     "mem_util",
@@ -39,6 +45,29 @@ _ROW_FIELDS = (
 )
 
 
+class _Gpu:
+    """One sampled GPU's running state."""
+
+    __slots__ = (
+        "label", "name", "spec", "spec_peak", "ofu", "dram", "ofu_seconds", "samples_counted",
+        "comparable", "rungs", "row", "latest_ofu_inputs",
+    )  # fmt: skip
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.name: Any = None
+        self.spec: DeviceSpec | None = None
+        self.spec_peak: float | None = None
+        self.ofu = MovingAverage(ALPHA, 0)
+        self.dram = MovingAverage(ALPHA, 0)
+        self.ofu_seconds = 0.0  # sum of OFU x window over samples: observed FLOPs / peak
+        self.samples_counted = 0
+        self.comparable = True
+        self.rungs: dict[str, float] = {}
+        self.row: dict[str, Any] = {}
+        self.latest_ofu_inputs: tuple[float, float, float, bool] | None = None
+
+
 class GpuCounters:
     def __init__(self, lookup: Callable[[str], DeviceSpec | None]) -> None:
         self._lookup = lookup
@@ -48,13 +77,7 @@ class GpuCounters:
         self.versions: dict[str, Any] = {}
         self.devices: dict[Any, dict[str, Any]] = {}
         self.samples = 0
-        self._ladder: dict[Any, dict[str, float]] = {}
-        self._rows: dict[Any, dict[str, Any]] = {}
-        self._ofu = MovingAverage(0.2, 0)
-        self._dram = MovingAverage(0.2, 0)
-        self._comparable = True
-        self.observed_flops = 0.0
-        self._observed_unknown: str | None = None
+        self._gpus: dict[Any, _Gpu] = {}
         self.throttle: dict[Any, tuple[list[str], float]] = {}
         self.measured_peaks: dict[Any, tuple[float, str | None]] = {}
         self.energy = EnergyMeter()
@@ -71,22 +94,22 @@ class GpuCounters:
             self.versions = dict(d["versions"])
         gpm = d.get("gpm_unavailable")
         self.gpm_unavailable = str(gpm) if gpm else None
-        ofus: list[float] = []
-        drams: list[float] = []
         for row in d.get("gpus") or []:
             if isinstance(row, dict):
-                self._row(t, row, ofus, drams)
-        if ofus:
-            self._ofu.update(sum(ofus) / len(ofus))
-        if drams:
-            self._dram.update(sum(drams) / len(drams))
+                self._row(t, row)
 
-    def _row(self, t: float, row: dict[str, Any], ofus: list[float], drams: list[float]) -> None:
+    def _row(self, t: float, row: dict[str, Any]) -> None:
         index, uuid, name = row.get("index"), row.get("uuid"), row.get("name")
         ident = uuid or index
         label = str(index if index is not None else uuid)
         self.devices[ident] = {"name": name, "index": index, "uuid": uuid}
-        spec = self._lookup(name) if isinstance(name, str) else None
+        state = self._gpus.get(ident)
+        if state is None:
+            state = self._gpus[ident] = _Gpu(label)
+        if state.name != name:
+            state.name = name
+            state.spec = spec = self._lookup(name) if isinstance(name, str) else None
+            state.spec_peak = spec.bf16_dense_flops if spec is not None else None
         rungs = {
             k: v
             for k in ("gpu_util", "sm_active", "tensor_active")
@@ -94,24 +117,27 @@ class GpuCounters:
         }
         tensor, clock = num(row.get("tensor_active")), num(row.get("sm_clock_mhz"))
         if tensor is not None and clock is not None:
-            got = formulas.ofu(
-                tensor,
-                clock,
-                spec.tensor_clock_mhz if spec is not None else None,
-                num(row.get("max_sm_clock_mhz")),
-            )
+            spec = state.spec
+            tensor_clock = spec.tensor_clock_mhz if spec is not None else None
+            max_clock = num(row.get("max_sm_clock_mhz"))
+            got = formulas.ofu(tensor, clock, tensor_clock, max_clock)
             if got is not None:
                 value, comparable = got
                 rungs["ofu"] = value
-                ofus.append(value)
-                self._comparable = self._comparable and comparable
-                self._observe(spec, name, value, num(row.get("window_s")))
+                state.ofu.update(value)
+                state.comparable = state.comparable and comparable
+                ref = tensor_clock if comparable else max_clock
+                state.latest_ofu_inputs = (tensor, clock, ref, comparable)  # type: ignore[assignment]
+                window = num(row.get("window_s"))
+                if window is not None and window > 0:
+                    state.ofu_seconds += value * window
+                    state.samples_counted += 1
         dram = num(row.get("dram_active"))
         if dram is not None:
-            drams.append(dram)
-        self._ladder[label] = rungs
-        self._rows[label] = {k: row[k] for k in _ROW_FIELDS if num(row.get(k)) is not None}
-        self._rows[label]["name"] = name
+            state.dram.update(dram)
+        state.rungs = rungs
+        state.row = {k: row[k] for k in _ROW_FIELDS if num(row.get(k)) is not None}
+        state.row["name"] = name
         reasons = row.get("throttle")
         if isinstance(reasons, list):
             self.throttle[label] = ([str(r) for r in reasons], t)
@@ -121,109 +147,190 @@ class GpuCounters:
             self.measured_peaks[ident] = (peak, source if isinstance(source, str) else None)
         self.energy.read(ident, label, row.get("energy_j"))
 
-    def _observe(
-        self, spec: DeviceSpec | None, name: Any, ofu: float, window: float | None
-    ) -> None:
-        if spec is None or spec.bf16_dense_flops is None:
-            self._observed_unknown = f"{name or 'a GPU'} has no datasheet dense peak in the table"
-        elif window is not None and window > 0:
-            self.observed_flops += ofu * spec.bf16_dense_flops * window
+    def _covered(self, covered: list[Any] | None) -> list[_Gpu]:
+        idents = self._gpus if covered is None else [i for i in covered if i in self._gpus]
+        return sorted((self._gpus[i] for i in idents), key=lambda g: formulas.by_gpu((g.label, 0)))
 
-    @property
-    def ofu(self) -> float | None:
-        return self._ofu.value
+    def section(
+        self,
+        covered: list[Any] | None,
+        *,
+        mfu: dict[str, Any] | None,
+        mfu_reason: str | None,
+        peak: dict[str, Any] | None,
+        peak_reason: str | None,
+    ) -> Section:
+        """ladder, gpus, ofu, flops_observed, mfu_ofu_gap, arithmetic_intensity."""
+        out = Section()
+        gpus = self._covered(covered)
+        mfu = mfu or {}
+        self._ladder(out, gpus, mfu.get("value"))
+        self._ofu(out, gpus, mfu)
+        self._intensity(out, gpus, mfu, mfu_reason, peak, peak_reason)
+        return out
 
-    @property
-    def comparable(self) -> bool:
-        return self._comparable
-
-    def snapshot(
-        self, snap: dict[str, Any], peak: dict[str, Any] | None, absent: dict[str, str]
-    ) -> None:
-        """Add ladder, gpus, ofu, flops_observed, mfu_ofu_gap, arithmetic_intensity to `snap`."""
-        mfu = snap.get("mfu") or {}
-        self._ladder_into(snap, mfu.get("value"), absent)
-        self._ofu_into(snap, mfu, absent)
-        self._intensity_into(snap, (peak or {}).get("ridge"), mfu, absent)
-
-    def _ladder_into(self, snap: dict[str, Any], mfu: float | None, absent: dict[str, str]) -> None:
+    def _ladder(self, out: Section, gpus: list[_Gpu], mfu: float | None) -> None:
         if self.unavailable is not None:
-            absent["ladder"] = f"no GPU counters: {self.unavailable}"
+            out.absent["ladder"] = f"no GPU counters: {self.unavailable}"
             return
-        if not self._ladder:
-            absent["ladder"] = "no GPU sample yet (tm samples NVML once a second)"
+        if not self._gpus:
+            out.absent["ladder"] = "no GPU sample yet (tm samples NVML once a second)"
             return
         top = {} if mfu is None else {"mfu": mfu}
-        per_gpu = {label: {**rungs, **top} for label, rungs in sorted(self._ladder.items(), key=formulas.by_gpu)}
+        labels = {g.label for g in gpus}
+        every = sorted(self._gpus.values(), key=lambda g: formulas.by_gpu((g.label, 0)))
+        per_gpu = {g.label: {**g.rungs, **(top if g.label in labels else {})} for g in every}
         mean: dict[str, float] = {}
         for rung in LADDER:
-            got = [rungs[rung] for rungs in self._ladder.values() if rung in rungs]
+            got = [g.rungs[rung] for g in gpus if rung in g.rungs]
             if got:
                 mean[rung] = sum(got) / len(got)
-        snap["ladder"] = {"gpus": per_gpu, "mean": {**mean, **top}, "mfu": mfu}
-        snap["gpus"] = {label: dict(row) for label, row in sorted(self._rows.items(), key=formulas.by_gpu)}
+        out.values["ladder"] = {
+            "gpus": per_gpu, "mean": {**mean, **top}, "mfu": mfu,
+            "covers": [g.label for g in gpus],
+        }  # fmt: skip
+        out.values["gpus"] = {g.label: dict(g.row) for g in every}
 
-    def _ofu_into(self, snap: dict[str, Any], mfu: dict[str, Any], absent: dict[str, str]) -> None:
-        value = self._ofu.value
-        if value is None:
+    def _ofu(self, out: Section, gpus: list[_Gpu], mfu: dict[str, Any]) -> None:
+        counted = [g for g in gpus if g.ofu.value is not None]
+        if not counted:
             why = (
                 self.unavailable
                 or self.gpm_unavailable
                 or "no tensor-activity sample yet (GPM needs a Hopper or newer GPU)"
             )
-            absent.update(ofu=why, flops_observed=why, mfu_ofu_gap=why)
+            out.absent.update(ofu=why, flops_observed=why, mfu_ofu_gap=why)
             return
-        entry = dict(
+        value = sum(g.ofu.value for g in counted) / len(counted)  # type: ignore[misc]
+        comparable = all(g.comparable for g in counted)
+        labels = [g.label for g in counted]
+        entry: dict[str, Any] = dict(
             value=value, convention="counters", source="measured",
-            comparable_with_mfu=self._comparable,
+            comparable_with_mfu=comparable, gpus=labels,
         )  # fmt: skip
-        if not self._comparable:
+        if not comparable:
             entry["note"] = (
                 "scaled to the max SM clock: the spec states no tensor clock for the dense "
                 "peak, so OFU is not compared with MFU"
             )
-        snap["ofu"] = entry
-        if self._observed_unknown is None:
-            snap["flops_observed"] = dict(
-                value=self.observed_flops, convention="counters",
+        out.values["ofu"] = entry
+        out.explain["ofu"] = _explain_ofu(counted, value)
+        unknown = [g for g in counted if g.spec_peak is None]
+        if unknown:
+            out.absent["flops_observed"] = (
+                f"{unknown[0].name or 'a GPU'} has no datasheet dense peak in the table"
+            )
+        else:
+            observed = sum(g.spec_peak * g.ofu_seconds for g in counted)  # type: ignore[operator]
+            out.values["flops_observed"] = dict(
+                value=observed, convention="counters", gpus=labels,
                 note="approximate: counts recompute and padding too",
             )  # fmt: skip
-        else:
-            absent["flops_observed"] = self._observed_unknown
+            out.explain["flops_observed"] = _explain_observed(counted, observed)
         mfu_value = mfu.get("value")
         if mfu_value is None:
-            absent["mfu_ofu_gap"] = "needs MFU under a chosen convention"
-        elif not self._comparable:
-            absent["mfu_ofu_gap"] = "OFU is not comparable: no tensor clock in the spec"
+            out.absent["mfu_ofu_gap"] = "needs MFU under a chosen convention"
+        elif not comparable:
+            out.absent["mfu_ofu_gap"] = "OFU is not comparable: no tensor clock in the spec"
         else:
-            snap["mfu_ofu_gap"] = dict(
+            out.values["mfu_ofu_gap"] = dict(
                 value=value - mfu_value, ofu="counters", mfu=mfu.get("convention")
             )
 
-    def _intensity_into(
+    def _intensity(
         self,
-        snap: dict[str, Any],
-        ridge: float | None,
+        out: Section,
+        gpus: list[_Gpu],
         mfu: dict[str, Any],
-        absent: dict[str, str],
+        mfu_reason: str | None,
+        peak: dict[str, Any] | None,
+        peak_reason: str | None,
     ) -> None:
         """FLOP per DRAM byte over the window; the first unmet need is the absent reason."""
-        dram, mfu_value = self._dram.value, mfu.get("value")
+        drams = [g.dram.value for g in gpus if g.dram.value is not None]
+        dram = sum(drams) / len(drams) if drams else None  # type: ignore[arg-type]
+        mfu_value = mfu.get("value")
+        hbm = (peak or {}).get("hbm_bytes_per_s")
         needs = (
-            (mfu_value is None, "needs MFU under a chosen convention"),
+            (peak is None, f"no dense peak: {peak_reason}"),
+            (not hbm, "needs the card's memory bandwidth in the spec table"),
+            (mfu_value is None, f"needs MFU under a chosen convention: {mfu_reason or 'none chosen'}"),
             (
                 dram is None,
                 self.unavailable or self.gpm_unavailable or "needs a DRAM-activity sample",
             ),
-            (not ridge, "needs the card's memory bandwidth in the spec table"),
             (dram is not None and dram <= 0, "the DRAM was idle over the window"),
         )
         for unmet, why in needs:
             if unmet:
-                absent["arithmetic_intensity"] = why
+                out.absent["arithmetic_intensity"] = why
                 return
-        snap["arithmetic_intensity"] = dict(
-            value=formulas.arithmetic_intensity(ridge, mfu_value, dram),  # type: ignore[arg-type]
-            unit="FLOP/byte", convention=mfu.get("convention"),
+        peak_flops = peak["bf16_dense_flops"]  # type: ignore[index]
+        value = formulas.arithmetic_intensity(peak_flops / hbm, mfu_value, dram)  # type: ignore[arg-type, operator]
+        out.values["arithmetic_intensity"] = dict(
+            value=value, unit="FLOP/byte", convention=mfu.get("convention"),
             note="aggregate over the sampling window, not per kernel",
         )  # fmt: skip
+        labels = ", ".join(g.label for g in gpus)
+        out.explain["arithmetic_intensity"] = explain.explanation(
+            value, "FLOP/byte", "peak_flops * mfu / (hbm_bytes_per_s * dram_active)",
+            [
+                explain.given("peak_flops", peak_flops, "FLOP/s per GPU",
+                              f"{peak['label']}: dense BF16 peak of {peak['name']}"),  # type: ignore[index]
+                explain.given("mfu", mfu_value, "fraction", "see mfu"),
+                explain.given("hbm_bytes_per_s", hbm, "byte/s per GPU",
+                              f"datasheet memory bandwidth of {peak['name']}"),  # type: ignore[index]
+                explain.given("dram_active", dram, "fraction",
+                              f"measured: mean over GPUs {labels} of each GPU's moving average "
+                              "of DRAM active (NVML GPM)"),
+            ],
+            convention=mfu.get("convention"),
+            note="model FLOPs done per byte moved to or from DRAM, over the sampling window",
+        )  # fmt: skip
+
+
+def _name(prefix: str, gpu: _Gpu, i: int) -> str:
+    return f"{prefix}_gpu{gpu.label if gpu.label.isdigit() else i}"
+
+
+def _explain_ofu(gpus: list[_Gpu], value: float) -> dict[str, Any]:
+    names = [_name("ofu", g, i) for i, g in enumerate(gpus)]
+    formula = f"({' + '.join(names)}) / {len(gpus)}" if len(gpus) > 1 else names[0]
+    inputs = []
+    for name, g in zip(names, gpus, strict=True):
+        latest = ""
+        if g.latest_ofu_inputs is not None:
+            tensor, clock, ref, comparable = g.latest_ofu_inputs
+            ref_name = "tensor clock of the dense peak" if comparable else "max SM clock"
+            latest = (
+                f"; latest sample: tensor_active {tensor:g} x min(SM clock {clock:g} MHz, "
+                f"{ref_name} {ref:g} MHz) / {ref:g} MHz"
+            )
+        inputs.append(explain.given(
+            name, g.ofu.value, "fraction",
+            f"measured on GPU {g.label} ({g.name}): moving average of tensor_active x "
+            f"min(SM clock, reference clock) / reference clock over its samples{latest}",
+        ))  # fmt: skip
+    return explain.explanation(
+        value, "fraction", formula, inputs, convention="counters",
+        note="observed FLOPs utilization from the tensor cores' activity (NVML GPM), over the "
+        "GPUs the training uses (the ones MFU divides by)",
+    )  # fmt: skip
+
+
+def _explain_observed(gpus: list[_Gpu], value: float) -> dict[str, Any]:
+    terms, inputs = [], []
+    for i, g in enumerate(gpus):
+        peak, seconds = _name("peak_flops", g, i), _name("ofu_seconds", g, i)
+        terms.append(f"{peak} * {seconds}")
+        inputs.append(explain.given(peak, g.spec_peak, "FLOP/s",
+                                    f"datasheet dense BF16 peak of {g.name}"))  # fmt: skip
+        inputs.append(explain.given(
+            seconds, g.ofu_seconds, "s",
+            f"measured on GPU {g.label}: sum over {g.samples_counted} samples of OFU x the "
+            "sample's window",
+        ))  # fmt: skip
+    return explain.explanation(
+        value, "FLOP", " + ".join(terms), inputs, convention="counters",
+        note="approximate: the tensor cores' activity counts recompute and padding too",
+    )  # fmt: skip

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import explain
 from .formulas import by_gpu, num
+from .section import Section
 
 
 class _Meter:
@@ -46,18 +48,40 @@ class EnergyMeter:
             self._labels[ident] = label
         meter.read(value)
 
-    def snapshot(self, tokens: float) -> dict[str, Any] | None:
-        """{joules, per_gpu, joules_per_token, resets, source} or None with no reading."""
-        if not self._meters:
-            return None
-        per_gpu = {self._labels[i]: m.joules for i, m in self._meters.items()}
+    def section(
+        self, covered: list[Any] | None, tokens_seen: float | None, unavailable: str | None
+    ) -> Section:
+        """energy: {joules, per_gpu, joules_per_token, resets, source} over the covered GPUs
+        (None: every GPU read), the same GPUs MFU divides by."""
+        out = Section()
+        idents = [i for i in (self._meters if covered is None else covered) if i in self._meters]
+        if not idents:
+            out.absent["energy"] = unavailable or "no GPU energy counter reading yet"
+            return out
+        per_gpu = {self._labels[i]: self._meters[i].joules for i in idents}
         joules = sum(per_gpu.values())
-        out: dict[str, Any] = {
+        entry: dict[str, Any] = {
             "joules": joules,
             "per_gpu": dict(sorted(per_gpu.items(), key=by_gpu)),
-            "resets": sum(m.resets for m in self._meters.values()),
+            "resets": sum(self._meters[i].resets for i in idents),
             "source": "NVML total energy counter, latest less first reading per GPU",
         }
-        if tokens > 0:
-            out["joules_per_token"] = joules / tokens
+        if tokens_seen is None:
+            out.absent["energy.joules_per_token"] = "the tokens seen are not counted"
+        elif tokens_seen <= 0:
+            out.absent["energy.joules_per_token"] = "no token counted yet"
+        else:
+            entry["joules_per_token"] = joules / tokens_seen
+            labels = ", ".join(sorted(per_gpu, key=lambda k: by_gpu((k, 0))))
+            out.explain["energy_per_token"] = explain.explanation(
+                entry["joules_per_token"], "J/token", "joules / tokens_seen",
+                [
+                    explain.given("joules", joules, "J",
+                                  f"measured: NVML total-energy counter of GPUs {labels}, latest "
+                                  "less first reading, summed"),
+                    explain.given("tokens_seen", tokens_seen, "tokens", "see tokens_seen"),
+                ],
+                note="GPU energy only: not the CPU, memory, network or cooling",
+            )  # fmt: skip
+        out.values["energy"] = entry
         return out

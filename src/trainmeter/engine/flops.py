@@ -39,6 +39,15 @@ CONVENTIONS: dict[str, tuple[str, str]] = {
     "all_params": ("6N + 12·L·d·T", "nanoGPT (embeddings counted as matmuls)"),
 }
 
+#: Convention name -> the same formula over the symbols N, E, L, d, T, with explicit operators
+#: (what an explanation prints, so a person or a test can put the numbers in and redo it).
+EXPRESSIONS: dict[str, str] = {
+    "titan": "6 * (N - E) + 12 * L * d * T",
+    "megatron": "6 * (N - E) + 6 * L * d * T",
+    "hf": "6 * (N - E)",
+    "all_params": "6 * N + 12 * L * d * T",
+}
+
 #: The executed-FLOPs convention, shown beside MFU and never in its place.
 COUNTED = ("FLOPs executed in one real step / its tokens", "torch FlopCounterMode")
 

@@ -64,17 +64,18 @@ class MovingAverage:
     drag tokens/s down for minutes. `value` is None until a value past the warm-up arrives.
     """
 
-    __slots__ = ("alpha", "skip", "seen", "value")
+    __slots__ = ("alpha", "skip", "seen", "value", "previous")
 
     def __init__(self, alpha: float = 0.2, skip: int = 0) -> None:
         self.alpha = alpha
         self.skip = skip
         self.seen = 0
         self.value: float | None = None
+        self.previous: float | None = None  # the value before the latest update (to explain it)
 
     def update(self, x: float) -> None:
         self.seen += 1
         if self.seen <= self.skip:
             return
-        value = self.value
+        value = self.previous = self.value
         self.value = x if value is None else value + self.alpha * (x - value)

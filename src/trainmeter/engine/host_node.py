@@ -12,6 +12,7 @@ from collections import deque
 from typing import Any
 
 from .formulas import num
+from .section import Section
 
 
 class HostSeries:
@@ -36,6 +37,11 @@ class HostSeries:
         if cores is not None:
             out["cpu_cores"] = cores
         self.latest = out
+
+    def section(self) -> Section:
+        if self.latest:
+            return Section(values={"host": dict(self.latest)})
+        return Section(absent={"host": "no process-tree sample yet"})
 
     def _cores(self, t: float, cpu_s: float | None) -> float | None:
         """CPU seconds used per second since the previous reading; kept when the total fell."""
@@ -100,3 +106,8 @@ class NodeSeries:
             while len(trend) > 2 and trend[1][0] <= t - DISK_TREND_S:
                 trend.popleft()
         self.latest = node
+
+    def section(self) -> Section:
+        if self.latest:
+            return Section(values={"node": dict(self.latest)})
+        return Section(absent={"node": "no node sample yet"})

@@ -12,9 +12,12 @@ from .formulas import MovingAverage
 
 
 class RankTimes:
+    ALPHA = 0.2
+
     def __init__(self) -> None:
         self._prev: dict[int, float] = {}
         self._dt: dict[int, MovingAverage] = {}
+        self._last: dict[int, tuple[float, int]] = {}  # (seconds, steps) of the latest interval
 
     def step(self, rank: int, t: float, k: int) -> None:
         prev = self._prev.get(rank)
@@ -22,12 +25,20 @@ class RankTimes:
         if prev is not None and t > prev:
             avg = self._dt.get(rank)
             if avg is None:
-                avg = self._dt[rank] = MovingAverage(0.2, 1)
+                avg = self._dt[rank] = MovingAverage(self.ALPHA, 1)
             avg.update((t - prev) / k)
+            self._last[rank] = (t - prev, k)
 
     def step_time(self, rank: int) -> float | None:
         avg = self._dt.get(rank)
         return None if avg is None else avg.value
+
+    def last_interval(self, rank: int) -> tuple[float, int] | None:
+        return self._last.get(rank)
+
+    def previous(self, rank: int) -> float | None:
+        avg = self._dt.get(rank)
+        return None if avg is None else avg.previous
 
     def snapshot(self) -> dict[str, Any] | None:
         """{step_time_s: {rank: s}, slowest, fastest, spread} with two or more ranks timed.
@@ -140,62 +151,3 @@ class RankModel:
         }
         return out
 
-
-#: How long values of a series another rank logs wait for the clock rank to log it too: this
-#: many of the clock's step records, or this many seconds, whichever comes first.
-HOLD_RECORDS = 2
-HOLD_S = 5.0
-_HOLD_MAX = 10_000  # values held for one series at most (more: settled at once)
-
-
-class SeriesOwners:
-    """Which rank a series is taken from: the node's clock rank when it logs that series, else
-    the first other rank that does (under pipeline parallelism the last stage logs the loss).
-
-    Most loops log the same curve on every rank, and a copy from another rank may arrive a few
-    milliseconds before the clock's. So values of a series from a rank that is not the clock
-    are held until it is clear whether the clock logs it too: if it does, the held values are
-    dropped and the series is the clock's; once the clock has sent HOLD_RECORDS step records
-    (or HOLD_S seconds passed, or the log ended) without it, the held values go in, in order,
-    and that rank owns the series from then on. Other ranks' copies are never mixed in.
-    """
-
-    def __init__(self) -> None:
-        self.owner: dict[str, int] = {}
-        self._held: dict[str, tuple[int, float, int, list[Any]]] = {}
-
-    @property
-    def holding(self) -> bool:
-        return bool(self._held)
-
-    def offer(
-        self, key: str, rank: int, clock: int, t: float, clock_records: int, item: Any
-    ) -> list[Any]:
-        """The items to add to the series now (maybe none, maybe held ones)."""
-        owner = self.owner.get(key)
-        if owner is not None:
-            return [item] if rank == owner else []
-        if rank == clock:
-            self.owner[key] = clock
-            self._held.pop(key, None)
-            return [item]
-        held = self._held.get(key)
-        if held is None:
-            self._held[key] = (rank, t, clock_records, [item])
-        elif held[0] == rank:
-            held[3].append(item)
-            if len(held[3]) >= _HOLD_MAX:
-                return self.settle(t, clock_records, only=key)
-        return []
-
-    def settle(
-        self, t: float, clock_records: int, final: bool = False, only: str | None = None
-    ) -> list[Any]:
-        """Items of the held series whose wait is over (all of them when `final`)."""
-        out: list[Any] = []
-        for key, (rank, t0, records0, items) in list(self._held.items()):
-            if final or key == only or clock_records - records0 >= HOLD_RECORDS or t - t0 >= HOLD_S:
-                self.owner[key] = rank
-                del self._held[key]
-                out.extend(items)
-        return out

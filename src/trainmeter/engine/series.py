@@ -2,6 +2,8 @@
 
 Two keys may name the same canonical series (`loss` from the loop's `emit`, `train/loss` from a
 wandb tap). The one shown is the emitted one over the tapped one, then the most recent. The
+series is taken from the lowest rank that logs it: rank 0 when it does, else the rank that
+does (with pipeline parallelism the loss is logged on the last rank only). The
 history is kept to at most `MAX_POINTS` per key by dropping every other point when full, so
 memory stays flat however long the run.
 """
@@ -12,14 +14,18 @@ from typing import Any
 
 from . import series_names
 from .facts import rank
+from .section import Section
 
 MAX_POINTS = 1024
 
 
 class _Series:
-    __slots__ = ("value", "count", "source", "via", "seq", "step", "points", "stride", "_skip")
+    __slots__ = (
+        "value", "count", "source", "via", "seq", "step", "points", "stride", "_skip", "rank",
+    )  # fmt: skip
 
-    def __init__(self) -> None:
+    def __init__(self, rank: int = 0) -> None:
+        self.rank = rank
         self.value = 0.0
         self.count = 0
         self.source = "tapped"
@@ -48,12 +54,21 @@ class SeriesStore:
         self._explicit_train = False
 
     def add(
-        self, key: str, value: float, via: str | None, emitted: bool, step: Any, x: float
+        self,
+        key: str,
+        value: float,
+        via: str | None,
+        emitted: bool,
+        step: Any,
+        x: float,
+        from_rank: int = 0,
     ) -> None:
-        """One reported value; `x` is the step the value belongs to (for the curve)."""
+        """One reported value from rank `from_rank`; `x` is the step the value belongs to (the curve's)."""
         series = self._series.get(key)
-        if series is None:
-            series = self._series[key] = _Series()
+        if series is not None and from_rank > series.rank:
+            return  # a lower rank logs this key too: its copy is the one kept
+        if series is None or from_rank < series.rank:
+            series = self._series[key] = _Series(from_rank)
             if series_names.canonical(key) == "train_loss":
                 self._explicit_train = True
         self._seq += 1
@@ -83,7 +98,8 @@ class SeriesStore:
         return out
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
-        """{name: {value, key, count, source, via, step, mapped_by_name}} (canonical names)."""
+        """{name: {value, key, count, source, via, step, mapped_by_name, rank}} (canonical
+        names)."""
         out: dict[str, dict[str, Any]] = {}
         for name, (key, s) in sorted(self._chosen().items()):
             out[name] = {
@@ -94,8 +110,12 @@ class SeriesStore:
                 "via": s.via,
                 "step": s.step,
                 "mapped_by_name": name != key,
+                "rank": s.rank,
             }
         return out
+
+    def section(self) -> Section:
+        return Section(values={"series": self.snapshot()})
 
     def curves(self) -> dict[str, dict[str, Any]]:
         """{name: {key, points: [[step, value], ...]}}: the shown key's bounded history."""

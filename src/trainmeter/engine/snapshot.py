@@ -14,26 +14,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..hardware import specs
-from . import alerts, budget, peak
+from . import alerts, budget, counted, devices, mfu, model_flops, notices, throughput
 from .counters import GpuCounters
-from .facts import FactStore, rank
-from .flops import CONVENTIONS, ModelShape, all_conventions, flops_per_token, formulas
-from .formulas import mfu as mfu_of
+from .facts import FactStore
+from .flops import ModelShape
 from .formulas import num
 from .host_node import HostSeries, NodeSeries
-from .ranks import RankModel, RankTimes, SeriesOwners
+from .model_flops import SHAPE_KEYS
+from .ranks import RankModel, RankTimes
+from .section import Section
 from .series import SeriesStore
 from .throughput import StepClock
 from .timesplit import TimeLedger
 
-SHAPE_KEYS = ("n_params", "n_embedding_params", "n_layers", "d_model", "seq_len")
-_SHAPE_FLAGS = {
-    "n_params": "--params",
-    "n_embedding_params": "--embedding-params",
-    "n_layers": "--layers",
-    "d_model": "--d-model",
-    "seq_len": "--seq-len",
-}
+__all__ = ["Engine", "SHAPE_KEYS"]
 _RUN_FIELDS = ("name", "argv", "tm_version", "hostname", "unix_time", "python")
 
 
@@ -46,7 +40,6 @@ class Engine:
         self.clock = StepClock()
         self.ranks = RankTimes()
         self.rank_model = RankModel()  # the node's ranks and its step clock (docs/ranks.md)
-        self.owners = SeriesOwners()  # which rank each series is taken from
         self.ledger = TimeLedger()
         self.series = SeriesStore()
         self.gpu = GpuCounters(self._lookup)
@@ -57,6 +50,7 @@ class Engine:
         self.world_size = 1
         self.probes: set[str] = set()
         self.hello: dict[str, Any] = {}
+        self.agent_seen = False  # a hello from any rank: an agent runs in the training
         self.run: dict[str, Any] = {}
         self.t_last = 0.0
         self.records = 0
@@ -103,10 +97,9 @@ class Engine:
         self.ledger.step(t)
         clock.step(t, d)
         self.data_window.step(t, self.ledger.phase_s.get("data", 0.0))
-        if self.owners.holding:
-            self._add_series(self.owners.settle(t, clock.records))
 
     def _on_metric(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
+        r = record.get("rank") or 0
         key, value = d.get("key"), num(d.get("value"))
         if not isinstance(key, str) or value is None:
             return
@@ -114,14 +107,8 @@ class Engine:
         emitted = via == "emit" if via else record.get("src") == "emit"
         step = d.get("step")
         x = step if isinstance(step, int) and not isinstance(step, bool) else self.clock.steps
-        item = (key, value, via if isinstance(via, str) else None, emitted, step, x)
-        # one copy of each curve: the clock rank's, else the rank that logs it (ranks.py)
-        rank, clock = record.get("rank") or 0, self.rank_model.clock_rank
-        self._add_series(self.owners.offer(key, rank, clock, t, self.clock.records, item))
-
-    def _add_series(self, items: list[tuple[Any, ...]]) -> None:
-        for item in items:
-            self.series.add(*item)
+        via = via if isinstance(via, str) else None
+        self.series.add(key, value, via, emitted, step, x, r if isinstance(r, int) else 0)
 
     def _on_phase(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         if not self.rank_model.is_clock(record.get("rank")):
@@ -155,6 +142,7 @@ class Engine:
         self.clock.declared_per_step = value if declared else None
 
     def _on_hello(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
+        self.agent_seen = True
         self.rank_model.hello(record.get("rank"), d)
         ws = d.get("world_size")
         if isinstance(ws, int) and ws > self.world_size:
@@ -197,73 +185,31 @@ class Engine:
     def _on_node(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         self.node.sample(t, d)
 
-    # ---- derived facts -----------------------------------------------------------------
+    # ---- output ------------------------------------------------------------------------
 
     def shape(self) -> ModelShape | None:
-        values = [self.facts.number(k) for k in SHAPE_KEYS]
-        if any(v is None for v in values):
-            return None
-        return ModelShape(*(int(v) for v in values))  # type: ignore[arg-type]
+        return model_flops.shape_of(self.facts)
 
-    def _flops_per_token(
-        self, absent: dict[str, str], warnings: list[str]
-    ) -> dict[str, Any] | None:
-        """FLOPs per token: declared, else from the model shape under the chosen convention,
-        else the range over every convention (never a guess of one)."""
-        conv = self.facts.get("convention")
-        conv_name = conv.value if conv is not None else None
-        if conv_name is not None and conv_name not in CONVENTIONS:
-            warnings.append(
-                f"convention {conv_name!r} is not one of {', '.join(CONVENTIONS)}: the range "
-                "over all conventions is shown"
-            )
-        declared = self.facts.get("flops_per_token")
-        value = self.facts.number("flops_per_token")
-        if declared is not None and value is not None and value > 0:
-            return {
-                "value": value,
-                "convention": conv_name if isinstance(conv_name, str) else "declared value",
-                "source": declared.source,
-            }
-        missing = [k for k in SHAPE_KEYS if self.facts.number(k) is None]
-        shape = self.shape()
-        if shape is None:
-            flags = ", ".join(_SHAPE_FLAGS[k] for k in missing)
-            absent["flops_per_token"] = (
-                f"the model shape is incomplete (missing {', '.join(missing)}): declare {flags}, "
-                "or --flops-per-token"
-            )
+    def no_agent(self) -> str | None:
+        """Why nothing counts steps and tokens (no agent said hello), or None when one did."""
+        if self.agent_seen:
             return None
-        source = max((self.facts.get(k).source for k in SHAPE_KEYS), key=rank)  # type: ignore[union-attr]
-        if conv_name in CONVENTIONS:
-            return {
-                "value": flops_per_token(shape, conv_name),
-                "convention": conv_name,
-                "formula": CONVENTIONS[conv_name][0],
-                "source": source,
-            }
-        spread = sorted(all_conventions(shape).values())
-        return dict(
-            value=None, convention="not chosen", source=source, range=[spread[0], spread[-1]]
+        reason = self.facts.value("observe_only")
+        if reason is not None:
+            return (
+                f"observe only ({reason}): no agent runs in the training process, so steps and "
+                "tokens are not counted"
+            )
+        when = "" if self.ledger.t_end is not None else " yet"
+        return (
+            f"no agent has spoken from the training process{when} (--no-agent, tm attach, or a "
+            "program that is not Python): steps and tokens are not counted; run the Python "
+            "training script under tm to count them"
         )
-
-    def _device_names(self) -> tuple[list[str], str]:
-        """Names of the GPUs the training process reported, else those the sampler watched."""
-        if self.devices:
-            return [str(d.get("name")) for d in self.devices.values() if d.get("name")], "detected"
-        names = [str(d.get("name")) for d in self.gpu.devices.values() if d.get("name")]
-        by = self.gpu.selected_by
-        source = "detected" if by == "process" else "declared" if by == "flag" else "assumed"
-        return names, source
-
-    def _visible(self) -> dict[Any, dict[str, Any]]:
-        return self.devices or self.gpu.devices
-
-    # ---- output ------------------------------------------------------------------------
 
     def position(self) -> dict[str, Any]:
         """Where the run is now: the x values of every chart. Cheap: no snapshot is built."""
-        fpt = self._flops_per_token({}, [])
+        fpt, _ = model_flops.choose(self.facts)
         value = fpt["value"] if fpt else None
         seen = self.clock.tokens_seen
         return {
@@ -277,135 +223,108 @@ class Engine:
         return self.series.curves()
 
     def snapshot(self, now: float | None = None) -> dict[str, Any]:
-        absent: dict[str, str] = {}
-        warnings: list[str] = []
-        clock = self.clock
-        snap: dict[str, Any] = {"steps": clock.steps, "tokens_seen": clock.tokens_seen}
-        if clock.last_n is not None:
-            snap["step_index"] = clock.last_n
-        tps = clock.tokens_per_s.value
-        if tps:
-            snap["tokens_per_s"] = tps
-            snap["tokens_counted"] = (
-                "declared"
-                if clock.declared_per_step is not None
-                else "real (padding excluded)"
-                if clock.has_real
-                else "all (padding included)"
-            )
-        elif clock.records and not clock.has_tokens and clock.declared_per_step is None:
-            absent["tokens_per_s"] = (
-                "the agent could not count tokens in the batches: declare --tokens-per-step or "
-                "emit(tokens_per_step=...)"
-            )
-        else:
-            absent["tokens_per_s"] = "needs a few step reports past warm-up"
-        clock_rank = self.rank_model.clock_rank
-        step_time = self.ranks.step_time(clock_rank)
-        if step_time:
-            snap["step_time_s"] = step_time
-        else:
-            absent["step_time_s"] = f"needs two step reports from rank {clock_rank}"
-        padding = clock.padding()
-        if padding is not None:
-            snap["padding"] = padding
-        ranks = self.ranks.snapshot()
-        if ranks is not None:
-            snap["ranks"] = ranks
-        elif self.world_size > 1:
-            absent["ranks"] = "needs step reports from two ranks or more"
-
-        fpt = self._flops_per_token(absent, warnings)
-        fpt_value = fpt["value"] if fpt else None
-        names, devices_source = self._device_names()
-        measured = list(self.gpu.measured_peaks.values())
-        peak_entry, spec, peak_reason = peak.choose(self.facts, names, measured, self._lookup)
-        n_gpus = len(self._visible()) or None
-        if fpt is None:
-            absent["flops_spent"] = "needs FLOPs per token: " + absent["flops_per_token"]
-        elif fpt_value is None:
-            snap["flops_per_token"] = fpt
-            absent["flops_spent"] = "no convention chosen: declare --convention " + "|".join(
-                CONVENTIONS
-            )
-        else:
-            snap["flops_per_token"] = fpt
-            snap["flops_spent"] = fpt_value * clock.tokens_seen
-        snap.update(
-            budget.budget(
-                self.facts,
-                steps=clock.steps,
-                tokens_seen=clock.tokens_seen,
-                tokens_per_step=clock.counted_per_step,
-                tokens_per_s=tps,
-                step_time_s=step_time,
-                flops_per_token=fpt_value,
-                absent=absent,
-            )
-        )
+        """Compose the parts, in this order; each gets what it needs from the earlier ones by
+        name, and gives back its own values, absent reasons, explanations and warnings."""
+        clock, facts = self.clock, self.facts
+        no_agent = self.no_agent()
+        finished = self.ledger.t_end is not None
         shape = self.shape()
-        self._mfu(snap, fpt, tps, peak_entry, peak_reason, n_gpus, shape, absent)
-        self.gpu.snapshot(snap, peak_entry, absent)
-        energy = self.gpu.energy.snapshot(clock.tokens_seen)
-        if energy is not None:
-            snap["energy"] = energy
-        else:
-            absent["energy"] = self.gpu.unavailable or "no GPU energy counter reading yet"
-        if peak_entry is not None:
-            snap["peak"] = peak_entry
-        else:
-            absent["peak"] = peak_reason or "no GPU"
-        if self._visible():
-            snap["devices"] = [
-                {"name": d.get("name"), "index": d.get("index"), "uuid": d.get("uuid")}
-                for d in self._visible().values()
-            ]
-        if n_gpus is None:
-            absent["n_gpus"] = (
-                "no device fact from the agent and no GPU sample (NVML): see tm doctor, "
-                "or give --gpus"
-            )
-        else:
-            snap["n_gpus"] = {"value": n_gpus, "source": devices_source}
-            if devices_source == "assumed":
-                warnings.append(
-                    "the training process did not report its GPUs, so the GPU count and model "
-                    "are the visible devices"
-                )
-        if self.gpu.versions:
-            snap["gpu_versions"] = self.gpu.versions
-        if shape is not None:
-            snap["conventions"] = all_conventions(shape)
-        snap["convention_formulas"] = formulas()
-        if self.host.latest:
-            snap["host"] = dict(self.host.latest)
-        else:
-            absent["host"] = "no process-tree sample yet"
-        if self.node.latest:
-            snap["node"] = dict(self.node.latest)
-        else:
-            absent["node"] = "no node sample yet"
-        if self.owners.holding:
-            final = now is None or self.ledger.t_end is not None
-            self._add_series(self.owners.settle(now or self.t_last, self.clock.records, final))
-        snap["series"] = self.series.snapshot()
-        time_split = self.ledger.snapshot(self.t_last, now, self.probes, absent)
-        if time_split is not None:
-            snap["time"] = time_split
-        self._counted(snap, peak_entry, n_gpus, tps, shape, absent)
-        plan = budget.plan(
-            self.facts,
-            snap,
-            (peak_entry or {}).get("bf16_dense_flops"),
-            n_gpus,
-            fpt_value,
-            absent,
+
+        pace = throughput.section(
+            clock, self.ranks, no_agent, self.world_size, self.rank_model.clock_rank
         )
-        if plan is not None:
-            snap["plan"] = plan
-        self._warnings(warnings)
-        snap["alerts"] = self._alerts(snap, now)
-        snap["facts"] = self.facts.snapshot()
+        steps = pace.values.get("steps")
+        tokens_seen = pace.values.get("tokens_seen")
+        tps = pace.values.get("tokens_per_s")
+        step_time = pace.values.get("step_time_s")
+
+        model = model_flops.section(facts, tokens_seen)
+        fpt = model.values.get("flops_per_token")
+        fpt_value = fpt["value"] if fpt else None
+        fpt_reason = model.absent.get("flops_per_token") or model.absent.get("flops_spent")
+
+        progress = budget.section(
+            facts,
+            steps=steps,
+            steps_reason=pace.absent.get("steps") or pace.absent.get("tokens_seen"),
+            tokens_seen=tokens_seen,
+            tokens_per_step=clock.counted_per_step,
+            tokens_per_step_source=(
+                "declared (--tokens-per-step or emitted)"
+                if clock.declared_per_step is not None
+                else "detected in the batches by the agent"
+            ),
+            tokens_per_s=tps,
+            step_time_s=step_time,
+            flops_per_token=fpt_value,
+            flops_reason=fpt_reason,
+            finished=finished,
+        )
+
+        gpus = devices.section(facts, self.devices, self.gpu, self._lookup)
+        utilization = mfu.section(
+            flops_per_token=fpt,
+            flops_reason=fpt_reason,
+            tokens_per_s=tps,
+            tokens_reason=pace.absent.get("tokens_per_s"),
+            peak=gpus.peak,
+            peak_reason=gpus.peak_reason,
+            n_gpus=gpus.n_gpus,
+            n_gpus_source=gpus.n_gpus_source,
+            shape=shape,
+        )
+        mfu_entry = utilization.values.get("mfu")
+        counters = self.gpu.section(
+            gpus.covered,
+            mfu=mfu_entry,
+            mfu_reason=utilization.absent.get("mfu"),
+            peak=gpus.peak,
+            peak_reason=gpus.peak_reason,
+        )
+        energy = self.gpu.energy.section(gpus.covered, tokens_seen, self.gpu.unavailable)
+        time_split = self.ledger.section(self.t_last, now, self.probes, no_agent)
+        elapsed = (time_split.values.get("time") or {}).get("elapsed_s")
+        executed = counted.section(
+            facts, tokens_seen=tokens_seen, tokens_per_s=tps, peak=gpus.peak,
+            n_gpus=gpus.n_gpus, shape=shape, no_agent=no_agent,
+        )  # fmt: skip
+        planned = budget.plan(
+            facts,
+            mfu=mfu_entry,
+            mfu_reason=utilization.absent.get("mfu"),
+            tokens_per_s=tps,
+            peak_flops=(gpus.peak or {}).get("bf16_dense_flops"),
+            n_gpus=gpus.n_gpus,
+            flops_per_token=fpt_value,
+            elapsed_s=elapsed,
+            finished=finished,
+            eta_s=progress.values.get("eta_s"),
+            eta_reason=progress.absent.get("eta_s"),
+            budget_tokens=progress.values.get("budget_tokens"),
+        )
+
+        whole = Section()
+        for part in (
+            pace, model, progress, utilization, counters, energy, gpus.section,
+            self.host.section(), self.node.section(), self.series.section(), time_split,
+            executed, planned, notices.section(facts, clock, self.ignored),
+        ):  # fmt: skip
+            whole.merge(part)
+        snap = whole.values
+        snap["alerts"] = alerts.collect(
+            data_window=self.data_window if "dataloader" in self.probes else None,
+            throttle=self.gpu.throttle,
+            ranks=pace.values.get("ranks"),
+            last_step_t=clock.last_t,
+            disk_trend=self.node.disk_trend,
+            disk_path=(self.node.latest.get("disk") or {}).get("path"),
+            now=now,
+            finished=finished,
+            step_interval_s=clock.record_interval.value,
+            mfu=mfu_entry,
+            ofu=counters.values.get("ofu"),
+        )
+        snap["facts"] = facts.snapshot()
         if self.run:
             snap["run"] = dict(self.run)
         snap["job"] = self.rank_model.snapshot()
@@ -416,149 +335,7 @@ class Engine:
                 if k in self.hello
             }
         snap["records"] = {"fed": self.records, "ignored": self.ignored}
-        snap["warnings"] = warnings
-        snap["absent"] = absent
+        snap["warnings"] = whole.warnings
+        snap["explain"] = whole.explain
+        snap["absent"] = whole.absent
         return snap
-
-    def _mfu(
-        self,
-        snap: dict[str, Any],
-        fpt: dict[str, Any] | None,
-        tps: float | None,
-        peak_entry: dict[str, Any] | None,
-        peak_reason: str | None,
-        n_gpus: int | None,
-        shape: ModelShape | None,
-        absent: dict[str, str],
-    ) -> None:
-        if fpt is None:
-            absent["mfu"] = "needs FLOPs per token: " + absent["flops_per_token"]
-            return
-        if not tps:
-            absent["mfu"] = "needs tokens/s: " + absent.get("tokens_per_s", "not measured yet")
-            return
-        if peak_entry is None:
-            absent["mfu"] = f"no dense peak to divide by: {peak_reason}"
-            return
-        if not n_gpus:
-            absent["mfu"] = "the GPU count is unknown"
-            return
-        peak_flops = peak_entry["bf16_dense_flops"]
-
-        def util(per_token: float) -> float:
-            return mfu_of(per_token, tps, n_gpus, peak_flops)  # type: ignore[arg-type]
-
-        entry = dict(
-            convention=fpt["convention"], n_gpus=n_gpus, peak=peak_entry["name"],
-            peak_label=peak_entry["label"], peak_source=peak_entry["source"],
-        )  # fmt: skip
-        if fpt["value"] is None:
-            entry["range"] = [util(fpt["range"][0]), util(fpt["range"][1])]
-        else:
-            entry["value"] = util(fpt["value"])
-        if shape is not None:
-            entry["by_convention"] = {k: util(v) for k, v in all_conventions(shape).items()}
-        snap["mfu"] = entry
-
-    def _counted(
-        self,
-        snap: dict[str, Any],
-        peak_entry: dict[str, Any] | None,
-        n_gpus: int | None,
-        tps: float | None,
-        shape: ModelShape | None,
-        absent: dict[str, str],
-    ) -> None:
-        """The `counted` convention: executed FLOPs, shown beside MFU and never in its place."""
-        per_token = self.facts.number("counted_flops_per_token")
-        if per_token is None:
-            absent["counted"] = (
-                "no step was counted (the agent's flops probe did not attach, or FlopCounterMode "
-                "saw no operator it knows)"
-            )
-            return
-        source = self.facts.get("counted_flops_per_token").source  # type: ignore[union-attr]
-        counted = dict(
-            convention="counted", per_token=per_token, source=source,
-            flops_spent=per_token * self.clock.tokens_seen,
-            note="FLOPs the operators executed (recompute included): not model FLOPs",
-        )  # fmt: skip
-        if tps and n_gpus and peak_entry is not None:
-            counted["utilization"] = mfu_of(per_token, tps, n_gpus, peak_entry["bf16_dense_flops"])
-        if shape is not None:
-            ratios = {k: per_token / v for k, v in all_conventions(shape).items() if v}
-            counted["against_conventions"] = ratios
-        snap["counted"] = counted
-
-    def _warnings(self, warnings: list[str]) -> None:
-        facts = self.facts
-        experts = facts.value("moe_experts")
-        if experts is not None:
-            warnings.append(
-                f"mixture of experts ({experts} experts in the config): only the active "
-                "parameters do work per token, so a FLOPs count from all parameters is too high; "
-                "give the active count with --params"
-            )
-        declared = self.clock.declared_per_step
-        detected = [
-            v for v in (self.clock.detected_per_step, self.clock.detected_real_per_step) if v
-        ]
-        if (
-            declared is not None
-            and detected
-            and all(abs(declared / v - 1.0) > 0.01 for v in detected)
-        ):
-            warnings.append(
-                f"tokens per step: {declared:g} declared, {detected[0]:g} detected in the "
-                "batches (more than 1% apart); counting the declared value"
-            )
-        reason = facts.value("observe_only")
-        if reason is not None:
-            warnings.append(
-                f"observe only ({reason}): no agent runs inside the program, so there are no "
-                "steps, tokens, loss or MFU; GPU and host counters only"
-            )
-        for key in ("agent_dropped_records", "ingest_dropped"):
-            lost = facts.number(key)
-            if lost:
-                warnings.append(f"{lost:g} records were dropped ({key}): counts may be low")
-        for key in facts.keys():
-            if key == "tokens_per_step":
-                continue
-            best = facts.get(key)
-            for other in facts.conflicts(key):
-                warnings.append(
-                    f"{key}: {other.source} {other.value!r} disagrees with {best.source} "  # type: ignore[union-attr]
-                    f"{best.value!r}; the {best.source} value is used"  # type: ignore[union-attr]
-                )
-        if self.ignored:
-            warnings.append(f"{self.ignored} records could not be used and were skipped")
-
-    def _alerts(self, snap: dict[str, Any], now: float | None) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-
-        def add(alert: dict[str, Any] | None) -> None:
-            if alert is not None:
-                out.append(alert)
-
-        if "dataloader" in self.probes:
-            add(alerts.data_starvation(self.data_window))
-        out.extend(alerts.throttling(self.gpu.throttle))
-        add(alerts.straggler(snap.get("ranks"), self.clock.last_t))
-        disk = (self.node.latest.get("disk") or {}).get("path")
-        add(alerts.disk_filling(self.node.disk_trend, disk))
-        add(
-            alerts.stuck(
-                now,
-                self.ledger.t_end is not None,
-                self.clock.last_t,
-                self.clock.record_interval.value,
-            )
-        )
-        ofu = (snap.get("ofu") or {}).get("value")
-        add(
-            alerts.mfu_impossible(
-                snap.get("mfu") or {}, ofu, self.gpu.comparable, self.clock.last_t
-            )
-        )
-        return out

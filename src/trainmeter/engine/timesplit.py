@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import explain
+from .section import Section
+
 #: (phase name, the probe that measures it, label)
 MEASURED_PARTS = (
     ("data", "dataloader", "Data wait"),
@@ -64,28 +67,62 @@ class TimeLedger:
         if t >= self._tail_t:
             self.tail.clear()
 
-    def snapshot(
-        self, t_last: float, now: float | None, probes: set[str], absent: dict[str, str]
+    def section(
+        self, t_last: float, now: float | None, probes: set[str], no_agent: str | None
+    ) -> Section:
+        """time: the split at `now` (None: at the latest record); `t_last` is the latest
+        record's t. `no_agent` is why no agent spoke (None when one did)."""
+        out = Section()
+        split = self._split(t_last, now, probes, no_agent, out)
+        if split is not None:
+            out.values["time"] = split
+        return out
+
+    def _data_measured(self, probes: set[str]) -> str | None:
+        """None when the data wait is measured, else why not."""
+        if "dataloader" not in probes:
+            return "the DataLoader probe did not attach: the data wait is not measured (it is inside compute)"
+        if not self.phase_n.get("data"):
+            return (
+                "no DataLoader was iterated (the loop loads its batches another way, e.g. "
+                "from a memmap): the data wait is not measured (it is inside compute)"
+            )
+        return None
+
+    def _split(
+        self,
+        t_last: float,
+        now: float | None,
+        probes: set[str],
+        no_agent: str | None,
+        out: Section,
     ) -> dict[str, Any] | None:
-        """The split at `now` (None: at the latest record); `t_last` is the latest record's t."""
+        absent = out.absent
         if self.t_start is None:
             absent["time"] = "no run.start record: replay a complete events.jsonl"
             return None
         finished = self.t_end is not None
         end = self.t_end if self.t_end is not None else max(now or 0.0, t_last)
         elapsed = max(end - self.t_start, 0.0)
-        out: dict[str, Any] = {"elapsed_s": elapsed, "finished": finished}
+        split: dict[str, Any] = {"elapsed_s": elapsed, "finished": finished}
         if self.node_uptime_s is not None:
-            out["node_uptime_s"] = self.node_uptime_s
+            split["node_uptime_s"] = self.node_uptime_s
         first, last = self.first_t, self.last_t
         if first is None or last is None:
-            absent["time_split"] = (
+            absent["time_split"] = no_agent or (
                 "no optimizer step seen: the agent's step probe needs the loop to use a "
-                "torch.optim optimizer (or run without --no-agent)"
+                "torch.optim optimizer"
             )
-            return out
+            return split
         window_end = last if finished else max(end, last)
-        names = [name for name, probe, _ in MEASURED_PARTS if probe in probes]
+        data_reason = self._data_measured(probes)
+        if data_reason is not None:
+            absent["time.data"] = data_reason
+        names = [
+            name
+            for name, probe, _ in MEASURED_PARTS
+            if probe in probes and (name != "data" or data_reason is None)
+        ]
         measured = {name: self.phase_s.get(name, 0.0) for name in names}
         before = sum(self.before.get(name, 0.0) for name in names)
         after = sum(self.tail.get(name, 0.0) for name in names) if finished else 0.0
@@ -107,10 +144,31 @@ class TimeLedger:
         if finished:
             tail = max(end - window_end - after, 0.0)
             parts.append(_part("after", "After the last step", tail, True))
-        out["parts"] = parts
-        out["remainder_includes"] = unmeasured
+        split["parts"] = parts
+        split["remainder_includes"] = unmeasured
         if elapsed > 0:
-            out["goodput"] = (compute + data_rest) / elapsed
+            goodput = (compute + data_rest) / elapsed
+            split["goodput"] = goodput
+            parts_note = "startup, " + ", ".join(
+                label.lower() for name, _p, label in MEASURED_PARTS if name != "data"
+            )
+            inputs = [
+                explain.given("compute_s", compute, "s",
+                              "measured: the training window less the measured phases in it"),
+                explain.given("elapsed_s", elapsed, "s", "wall time from tm's run.start"),
+            ]  # fmt: skip
+            formula = "compute_s / elapsed_s"
+            if "data" in measured:
+                formula = "(compute_s + data_after_first_step_s) / elapsed_s"
+                inputs.insert(1, explain.given(
+                    "data_after_first_step_s", data_rest, "s",
+                    "measured by the DataLoader probe after the first step",
+                ))  # fmt: skip
+            out.explain["goodput"] = explain.explanation(
+                goodput, "fraction", formula, inputs,
+                note=f"the share of the wall time spent training: {parts_note} and the time "
+                "after the last step are not",
+            )  # fmt: skip
         else:
             absent["goodput"] = "no wall time has passed yet"
-        return out
+        return split
