@@ -14,6 +14,7 @@ prometheus-client is imported only when one of the two is used.
 from __future__ import annotations
 
 import math
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -157,7 +158,8 @@ class MetricsServer:
         self.fallback_run = run_dir.name if run_dir is not None else None
         self._snap: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(addr, _handler(self))
+        server_cls = _Server6 if ":" in addr[0] else ThreadingHTTPServer
+        self._server = server_cls(addr, _handler(self))
         self._server.daemon_threads = True
         self.address = self._server.server_address[:2]
         self._thread = threading.Thread(
@@ -182,6 +184,10 @@ class MetricsServer:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class _Server6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
 
 
 def _handler(view: MetricsServer) -> type[BaseHTTPRequestHandler]:
