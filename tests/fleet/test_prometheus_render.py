@@ -88,8 +88,10 @@ def test_without_a_run_id_each_node_is_its_own_run():
     assert labels_for(standalone, "20261202-120000-train")["run"] == "20261202-120000-train"
     standalone["job"]["nodes"] = 2  # a rendezvous id shared by two nodes is the job's
     assert labels_for(standalone, "20261202-120000-train")["run"] == "9f1c-uuid"
-    m = parse(render(snap, {"run": "r", "node": "5"})[0])
-    assert m["trainmeter_steps"] == [({"run": "r", "node": "5"}, 3.0)]
+    m = parse(render(snap, {"run": "r", "cluster": "c1"})[0])  # as the dashboard calls it
+    assert m["trainmeter_steps"] == [({"run": "r", "node": "0", "cluster": "c1"}, 3.0)]
+    shared = parse(render(SNAP, {"run": "train"})[0])  # the job's id wins over the run's name
+    assert shared["trainmeter_steps"][0][0] == {"run": "job7", "node": "1"}
 
 
 def test_the_server_answers_metrics_alone_and_is_read_only():

@@ -135,11 +135,18 @@ class _Collector:
 
 
 def render(snapshot: dict[str, Any], labels: dict[str, str] | None = None) -> tuple[bytes, str]:
-    """(body, content type) of `/metrics` for this snapshot. `labels` default to `labels_for`."""
+    """(body, content type) of `/metrics` for this snapshot.
+
+    `run` and `node` come from the snapshot's job (`labels_for`); a `run` in `labels` names the
+    run when the job has no shared run id (the dashboard passes the run's name); any other
+    label in `labels` is added to every sample."""
     from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+    given = dict(labels or {})
+    base = labels_for(snapshot, given.pop("run", None))  # a shared run id wins over a name
+    base.update({k: str(v) for k, v in given.items() if k not in base})
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector(snapshot, labels or labels_for(snapshot)))
+    registry.register(_Collector(snapshot, base))
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 

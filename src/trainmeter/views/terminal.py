@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .node_text import node_text
+
 _SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
 
 
@@ -63,18 +65,6 @@ def mfu_text(snap: dict[str, Any]) -> str | None:
     return None
 
 
-def node_text(snap: dict[str, Any]) -> str | None:
-    """'node 1 of 2 (ranks 2-3 of 4)' when this run is one node of a larger job, else None."""
-    job = snap.get("job")
-    if not isinstance(job, dict) or not isinstance(job.get("nodes"), int) or job["nodes"] < 2:
-        return None
-    ranks = job.get("ranks") or []
-    held = (
-        f"ranks {ranks[0]}-{ranks[-1]}" if len(ranks) > 1 else f"rank {ranks[0]}" if ranks else "?"
-    )
-    return f"node {job.get('node_rank')} of {job['nodes']} ({held} of {job.get('world_size')})"
-
-
 def _elapsed(snap: dict[str, Any]) -> float | None:
     time_split = snap.get("time")
     return time_split.get("elapsed_s") if isinstance(time_split, dict) else None
@@ -95,7 +85,7 @@ def summary_line(
     mfu = mfu_text(snap)
     if mfu:
         parts.append(mfu)
-    node = node_text(snap)
+    node = node_text(snap)  # one node of a multi-node job: say which (views/node_text.py)
     if node:
         parts.append(node)
     where = f"run {run_dir}" if run_dir else "no run log"
