@@ -132,5 +132,5 @@ def test_an_address_in_use_is_one_warning_and_the_run_goes_on(tmp_path):
         observers = make_observers(opts, tmp_path, lambda key, msg=None: said.append((key, msg)))
     finally:
         taken.close()
-    assert observers == []
+    assert not [o for o in observers if getattr(o, "name", "") == "metrics"]
     assert [k for k, _ in said] == ["metrics"] and "is not served" in said[0][1]

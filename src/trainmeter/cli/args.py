@@ -27,10 +27,14 @@ usage: tm [options] script.py [script args]     run a Python training script and
        tm [options] -- command [args]           any command: torchrun, a shell script, ...
        tm summary [RUN] [--json]                a finished run's summary, replayed from its log
        tm doctor | hardware | attach PID        what tm can see here, the node, a running PID
+       tm runs | compare A B                    the runs here; two runs side by side
+       tm passport | report | export [RUN]      a run's passport, HTML report, W&B/CSV/Parquet
+       tm check RUN [thresholds] [--json]       exit 1 when a run misses its thresholds (CI)
 
 options (before the script or command):
   --budget-tokens N   --budget-steps N   --budget-flops N      the budget, for progress and ETA
   --tokens-per-step N --flops-per-token N                      declared throughput facts
+  --samples-per-step N --flops-per-sample N                    the same for models without tokens
   --convention {titan,megatron,hf,all_params}                  the FLOPs convention for MFU
   --params N  --embedding-params N  --layers N  --d-model N  --seq-len N  --dp N
   --plan-mfu F (0.4 or 40%)  --plan-hours H                    the plan, compared with the run
@@ -114,6 +118,8 @@ _FACT_FLAGS = {
     "--budget-flops": ("budget_flops", parse_amount),
     "--tokens-per-step": ("tokens_per_step", parse_count),
     "--flops-per-token": ("flops_per_token", parse_amount),
+    "--samples-per-step": ("samples_per_step", parse_count),
+    "--flops-per-sample": ("flops_per_sample", parse_amount),
     "--params": ("n_params", parse_count),
     "--embedding-params": ("n_embedding_params", lambda f, t: parse_count(f, t, allow_zero=True)),
     "--layers": ("n_layers", parse_count),

@@ -15,6 +15,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("trainmeter.cli.doctor", "what tm can see here, and why anything is missing"),
     "hardware": ("trainmeter.cli.hardware", "the node: GPUs, peaks, CPU, memory, disks, limits"),
     "attach": ("trainmeter.cli.attach", "watch a running program from outside: GPU and host"),
+    "runs": ("trainmeter.cli.runs", "the runs here: name, start, status, steps, tokens/s, MFU"),
+    "compare": ("trainmeter.cli.compare", "two runs side by side, the biggest differences named"),
+    "export": ("trainmeter.cli.export", "a finished run to W&B, CSV or Parquet"),
+    "report": ("trainmeter.cli.report", "a run as one self-contained HTML file, charts included"),
+    "passport": ("trainmeter.cli.passport", "a run's passport: what it cost, with provenance"),
+    "check": ("trainmeter.cli.check", "fail a CI job when a run misses its thresholds"),
 }
 
 
@@ -23,6 +29,23 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] in COMMANDS:
         module = importlib.import_module(COMMANDS[args[0]][0])
         return int(module.main(args[1:]) or 0)
+    if args and _mistyped_command(args[0]):
+        return 2
     from . import run
 
     return int(run.main(args) or 0)
+
+
+def _mistyped_command(word: str) -> bool:
+    """`tm rnus`: neither a command nor a script that exists. Say so, and start no run (a run
+    directory for a typo would only clutter `tm runs`). Scripts are named with a path or `.py`."""
+    import os
+
+    if word.startswith("-") or "/" in word or "." in word or os.path.exists(word):
+        return False
+    import difflib
+
+    close = difflib.get_close_matches(word, list(COMMANDS), n=1)
+    hint = f"did you mean tm {close[0]}?" if close else "see tm --help"
+    print(f"tm: {word!r} is not a tm command nor a script here ({hint})", file=sys.stderr)
+    return True

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..hardware import specs
-from . import alerts, budget, counted, devices, mfu, model_flops, notices, throughput
+from . import alerts, budget, counted, devices, insight, mfu, model_flops, notices, throughput
 from .counters import GpuCounters
 from .facts import FactStore
 from .flops import ModelShape
@@ -335,7 +335,8 @@ class Engine:
                 if k in self.hello
             }
         snap["records"] = {"fed": self.records, "ignored": self.ignored}
-        snap["warnings"] = whole.warnings
         snap["explain"] = whole.explain
+        insight.add(snap, whole.absent, self)  # samples, waterfall, advice (engine/insight.py)
+        snap["warnings"] = whole.warnings
         snap["absent"] = whole.absent
         return snap

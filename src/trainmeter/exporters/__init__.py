@@ -1,1 +1,1 @@
-"""Ways a run's numbers leave trainmeter for other tools."""
+"""Getting a run out to other tools: tables (CSV, Parquet), Weights & Biases, Prometheus."""

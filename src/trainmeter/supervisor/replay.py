@@ -17,14 +17,9 @@ from typing import Any
 from . import late_parts as parts
 from .ingest import decode_counted
 from .recorder import Recorder
-from .store import RunStore, runs_root
+from .runs import RunNotFound, resolve_run  # noqa: F401 - re-exported: the one resolver
+from .store import RunStore
 from .warn import WarnOnce
-
-_STAMP_LEN = len("YYYYmmdd-HHMMSS-")
-
-
-class RunNotFound(LookupError):
-    """No run directory matches what the user asked for. The message says what was looked at."""
 
 
 @dataclass
@@ -69,29 +64,3 @@ def replay(
     result.feed_errors = recorder.feed_errors
     result.snapshot = recorder.snapshot(now=None)
     return result
-
-
-def resolve_run(spec: str | None, cwd: Path | None = None) -> Path:
-    """A run directory from a path, a name or prefix under .trainmeter/runs, or the latest."""
-    if spec:
-        path = Path(spec)
-        if path.is_file():
-            return path.parent
-        if path.is_dir() and (path / "events.jsonl").exists():
-            return path
-    root = runs_root(cwd)
-    runs = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    if not runs:
-        raise RunNotFound(f"no runs under {root}")
-    if not spec:
-        return runs[-1]
-    for test in (
-        lambda n: n == spec,
-        lambda n: n.startswith(spec),
-        lambda n: n[_STAMP_LEN:] == spec,
-        lambda n: n[_STAMP_LEN:].startswith(spec),
-    ):
-        matches = [p for p in runs if test(p.name)]
-        if matches:
-            return matches[-1]
-    raise RunNotFound(f"no run matches {spec!r} under {root}")

@@ -16,6 +16,10 @@ def make_observers(opts: Any, run_dir: Path | None, warn: Any, stderr: Any = Non
     observers: list[Any] = []
     # Each view adds itself here, behind its own option, e.g.:
     #   if opts.web: observers.append(Dashboard(...))
+    if run_dir is not None:  # the passport is written at the end of every run
+        from .passport import PassportWriter
+
+        observers.append(PassportWriter(run_dir, warn))
     if getattr(opts, "metrics_addr", None):
         observers.extend(_metrics_server(opts, run_dir, warn))
     return observers

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .insight_text import insight_lines
 from .node_text import node_text
 
 _SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
@@ -147,6 +148,7 @@ def summary_text(snap: dict[str, Any], source: str | None = None) -> str:
     elif "mfu" in absent:
         lines.append(f"MFU absent: {absent['mfu']}")
     lines.extend(_time_lines(snap.get("time")))
+    lines.extend(insight_lines(snap))  # samples, MFU waterfall, advice (views/insight_text.py)
     lines.extend(_series_lines(snap.get("series")))
     for warning in snap.get("warnings") or []:
         lines.append(f"warning: {warning}")

@@ -24,17 +24,29 @@ from typing import Any
 
 from ..sender import get_sender
 from . import phases, steps
+from . import tokens as tok
 from .model import unwrap_chain
 
 ARM_AFTER = 2
 MAX_TRIES = 3
-NOTE = "FlopCounterMode over one whole optimizer step: executed matmul/conv/attention FLOPs"
+NOTE = (
+    "FlopCounterMode over one whole optimizer step: executed matmul, convolution and attention "
+    "FLOPs (attention in full, causal masking not halved; elementwise, normalization and "
+    "softmax work not counted)"
+)
+#: CPU attention ops FlopCounterMode has no formula for, by their aten names: counted as the
+#: same two (forward) and five (backward) batched matmuls torch counts for the CUDA kernels.
+CPU_ATTENTION = (
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_flash_attention_for_cpu_backward",
+)
 
 _torch: Any = None
 _counter_cls: Any = None
 _mode: Any = None
 _start: tuple[int, int] = (0, 0)  # (tokens committed, eval spans) when the window opened
 _compiled: str | None = None  # how the model is compiled: None, "wrapper", or a reason
+_batch: int | None = None  # the first micro-batch's leading dimension
 _captured: list[Any] = []
 _tries = 0
 
@@ -65,11 +77,12 @@ def _dynamo_frames() -> int:
 
 def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
     """Decide how this model can be counted, and import the counter before the first step."""
-    global _counter_cls, _compiled
+    global _counter_cls, _compiled, _batch
     from torch.utils.flop_counter import FlopCounterMode
 
     _counter_cls = FlopCounterMode
     _compiled = None
+    _batch = tok.leading(tokens, args, kwargs)
     if any(hasattr(m, "_orig_mod") for m in unwrap_chain(root)):
         _compiled = "wrapper"
     elif any(getattr(m, "_compiled_call_impl", None) is not None for m in root.modules()):
@@ -83,6 +96,8 @@ on_first_forward.probe = "flops"  # type: ignore[attr-defined]
 
 def on_step(n: int) -> None:
     global _mode, _start, _tries
+    if n == 1 and _batch:
+        _send_samples()
     if _mode is not None:
         _close_live(n)
     elif _captured:
@@ -104,9 +119,72 @@ def on_step(n: int) -> None:
 on_step.probe = "flops"  # type: ignore[attr-defined]
 
 
+def _send_samples() -> None:
+    """Samples per step on this rank: the first batch's leading dimension x the micro-batches
+    of the first step (only shapes are read)."""
+    micro = steps._committed[4]
+    if micro > 0:
+        sender = get_sender()
+        if sender is not None:
+            note = f"leading dimension {_batch} of the first batch x {micro} micro-batch(es)"
+            d = {"key": "samples_per_step", "value": _batch * micro, "source": "detected"}
+            sender.send("fact", {**d, "note": note})
+
+
+def counter() -> Any:
+    """A FlopCounterMode that also counts the CPU attention ops torch has no formula for."""
+    global _sdpa
+    aten = _torch.ops.aten
+    fwd, bwd = (getattr(aten, name, None) for name in CPU_ATTENTION)
+    mapping: dict[Any, Any] = {}
+    try:
+        from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
+    except ImportError:
+        _missed("this torch has no sdpa_flop_count to count CPU attention with")
+    else:
+        _sdpa = (sdpa_flop_count, sdpa_backward_flop_count)
+        if fwd is not None:
+            mapping[fwd] = _cpu_attention
+        if bwd is not None:
+            mapping[bwd] = _cpu_attention_backward
+    return _counter_cls(display=False, custom_mapping=mapping)
+
+
+_sdpa: tuple[Any, Any] | None = None
+#: Why attention was left out of the count (None: it was counted, or there was none).
+attention_missed: str | None = None
+
+
+def _missed(reason: str) -> None:
+    global attention_missed
+    attention_missed = attention_missed or reason
+
+
+def _cpu_attention(q: Any, k: Any, v: Any, *args: Any, out_shape: Any = None, **kw: Any) -> int:
+    """Runs inside the user's step: it must never raise, so a shape it cannot read counts 0 and
+    the note says attention was left out."""
+    try:
+        return int(_sdpa[0](q, k, v))  # type: ignore[index]
+    except Exception as exc:  # noqa: BLE001
+        _missed(f"CPU attention of shapes {tuple(q)}, {tuple(k)} not counted ({exc})"[:200])
+        return 0
+
+
+def _cpu_attention_backward(
+    grad_out: Any, q: Any, k: Any, v: Any, *args: Any, out_shape: Any = None, **kw: Any
+) -> int:
+    try:
+        return int(_sdpa[1](grad_out, q, k, v))  # type: ignore[index]
+    except Exception as exc:  # noqa: BLE001
+        _missed(
+            f"CPU attention backward of shapes {tuple(q)}, {tuple(k)} not counted ({exc})"[:200]
+        )
+        return 0
+
+
 def _open_live() -> None:
     global _mode, _start
-    mode = _counter_cls(display=False)
+    mode = counter()
     mode.__enter__()
     _mode = mode
     _start = (steps._committed[1], phases._totals["eval"][1])
@@ -135,12 +213,15 @@ def _close_live(n: int) -> None:
 
 
 def _report(flops: int, tokens: int, note: str) -> None:
+    if attention_missed:
+        note += f"; attention NOT included: {attention_missed}"
     if flops <= 0:
         _unavailable("FlopCounterMode saw no matmul, convolution or attention in the step")
     elif tokens <= 0:
         _send("counted_flops_per_step", flops, note)
         _unavailable("no token tensor was seen, so FLOPs per token cannot be formed")
     else:
+        _send("counted_flops_per_step", flops, note)
         _send(
             "counted_flops_per_token", flops / tokens, note + f", {flops} FLOPs / {tokens} tokens"
         )
@@ -232,12 +313,12 @@ def fake_flops(module: Any, args: Any, kwargs: Any) -> int:
         return fake.from_tensor(x) if isinstance(x, _torch.Tensor) else x
 
     fargs, fkwargs = tree_map(to_fake, (tuple(args), dict(kwargs or {})))
-    with fake, _counter_cls(display=False) as counter:
+    with fake, counter() as mode:
         out = clone(*fargs, **fkwargs)
         target = _loss_like(out)
         if target is not None:
             target.sum().backward()
-    return int(counter.get_total_flops())
+    return int(mode.get_total_flops())
 
 
 def _leave_mode_in_child() -> None:

@@ -68,9 +68,29 @@ def _wrap_next(original: Any) -> Any:
             return original(self)
         finally:
             add("data", time.perf_counter() - t0)
+            if _workers is None:
+                _note_workers(self)
 
     __next__.__trainmeter_original__ = original  # type: ignore[attr-defined]
     return __next__
+
+
+_workers: int | None = None  # the first training DataLoader's num_workers, sent once
+
+
+def _note_workers(it: Any) -> None:
+    """Send the DataLoader's worker count once (what the data-wait advice rests on). Runs in
+    the loop's `next()`: it must never raise into it."""
+    global _workers
+    try:
+        n = getattr(it, "_num_workers", None)
+        _workers = n if isinstance(n, int) and not isinstance(n, bool) else -1
+        sender = get_sender()
+        if sender is not None and _workers >= 0:
+            d = {"key": "dataloader_workers", "value": n, "source": "detected"}
+            sender.send("fact", {**d, "note": "num_workers of the first training DataLoader"})
+    except Exception:  # noqa: BLE001 - promise: nothing raises into the training loop
+        _workers = -1
 
 
 def attach_data(torch: Any) -> None:

@@ -65,3 +65,23 @@ def real(tokens: Any, kwargs: dict[str, Any] | None) -> int | None:
             return None
         return int((labels != IGNORE_INDEX).sum())
     return None
+
+
+def leading(tokens: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> int | None:
+    """Samples in a forward call: the token tensor's leading dimension, else that of the first
+    tensor among the positional arguments (or inside a dict, list or tuple given as one), else
+    among the keyword arguments; None when no tensor has one. Only `shape` is read."""
+    if tokens is not None:
+        return int(tokens.shape[0]) if tokens.dim() > 0 else None
+    for arg in (*args, *(kwargs or {}).values()):
+        items = (
+            arg.values()
+            if isinstance(arg, dict)
+            else arg
+            if isinstance(arg, (list, tuple))
+            else (arg,)
+        )
+        for x in items:
+            if isinstance(x, _tensor_type) and x.dim() > 0:
+                return int(x.shape[0])
+    return None

@@ -1,0 +1,89 @@
+"""`tm compare A B [--json]`: two runs side by side, and the biggest differences in words.
+
+Both runs are replayed from their logs; the comparison itself is `views.compare.compare`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .runarg import CommandError, loaded_run, run_command, split_args
+
+USAGE = """\
+usage: tm compare A B [--json]
+  A, B    runs: a directory, a name or unique prefix under .trainmeter/runs, or latest
+  --json  print the comparison as JSON
+"""
+
+_SECTIONS = {
+    "throughput": "Throughput",
+    "mfu": "MFU (one convention for both)",
+    "time": "Time",
+    "time_per_step": "Time per step (the training loop)",
+    "ladder": "Utilization ladder (mean over GPUs)",
+}
+
+
+def cell(value: float | None, unit: str) -> str:
+    from ..views.passport import fmt
+
+    if value is None:
+        return "-"
+    if unit == "s/step":
+        return f"{value * 1000:.3g} ms" if value < 1 else f"{value:.3g} s"
+    if unit == "steps":
+        return f"{value:,.0f}"
+    return fmt(value, unit)
+
+
+def render(result: dict) -> str:
+    a, b = result["a"]["name"], result["b"]["name"]
+    rows = [r for r in result["rows"] if r["a"] is not None or r["b"] is not None]
+    width = max([len(r["label"]) for r in rows] + [10]) + 2
+    col = max(len(a), len(b), 12) + 5
+    lines = [f"{'':<{width}}{'A: ' + a:>{col}}{'B: ' + b:>{col}}{'B/A':>8}"]
+    section = None
+    for row in rows:
+        if row["section"] != section:
+            section = row["section"]
+            lines.append(_SECTIONS.get(section, section))
+        ratio = f"{row['ratio']:.2f}x" if row["ratio"] is not None else ""
+        lines.append(
+            f"  {row['label']:<{width - 2}}{cell(row['a'], row['unit']):>{col}}"
+            f"{cell(row['b'], row['unit']):>{col}}{ratio:>8}"
+        )
+    lines.append("")
+    if result["differences"]:
+        lines += [f"- {d}" for d in result["differences"]]
+    else:
+        lines.append("- no difference large enough to name")
+    return "\n".join(lines)
+
+
+def _main(argv: list[str]) -> int:
+    if "-h" in argv or "--help" in argv:
+        print(USAGE, end="")
+        return 0
+    runs, opts = split_args("compare", argv, {"--json"}, set(), max_runs=2)
+    if len(runs) != 2:
+        raise CommandError("name two runs to compare: tm compare A B")
+    dir_a, snap_a = loaded_run(runs[0])
+    dir_b, snap_b = loaded_run(runs[1])
+    if dir_a == dir_b:
+        raise CommandError(f"{runs[0]!r} and {runs[1]!r} are the same run ({dir_a.name})")
+    from ..supervisor.runs import run_name
+    from ..views.compare import compare
+
+    names = (run_name(dir_a), run_name(dir_b))
+    if names[0] == names[1]:
+        names = (dir_a.name, dir_b.name)
+    result = compare(snap_a, snap_b, *names)
+    if opts.get("--json"):
+        print(json.dumps(result, indent=2, allow_nan=False), flush=True)
+    else:
+        print(render(result), flush=True)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    return run_command("compare", _main, argv)

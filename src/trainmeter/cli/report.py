@@ -1,0 +1,45 @@
+"""`tm report [RUN] [-o FILE]`: a finished run as one self-contained HTML file (no network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .runarg import CommandError, run_command, split_args
+
+USAGE = """\
+usage: tm report [RUN] [-o FILE]
+  RUN      a run directory, a name or unique prefix under .trainmeter/runs, or latest (default)
+  -o FILE  where to write the page (default: report.html in the run directory)
+  One HTML file: the passport, and a chart of every series; it loads nothing from the network.
+"""
+
+
+def _main(argv: list[str]) -> int:
+    if "-h" in argv or "--help" in argv:
+        print(USAGE, end="")
+        return 0
+    runs, opts = split_args("report", argv, set(), {"-o", "--output"})
+    from ..supervisor.runs import RunNotFound, resolve_run
+    from ..views.report import ReportError, build_report
+
+    try:
+        run_dir = resolve_run(runs[0] if runs else None)
+    except RunNotFound as exc:
+        raise CommandError(str(exc)) from None
+    target = Path(opts.get("-o") or opts.get("--output") or run_dir / "report.html")
+    try:
+        page = build_report(run_dir)
+    except ReportError as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"cannot read the run log of {run_dir.name} ({exc.strerror})") from None
+    try:
+        target.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot write {target} ({exc.strerror})") from None
+    print(f"{target} ({len(page.encode()) // 1024} KiB)")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    return run_command("report", _main, argv)

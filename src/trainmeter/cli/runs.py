@@ -1,0 +1,91 @@
+"""`tm runs [--json]`: the runs under .trainmeter/runs, oldest first, one line each."""
+
+from __future__ import annotations
+
+import json
+
+from .runarg import run_command, split_args
+
+USAGE = """\
+usage: tm runs [--json]
+  the runs under .trainmeter/runs: name, start, duration, status, steps, tokens, tokens/s, MFU
+  --json  the same as a list of objects
+"""
+
+HEADER = ("RUN", "START (UTC)", "DURATION", "STATUS", "STEPS", "TOKENS", "TOKENS/S", "MFU")
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, sec = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{sec:02d}s"
+
+
+def _count(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for factor, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g}{suffix}"
+    return f"{value:.0f}" if value == int(value) else f"{value:.3g}"
+
+
+def _mfu(value: float | None, convention: str | None) -> str:
+    if value is None:
+        return "-"
+    pct = value * 100
+    text = f"{pct:.1f}%" if pct >= 1 else f"{pct:.2g}%"
+    return f"{text} {convention}" if convention else text
+
+
+def rows(infos: list) -> list[tuple[str, ...]]:
+    return [
+        (
+            info.path.name,
+            (info.start_utc or "-")[:19].replace("T", " "),
+            _duration(info.duration_s),
+            info.status,
+            _count(info.steps),
+            _count(info.tokens),
+            _count(info.tokens_per_s),
+            _mfu(info.mfu, info.mfu_convention),
+        )
+        for info in infos
+    ]
+
+
+def table(lines: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in lines) for i in range(len(lines[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines)
+
+
+def _main(argv: list[str]) -> int:
+    if "-h" in argv or "--help" in argv:
+        print(USAGE, end="")
+        return 0
+    _runs, opts = split_args("runs", argv, {"--json"}, set(), max_runs=0)
+    from ..supervisor.runs import list_runs, runs_root
+
+    infos = list_runs()
+    if opts.get("--json"):
+        out = [
+            {"dir": i.path.name, "name": i.name, "start_utc": i.start_utc,
+             "duration_s": i.duration_s, "status": i.status, "steps": i.steps, "tokens": i.tokens,
+             "tokens_per_s": i.tokens_per_s, "mfu": i.mfu, "mfu_convention": i.mfu_convention}
+            for i in infos
+        ]
+        print(json.dumps(out, indent=2, allow_nan=False), flush=True)
+        return 0
+    if not infos:
+        print(f"no runs under {runs_root()} yet (tm script.py makes one)")
+        return 0
+    print(table([HEADER, *rows(infos)]), flush=True)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    return run_command("runs", _main, argv)

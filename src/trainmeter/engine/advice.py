@@ -1,0 +1,201 @@
+"""What to try, in words: advice only where a measured number supports it, each with its number.
+
+Each rule reads numbers the snapshot already carries and fires only past a threshold (below),
+so a run whose numbers do not point anywhere gets no advice at all. Every item carries the
+numbers it rests on (`evidence`: name, value, unit, source): no advice without its reason.
+
+    data_wait        data wait / (compute + data wait)           >= DATA_SHARE
+    non_tensor_work  SM active >= SM_BUSY and tensor / SM active <  TENSOR_SHARE     (GPM)
+    clocks_held      a GPU's latest throttle reasons name power or heat
+    slow_rank        slowest / fastest rank's step time - 1      >= RANK_SPREAD
+    padding          padding share of the tokens                  >= PADDING_SHARE
+    eval, checkpoint that part of the wall time                   >= PHASE_SHARE
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .formulas import num
+
+DATA_SHARE = 0.10
+FEW_WORKERS = 2
+SM_BUSY = 0.60
+TENSOR_SHARE = 0.50
+RANK_SPREAD = 0.10
+PADDING_SHARE = 0.10
+PHASE_SHARE = 0.10
+
+
+def _ev(name: str, value: Any, unit: str, source: str) -> dict[str, Any]:
+    return {"name": name, "value": value, "unit": unit, "source": source}
+
+
+def _item(kind: str, message: str, evidence: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"kind": kind, "message": message, "evidence": evidence}
+
+
+def _parts(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {p.get("name"): p for p in (snap.get("time") or {}).get("parts") or []}
+
+
+def data_wait(snap: dict[str, Any]) -> dict[str, Any] | None:
+    parts = _parts(snap)
+    data, compute = parts.get("data") or {}, parts.get("compute") or {}
+    wait, busy = num(data.get("s")), num(compute.get("s"))
+    if not data.get("measured") or wait is None or busy is None or wait + busy <= 0:
+        return None
+    share = wait / (wait + busy)
+    if share < DATA_SHARE:
+        return None
+    workers = num(((snap.get("facts") or {}).get("dataloader_workers") or {}).get("value"))
+    evidence = [
+        _ev("data_wait_share", share, "fraction", "data wait / (compute + data wait), time split"),
+        _ev("data_wait_s", wait, "s", "time split (DataLoader __next__)"),
+    ]
+    head = f"Data wait is {share:.0%} of the training time ({wait:.1f} s)"
+    if workers is None:
+        message = (
+            head + ": the DataLoader's worker count is not known; give it more workers "
+            "(num_workers), pin_memory=True and prefetching, or preprocess the data ahead"
+        )
+    else:
+        evidence.append(_ev("dataloader_workers", int(workers), "workers", "detected"))
+        if workers <= FEW_WORKERS:
+            message = head + (
+                f" with {int(workers)} DataLoader worker{'s' if workers != 1 else ''}: "
+                "raise num_workers (one or more per CPU core you can spare), with "
+                "pin_memory=True and persistent_workers=True"
+            )
+        else:
+            message = head + (
+                f" although the DataLoader has {int(workers)} workers: the storage or the "
+                "per-sample preprocessing is the bottleneck; preprocess ahead or cache"
+            )
+    return _item("data_wait", message, evidence)
+
+
+def non_tensor_work(snap: dict[str, Any]) -> dict[str, Any] | None:
+    mean = (snap.get("ladder") or {}).get("mean") or {}
+    sm, tensor = num(mean.get("sm_active")), num(mean.get("tensor_active"))
+    if sm is None or tensor is None or sm < SM_BUSY:
+        return None
+    share = tensor / sm
+    if share >= TENSOR_SHARE:
+        return None
+    return _item(
+        "non_tensor_work",
+        f"The SMs are busy ({sm:.0%} SM active) but only {share:.0%} of that is tensor-core "
+        "work: time goes to kernels outside matmuls (elementwise, normalization, optimizer); "
+        "fuse them (torch.compile, fused optimizers, fused attention) or use bf16 matmuls",
+        [_ev("sm_active", sm, "fraction", "GPM, mean over GPUs"),
+         _ev("tensor_share", share, "fraction", "tensor active / SM active, GPM")],
+    )  # fmt: skip
+
+
+def clocks_held(snap: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    gpus = snap.get("gpus") or {}
+    for alert in snap.get("alerts") or []:
+        if alert.get("kind") != "gpu_throttle":
+            continue
+        gpu = str(alert.get("gpu"))
+        row = gpus.get(gpu) or {}
+        clock, top = num(row.get("sm_clock_mhz")), num(row.get("max_sm_clock_mhz"))
+        reasons = ", ".join(alert.get("reasons") or [])
+        evidence = [_ev(f"throttle_reasons[{gpu}]", reasons, "", "NVML throttle reasons")]
+        at = ""
+        if clock is not None and top:
+            at = f" at {clock:.0f} of {top:.0f} MHz ({clock / top:.0%})"
+            evidence.append(_ev(f"sm_clock_mhz[{gpu}]", clock, "MHz", "NVML, latest sample"))
+            evidence.append(_ev(f"max_sm_clock_mhz[{gpu}]", top, "MHz", "NVML"))
+        heat = "thermal" in reasons.lower()
+        fix = (
+            "check cooling and airflow"
+            if heat
+            else "check the power limit (nvidia-smi -q -d POWER)"
+        )
+        out.append(
+            _item(
+                "clocks_held",
+                f"GPU {gpu} runs with its clocks held down by {reasons}{at}: {fix}",
+                evidence,
+            )
+        )
+    return out
+
+
+def slow_rank(snap: dict[str, Any]) -> dict[str, Any] | None:
+    ranks = snap.get("ranks") or {}
+    spread = num(ranks.get("spread"))
+    if spread is None or spread < RANK_SPREAD:
+        return None
+    times = ranks.get("step_time_s") or {}
+    slow, fast = str(ranks.get("slowest")), str(ranks.get("fastest"))
+    return _item(
+        "slow_rank",
+        f"Rank {slow} takes {spread:.0%} longer a step than rank {fast} "
+        f"({times.get(slow, 0):.3f} s vs {times.get(fast, 0):.3f} s): the others wait for it at "
+        "each synchronization; look at its data shard, its GPU's clocks and its host",
+        [_ev("rank_spread", spread, "fraction", "slowest / fastest step time - 1"),
+         _ev(f"step_time_s[{slow}]", times.get(slow), "s", "measured"),
+         _ev(f"step_time_s[{fast}]", times.get(fast), "s", "measured")],
+    )  # fmt: skip
+
+
+def padding(snap: dict[str, Any]) -> dict[str, Any] | None:
+    share = num((snap.get("padding") or {}).get("share"))
+    if share is None or share < PADDING_SHARE:
+        return None
+    return _item(
+        "padding",
+        f"{share:.0%} of the tokens in the batches are padding: pack sequences or bucket "
+        "batches by length",
+        [_ev("padding_share", share, "fraction", "1 - real tokens / all tokens (detected)")],
+    )
+
+
+def phases(snap: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    elapsed = num((snap.get("time") or {}).get("elapsed_s"))
+    if not elapsed:
+        return out
+    parts = _parts(snap)
+    for name, fix in (
+        ("eval", "evaluate less often or on a smaller set"),
+        ("checkpoint", "checkpoint less often, or asynchronously (torch.distributed.checkpoint "
+         "async_save)"),
+    ):  # fmt: skip
+        part = parts.get(name) or {}
+        seconds = num(part.get("s"))
+        if not part.get("measured") or seconds is None:
+            continue
+        share = seconds / elapsed
+        if share < PHASE_SHARE:
+            continue
+        n = part.get("n")
+        times = f" over {n} time{'s' if n != 1 else ''}" if isinstance(n, int) else ""
+        out.append(
+            _item(
+                name,
+                f"{part.get('label', name)} took {share:.0%} of the wall time "
+                f"({seconds:.1f} s{times}): {fix}",
+                [
+                    _ev(f"{name}_share", share, "fraction", f"{name} / elapsed, time split"),
+                    _ev(f"{name}_s", seconds, "s", "time split"),
+                ],
+            )  # fmt: skip
+        )
+    return out
+
+
+def advise(snap: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every piece of advice the snapshot's numbers support, most time-costly kinds first."""
+    out: list[dict[str, Any]] = []
+    for rule in (data_wait, non_tensor_work, slow_rank, padding):
+        item = rule(snap)
+        if item is not None:
+            out.append(item)
+    out.extend(clocks_held(snap))
+    out.extend(phases(snap))
+    return out

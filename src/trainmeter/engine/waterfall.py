@@ -1,0 +1,340 @@
+"""The MFU waterfall: from 100% of the dense peak down to the MFU the snapshot shows, one
+measured factor a loss.
+
+Why two scopes. The MFU the snapshot shows is a rate over the training window (model FLOPs per
+token x tokens/s, the rate measured between rank 0's step reports, over GPUs x peak): the time
+before the first step and after the last one is not in it. So the chain is cut in two:
+
+    whole run:  window / elapsed                          startup and compile, after the last step
+    in steps:   compute / window                          data wait, eval, checkpoints between steps
+                (SM active or GPU-Util) / (compute/window) GPU idle within steps
+                tensor active / SM active                 SM work that is not tensor work
+                OFU / tensor active                       SM clock below the tensor clock
+                MFU / OFU                                 executed vs model FLOPs
+
+The in-steps factors multiply to the MFU exactly (they telescope: compute/window x busy/(compute/
+window) x tensor/busy x OFU/tensor x MFU/OFU); with the whole-run factor in front, the chain
+ends at window/elapsed x MFU, the model FLOPs of the whole run as a share of the peak at the
+steady rate. A counter that is absent (no GPM, no tensor clock, no GPU sample) leaves its factor
+absent with the reason and its loss is carried by the last factor, which then says what it
+includes: never a made-up share. A factor above 1 is kept as it is, with the reason it can be.
+See docs/waterfall.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ..hardware.specs import DeviceSpec
+from .formulas import num
+
+_ABOVE_ONE = {
+    "gpu_idle": (
+        "the GPU was busier over the counters' sample than the share of the window spent in "
+        "steps: it kept working through the data wait, eval or checkpoint (work queued ahead of "
+        "the host), or the sample caught no wait"
+    ),
+    "tensor_share": (
+        "tensor active above SM active: the two GPM counters are read over slightly different "
+        "windows, so a GPU that is nearly all tensor work can read just over 1"
+    ),
+    "model_vs_executed": (
+        "the convention counts more FLOPs than the tensor cores were seen executing (attention "
+        "or embedding FLOPs a fused kernel skips, or the counters' sample window caught a "
+        "quieter moment than the MFU's rate): the convention, not the hardware, is the ceiling"
+    ),
+}
+
+
+def _factor(
+    name: str, label: str, value: float, formula: str, scope: str, inputs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    entry: dict[str, Any] = dict(
+        name=name, label=label, value=value, loss=1.0 - value, formula=formula, scope=scope,
+        inputs=inputs,
+    )  # fmt: skip
+    entry["source"] = _SOURCE.get(name, "measured")
+    if value > 1.0 and name in _ABOVE_ONE:
+        entry["above_one"] = _ABOVE_ONE[name]
+    return entry
+
+
+#: Each factor's provenance (its inputs carry the source of every number in it).
+_SOURCE = {
+    "time_outside_window": "measured: the time split (step records, phase probes, run start/end)",
+    "time_outside_steps": "measured: the time split",
+    "gpu_idle": "measured: NVML (GPM SM active, else GPU-Util) and the time split",
+    "tensor_share": "measured: GPM tensor active and SM active",
+    "clocks": "measured: NVML SM clock; the tensor clock from the card's spec",
+    "model_vs_executed": "derived: the MFU over the product of the measured factors before it",
+}
+
+
+def _inp(name: str, value: Any, unit: str, source: str) -> dict[str, Any]:
+    return {"name": name, "value": value, "unit": unit, "source": source}
+
+
+def _target(snap: dict[str, Any], absent: dict[str, str]) -> tuple[float, str, str] | str:
+    """(MFU, convention, where it comes from), or why there is none."""
+    mfu = snap.get("mfu") or {}
+    value = num(mfu.get("value"))
+    if value is not None and value > 0:
+        return value, str(mfu.get("convention")), "snapshot mfu"
+    counted = snap.get("counted") or {}
+    value = num(counted.get("utilization"))
+    if value is not None and value > 0:
+        return value, "counted", "snapshot counted.utilization"
+    samples = snap.get("samples") or {}
+    value = num((samples.get("mfu") or {}).get("value"))
+    if value is not None and value > 0:
+        return value, "counted", "snapshot samples.mfu"
+    if mfu.get("range"):
+        return "MFU is a range (no convention chosen): declare --convention to get a waterfall"
+    return "needs MFU: " + absent.get("mfu", "not measured")
+
+
+def _busy(
+    snap: dict[str, Any], absent: dict[str, str], in_steps: float | None
+) -> tuple[dict[str, Any] | None, str]:
+    """GPU idle within steps: SM active where GPM reads it, else GPU-Util, labelled which;
+    divided by the share of the training window spent in steps, so that the data wait, eval and
+    checkpoints between steps (a factor of their own) are not taken out twice."""
+    mean = (snap.get("ladder") or {}).get("mean") or {}
+    for key, basis, source in (
+        ("sm_active", "SM active, GPM", "GPM, mean over GPUs, latest sample"),
+        ("gpu_util", "GPU-Util, no GPM", "NVML utilization, mean over GPUs, latest sample"),
+    ):
+        value = num(mean.get(key))
+        if value is None:
+            continue
+        name = "SM active" if key == "sm_active" else "GPU-Util"
+        inputs = [_inp(key, value, "fraction", source)]
+        formula = name
+        if in_steps:
+            inputs.append(_inp("time_in_steps", in_steps, "fraction", "compute / window"))
+            formula = f"{name} / (compute / window)"
+            value = value / in_steps
+        label = f"GPU idle within steps (1 - {basis})"
+        return _factor("gpu_idle", label, value, formula, "steps", inputs), key
+    return None, absent.get("ladder", "no GPU counters")
+
+
+def _tensor(snap: dict[str, Any], basis: str) -> tuple[dict[str, Any] | None, str]:
+    mean = (snap.get("ladder") or {}).get("mean") or {}
+    tensor, sm = num(mean.get("tensor_active")), num(mean.get("sm_active"))
+    if tensor is None or basis != "sm_active":
+        return None, "no tensor-activity counter (GPM needs a Hopper or newer data-center GPU)"
+    if not sm:
+        return None, "SM active read 0 in the latest sample: no share to take"
+    return _factor(
+        "tensor_share", "SM work that is not tensor work", tensor / sm,
+        "tensor active / SM active", "steps",
+        [_inp("tensor_active", tensor, "fraction", "GPM, mean over GPUs, latest sample"),
+         _inp("sm_active", sm, "fraction", "GPM, mean over GPUs, latest sample")],
+    ), ""  # fmt: skip
+
+
+def _clocks(
+    snap: dict[str, Any], basis: str, lookup: Callable[[str], DeviceSpec | None]
+) -> tuple[dict[str, Any] | None, str]:
+    """Clocks below the tensor clock. With GPM: OFU / tensor active (each GPU's tensor activity
+    weighted by its min(SM clock, tensor clock) / tensor clock); without: the same ratio
+    weighted by each GPU's GPU-Util."""
+    ofu = snap.get("ofu") or {}
+    mean = (snap.get("ladder") or {}).get("mean") or {}
+    if basis == "sm_active":
+        tensor, ofu_mean = num(mean.get("tensor_active")), num(mean.get("ofu"))
+        if not ofu.get("comparable_with_mfu", False) or ofu_mean is None:
+            return None, "the card's spec states no tensor clock for its dense peak"
+        if not tensor:
+            return None, "tensor active read 0 in the latest sample: no clock to weigh"
+        return _factor(
+            "clocks", "Clocks below the tensor clock", ofu_mean / tensor, "OFU / tensor active",
+            "steps",
+            [_inp("ofu", ofu_mean, "fraction", "tensor active x min(SM clock, tensor clock) / "
+                  "tensor clock, mean over GPUs, latest sample"),
+             _inp("tensor_active", tensor, "fraction", "GPM, mean over GPUs, latest sample")],
+        ), ""  # fmt: skip
+    rows = snap.get("gpus") or {}
+    num_sum = den = 0.0
+    clocks: list[dict[str, Any]] = []
+    for label, row in rows.items():
+        util, clock = num(row.get("gpu_util")), num(row.get("sm_clock_mhz"))
+        spec = lookup(row.get("name")) if isinstance(row.get("name"), str) else None
+        tclk = spec.tensor_clock_mhz if spec is not None else None
+        if util is None or clock is None:
+            continue
+        if not tclk:
+            return None, f"{row.get('name') or 'a GPU'} has no tensor clock in the spec table"
+        num_sum += util * min(clock, tclk) / tclk
+        den += util
+        clocks.append(_inp(f"sm_clock_mhz[{label}]", clock, "MHz", "NVML, latest sample"))
+        clocks.append(_inp(f"tensor_clock_mhz[{label}]", tclk, "MHz", "spec table"))
+    if not den:
+        return None, "no GPU was busy in the latest sample: no clock to weigh"
+    return _factor(
+        "clocks", "Clocks below the tensor clock", num_sum / den,
+        "sum(GPU-Util x min(SM clock, tensor clock) / tensor clock) / sum(GPU-Util)", "steps",
+        clocks,
+    ), ""  # fmt: skip
+
+
+def _time(
+    snap: dict[str, Any], absent: dict[str, str], outside_phase_s: float
+) -> tuple[float, float, float, list[dict[str, Any]]] | str:
+    """(elapsed, window, compute, inputs) from the time split, or why not. The training
+    window runs from the first step to the last: elapsed less startup, the tail after the last
+    step, and measured phases (data, eval, checkpoints) that fell before or after it."""
+    time = snap.get("time") or {}
+    parts = {p.get("name"): p for p in time.get("parts") or []}
+    elapsed = num(time.get("elapsed_s"))
+    compute = num((parts.get("compute") or {}).get("s"))
+    if not elapsed or compute is None:
+        return absent.get("time_split") or absent.get("time") or "no wall time has passed yet"
+    startup = num((parts.get("startup") or {}).get("s")) or 0.0
+    after = num((parts.get("after") or {}).get("s")) or 0.0
+    window = elapsed - startup - after - outside_phase_s
+    if window <= 0 or compute <= 0:
+        return "no time inside the training window yet (fewer than two steps)"
+    inputs = [
+        _inp(p["name"], p.get("s"), "s", "measured" if p.get("measured") else "remainder")
+        for p in time["parts"]
+    ]
+    inputs.append(_inp("elapsed", elapsed, "s", "time split"))
+    inputs.append(
+        _inp("phases_outside_window", outside_phase_s, "s",
+             "measured phases recorded before the first step or after the last")
+    )  # fmt: skip
+    inputs.append(_inp("window", window, "s", "elapsed - startup - after - phases outside it"))
+    return elapsed, window, compute, inputs
+
+
+def build(
+    snap: dict[str, Any],
+    absent: dict[str, str],
+    lookup: Callable[[str], DeviceSpec | None],
+    outside_phase_s: float = 0.0,
+) -> dict[str, Any] | None:
+    """The waterfall of `snap`, or None with `absent["waterfall"]` saying why.
+    `outside_phase_s`: seconds of measured phases recorded before the first step or after the
+    last one (the engine's time ledger knows them; the snapshot does not)."""
+    target = _target(snap, absent)
+    if isinstance(target, str):
+        absent["waterfall"] = target
+        return None
+    mfu, convention, mfu_from = target
+    missing: dict[str, str] = {}
+    steps: list[dict[str, Any]] = []
+    head: dict[str, Any] | None = None
+    timed = _time(snap, absent, outside_phase_s)
+    in_steps: float | None = None
+    if isinstance(timed, str):
+        missing["time_outside_steps"] = timed
+    else:
+        elapsed, window, compute, inputs = timed
+        in_steps = compute / window
+        head = _factor(
+            "time_outside_window", "Startup and compile, after the last step", window / elapsed,
+            "window / elapsed", "run", inputs,
+        )  # fmt: skip
+        steps.append(
+            _factor(
+                "time_outside_steps",
+                "Data wait, eval, checkpoints between steps",
+                in_steps,
+                "compute / window",
+                "steps",
+                [
+                    _inp("compute", compute, "s", "time split"),
+                    _inp("window", window, "s", "time split"),
+                ],
+            )  # fmt: skip
+        )
+    busy, basis = _busy(snap, absent, in_steps)
+    if busy is None:
+        missing["gpu_idle"] = basis
+        basis = ""
+    else:
+        steps.append(busy)
+    tensor, why = _tensor(snap, basis)
+    if tensor is None:
+        missing["tensor_share"] = why if busy is not None else "no GPU counters"
+    else:
+        steps.append(tensor)
+    clocks, why = _clocks(snap, basis, lookup) if busy is not None else (None, "no GPU counters")
+    if clocks is None:
+        missing["clocks"] = why
+    else:
+        steps.append(clocks)
+    chain = math.prod(f["value"] for f in steps)
+    merged = [
+        n for n in ("time_outside_steps", "gpu_idle", "tensor_share", "clocks") if n in missing
+    ]
+    label = "Executed vs model FLOPs (recompute, non-matmul work, padding)"
+    if merged:
+        label += "; includes " + ", ".join(n.replace("_", " ") for n in merged) + " (absent)"
+    gap = _factor(
+        "model_vs_executed", label, mfu / chain,
+        "MFU / (" + " x ".join(f["formula"] for f in steps) + ")" if steps else "MFU", "steps",
+        [_inp("mfu", mfu, "fraction", f"{mfu_from}, convention {convention}")]
+        + [_inp(f["name"], f["value"], "factor", "above") for f in steps],
+    )  # fmt: skip
+    if merged:
+        gap["merged"] = merged
+    steps.append(gap)
+    out: dict[str, Any] = {
+        "start": 1.0,
+        "value": mfu,
+        "convention": convention,
+        "factors": ([head] if head else []) + steps,
+        "absent": missing,
+        "window": (
+            "in-steps factors: GPU counters from the latest sample (about 1 s), mean over GPUs; "
+            "MFU from the moving average of tokens/s over the training window"
+        ),
+    }
+    if head is not None:
+        out["whole_run"] = {
+            "value": head["value"] * mfu,
+            "formula": "window / elapsed x MFU",
+            "note": "model FLOPs over the whole wall time as a share of the peak, at the "
+            "steady rate",
+        }
+    return out
+
+
+def explain(wf: dict[str, Any], peak_source: str | None) -> dict[str, Any]:
+    """The explain entry for the waterfall: its end value and each factor as an input."""
+    entry: dict[str, Any] = {
+        "value": wf["value"],
+        "unit": "fraction of dense peak",
+        "formula": " * ".join(f["name"] for f in wf["factors"] if f["scope"] == "steps"),
+        "inputs": [
+            _inp(f["name"], f["value"], "factor", f["formula"] + f" ({f['scope']})")
+            for f in wf["factors"]
+        ],
+        "convention": wf["convention"],
+        "note": "the whole-run factor (window / elapsed) scales the peak to the training "
+        "window; the rest multiply to the MFU exactly",
+    }
+    if peak_source:
+        entry["peak_source"] = peak_source
+    return entry
+
+
+def add(
+    snap: dict[str, Any],
+    absent: dict[str, str],
+    lookup: Callable[[str], DeviceSpec | None],
+    outside_phase_s: float = 0.0,
+) -> None:
+    """Put `waterfall` (and its explain entry) into `snap`, or its reason into `absent`."""
+    wf = build(snap, absent, lookup, outside_phase_s)
+    if wf is None:
+        return
+    snap["waterfall"] = wf
+    snap.setdefault("explain", {})["waterfall"] = explain(
+        wf, (snap.get("peak") or {}).get("source")
+    )
