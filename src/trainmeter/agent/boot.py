@@ -39,6 +39,25 @@ def _int_env(name: str) -> int | None:
         return None
 
 
+def _first_int(*names: str) -> int | None:
+    """The first of these variables that holds a number (torchrun's names, then Slurm's)."""
+    for name in names:
+        value = _int_env(name)
+        if value is not None:
+            return value
+    return None
+
+
+def _run_id() -> str | None:
+    """The job's id shared by every node: torchrun's rendezvous id (not its default "none"),
+    else the scheduler's job id."""
+    for name in ("TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"):
+        value = os.environ.get(name, "").strip()
+        if value and value != "none":
+            return value[:200]
+    return None
+
+
 def say_hello() -> None:
     """Send `hello` with what is known now; taps may call this again after they attach."""
     sender = get_sender()
@@ -47,7 +66,12 @@ def say_hello() -> None:
     world = _int_env("WORLD_SIZE")
     d: dict[str, Any] = {
         "world_size": world if world and world > 0 else 1,
-        "local_rank": _int_env("LOCAL_RANK"),
+        "local_rank": _first_int("LOCAL_RANK", "SLURM_LOCALID"),
+        # where this process sits in a job of several nodes (docs/ranks.md)
+        "local_world_size": _first_int("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE"),
+        "node_rank": _first_int("GROUP_RANK", "SLURM_NODEID"),
+        "nodes": _first_int("GROUP_WORLD_SIZE", "SLURM_NNODES"),
+        "run_id": _run_id(),
         "rank": sender.rank,
         "probes": list(STATE.probes),
         "taps_armed": [name for name in _armed if name not in STATE.probes],

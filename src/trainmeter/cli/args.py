@@ -44,6 +44,9 @@ options (before the script or command):
   --plan-mfu F (0.4 or 40%)  --plan-hours H                    the plan, compared with the run
   --peak-tflops X --peak-source TEXT                           a declared dense peak per GPU
   --name NAME  --gpus 0,1  --no-agent  --no-tap  -q/--quiet  --version  -h/--help
+  --run-id ID         one id for every node of a multi-node job (default: the launcher's
+                      rendezvous id or SLURM_JOB_ID)
+  --metrics-addr HOST:PORT  serve Prometheus /metrics alone on this address while the run goes
   --port N  --no-web      reserved for the dashboard, which is not built yet: accepted, no effect
 numbers accept SI suffixes: 20B, 1.5e9, 300M, 2k
 """
@@ -126,6 +129,15 @@ def parse_amount(flag: str, text: str) -> float:
     return number
 
 
+def parse_addr(flag: str, text: str) -> tuple[str, int]:
+    """HOST:PORT (or :PORT for loopback; [::1]:PORT for IPv6) for a listening socket."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"{flag}: {text!r} is not HOST:PORT (127.0.0.1:9400)")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, int(port)
+
+
 def parse_fraction(flag: str, text: str) -> float:
     """A fraction in (0, 1], written 0.4 or 40%."""
     stripped = text.strip()
@@ -162,7 +174,10 @@ _FACT_FLAGS = {
     "--plan-mfu": ("plan_mfu", parse_fraction),
     "--plan-hours": ("plan_hours", parse_amount),
 }
-_VALUE_FLAGS = {"--convention", "--peak-tflops", "--peak-source", "--name", "--gpus", "--port"}
+_VALUE_FLAGS = {
+    "--convention", "--peak-tflops", "--peak-source", "--name", "--gpus", "--port",
+    "--run-id", "--metrics-addr",
+}  # fmt: skip
 _SWITCHES = {
     "--no-web": "web",
     "--no-agent": "agent",
@@ -211,6 +226,12 @@ def _parse_value_flag(opts: RunOptions, flag: str, value: str) -> None:
         if not re.fullmatch(r"\s*[\w-]+(\s*,\s*[\w-]+)*\s*", value):
             raise UsageError(f"--gpus: {value!r} is not a list of GPU indices or UUIDs (0,1)")
         opts.gpus = value.replace(" ", "")
+    elif flag == "--run-id":
+        if not re.fullmatch(r"[\w.:@+-]{1,200}", value):
+            raise UsageError(f"--run-id: {value!r} is not an id (letters, digits, . _ - : @ +)")
+        opts.run_id = value
+    elif flag == "--metrics-addr":
+        opts.metrics_addr = parse_addr(flag, value)
     elif flag == "--port":
         if not value.isdigit() or not 0 < int(value) < 65536:
             raise UsageError(f"--port: {value!r} is not a port number (1-65535)")

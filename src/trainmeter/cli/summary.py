@@ -11,8 +11,9 @@ import os
 import sys
 
 USAGE = """\
-usage: tm summary [RUN] [--json]
-  RUN     a run directory, or a name or prefix under .trainmeter/runs (default: the latest)
+usage: tm summary [RUN ...] [--json]
+  RUN     a run directory, or a name or prefix under .trainmeter/runs (default: the latest);
+          several: the nodes of one multi-node job, shown as one run
   --json  print the snapshot as JSON (what summary.json holds)
 """
 
@@ -30,6 +31,7 @@ def main(argv: list[str]) -> int:
 
 def _main(argv: list[str]) -> int:
     spec: str | None = None
+    more: list[str] = []  # other nodes' runs of the same job
     as_json = False
     for arg in argv:
         if arg in ("-h", "--help"):
@@ -43,8 +45,11 @@ def _main(argv: list[str]) -> int:
         elif spec is None:
             spec = arg
         else:
-            print(f"tm summary: one run at a time ({spec!r} and {arg!r})", file=sys.stderr)
-            return 2
+            more.append(arg)
+    if more:
+        from .summary_job import main_job
+
+        return main_job([spec, *more], as_json)  # type: ignore[list-item]
 
     from ..supervisor.replay import RunNotFound, replay, resolve_run
 

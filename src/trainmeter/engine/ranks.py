@@ -56,3 +56,98 @@ class RankTimes:
             "fastest": str(fastest),
             "spread": times[slowest] / times[fastest] - 1.0,
         }
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+class RankModel:
+    """Which ranks are this node's, which of them clocks the node's steps, where the node sits.
+
+    One `tm` watches one node: every rank that reports to it is one of the node's ranks (its
+    global `rank` on the record, its `local_rank` in `hello`). The node's step clock is its
+    local rank 0; on node 0 that is also global rank 0, the job's clock. Until a hello names a
+    local rank 0, the lowest rank that said hello is the clock (a launcher without LOCAL_RANK),
+    and with no hello at all rank 0 (records without a rank are rank 0). docs/ranks.md.
+    """
+
+    def __init__(self) -> None:
+        self.local: dict[int, int | None] = {}  # global rank -> local rank, from hellos
+        self.world_size = 1
+        self.local_world_size: int | None = None
+        self.node_rank: int | None = None
+        self.nodes: int | None = None
+        self.run_id: str | None = None
+        self._local_zero: int | None = None
+        self.declared: dict[str, Any] = {}  # what `tm` recorded in run.start (flag, argv, env)
+
+    @property
+    def clock_rank(self) -> int:
+        if self._local_zero is not None:
+            return self._local_zero
+        return min(self.local) if self.local else 0
+
+    def is_clock(self, rank: Any) -> bool:
+        return (rank or 0) == self.clock_rank
+
+    def hello(self, rank: Any, d: dict[str, Any]) -> None:
+        r = _int(rank)
+        local = _int(d.get("local_rank"))
+        if r is not None:  # a process without a rank (the launcher itself) holds no rank
+            self.local[r] = local if local is not None else self.local.get(r)
+            if local == 0 and (self._local_zero is None or r < self._local_zero):
+                self._local_zero = r
+        ws = _int(d.get("world_size"))
+        if ws and ws > self.world_size:
+            self.world_size = ws
+        lws = _int(d.get("local_world_size"))
+        if lws:
+            self.local_world_size = lws
+        for key in ("node_rank", "nodes"):
+            value = _int(d.get(key))
+            if value is not None:
+                setattr(self, key, value)
+        run_id = d.get("run_id")
+        if isinstance(run_id, str) and run_id and self.run_id is None:
+            self.run_id = run_id
+
+    def start(self, d: dict[str, Any]) -> None:
+        """`run.start`: the run id and node `tm` knew before any rank said hello."""
+        job = d.get("job")
+        if isinstance(job, dict):
+            self.declared = dict(job)
+            run_id = job.get("run_id")
+            if isinstance(run_id, str) and run_id:
+                self.run_id = run_id  # the flag or the scheduler's id wins over a rank's env
+
+    def node_share(self) -> float:
+        """The fraction of the job's ranks on this node: 1 on a single node, and 1 when no rank
+        said how many ranks its node holds (a launcher without LOCAL_WORLD_SIZE)."""
+        lws = self.local_world_size
+        return lws / self.world_size if lws and self.world_size > lws else 1.0
+
+    def snapshot(self) -> dict[str, Any]:
+        """{run_id, node_rank, nodes, world_size, local_world_size, ranks, clock_rank, ...}."""
+        node_rank = self.node_rank
+        if node_rank is None:
+            node_rank = _int(self.declared.get("node_rank"))
+        nodes = self.nodes or _int(self.declared.get("nodes"))
+        if not nodes:
+            lws = self.local_world_size or self.world_size
+            nodes = max(-(-self.world_size // lws), 1)
+        out: dict[str, Any] = {
+            "run_id": self.run_id,
+            "run_id_source": self.declared.get("run_id_source")
+            if self.declared.get("run_id")
+            else ("launcher" if self.run_id else None),
+            "node_rank": node_rank if node_rank is not None else 0,
+            "nodes": nodes,
+            "world_size": self.world_size,
+            "local_world_size": self.local_world_size or self.world_size,
+            "ranks": sorted(self.local) or [0],
+            "clock_rank": self.clock_rank,
+            "job_clock": self.clock_rank == 0,
+        }
+        return out
+

@@ -21,7 +21,7 @@ from .flops import ModelShape
 from .formulas import num
 from .host_node import HostSeries, NodeSeries
 from .model_flops import SHAPE_KEYS
-from .ranks import RankTimes
+from .ranks import RankModel, RankTimes
 from .section import Section
 from .series import SeriesStore
 from .throughput import StepClock
@@ -39,6 +39,7 @@ class Engine:
         self.facts = FactStore()
         self.clock = StepClock()
         self.ranks = RankTimes()
+        self.rank_model = RankModel()  # the node's ranks and its step clock (docs/ranks.md)
         self.ledger = TimeLedger()
         self.series = SeriesStore()
         self.gpu = GpuCounters(self._lookup)
@@ -90,8 +91,8 @@ class Engine:
         r = record.get("rank") or 0
         k = d.get("k")
         self.ranks.step(r, t, k if isinstance(k, int) and k > 0 else 1)
-        if r != 0:
-            return  # rank 0 is the step clock
+        if not self.rank_model.is_clock(r):
+            return  # the node's local rank 0 is its step clock
         clock = self.clock
         self.ledger.step(t)
         clock.step(t, d)
@@ -110,7 +111,7 @@ class Engine:
         self.series.add(key, value, via, emitted, step, x, r if isinstance(r, int) else 0)
 
     def _on_phase(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
-        if (record.get("rank") or 0) != 0:
+        if not self.rank_model.is_clock(record.get("rank")):
             return
         name, seconds = d.get("name"), num(d.get("s"))
         if isinstance(name, str) and seconds is not None and seconds >= 0:
@@ -132,7 +133,9 @@ class Engine:
     def _refresh_clock(self) -> None:
         """Tokens per record scale by the data-parallel degree; a declared per-step count wins."""
         dp = self.facts.number("dp")
-        self.clock.dp = int(dp) if dp is not None and dp >= 1 else self.world_size
+        job_dp = int(dp) if dp is not None and dp >= 1 else self.world_size
+        # this node's data-parallel ranks: the job's times the node's share of the ranks
+        self.clock.dp = max(round(job_dp * self.rank_model.node_share()), 1)
         fact = self.facts.get("tokens_per_step")
         value = self.facts.number("tokens_per_step")
         declared = fact is not None and fact.source in ("declared", "emitted") and value
@@ -140,11 +143,12 @@ class Engine:
 
     def _on_hello(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         self.agent_seen = True
+        self.rank_model.hello(record.get("rank"), d)
         ws = d.get("world_size")
         if isinstance(ws, int) and ws > self.world_size:
             self.world_size = ws
-            self._refresh_clock()
-        if (record.get("rank") or 0) == 0:
+        self._refresh_clock()
+        if self.rank_model.is_clock(record.get("rank")):
             probes = d.get("probes")
             if isinstance(probes, list):
                 self.probes.update(p for p in probes if isinstance(p, str))
@@ -154,6 +158,7 @@ class Engine:
         self.ledger.t_start = t
         self.ledger.node_uptime_s = num(d.get("node_uptime_s"))
         self.run.update({k: d[k] for k in _RUN_FIELDS if k in d})
+        self.rank_model.start(d)
         declared = d.get("declared")
         if isinstance(declared, dict):
             notes = d.get("declared_notes")
@@ -225,7 +230,9 @@ class Engine:
         finished = self.ledger.t_end is not None
         shape = self.shape()
 
-        pace = throughput.section(clock, self.ranks, no_agent, self.world_size)
+        pace = throughput.section(
+            clock, self.ranks, no_agent, self.world_size, self.rank_model.clock_rank
+        )
         steps = pace.values.get("steps")
         tokens_seen = pace.values.get("tokens_seen")
         tps = pace.values.get("tokens_per_s")
@@ -320,6 +327,7 @@ class Engine:
         snap["facts"] = facts.snapshot()
         if self.run:
             snap["run"] = dict(self.run)
+        snap["job"] = self.rank_model.snapshot()
         if self.hello:
             snap["agent"] = {
                 k: self.hello[k]

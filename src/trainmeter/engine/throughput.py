@@ -111,12 +111,14 @@ class StepClock:
 
 
 def section(
-    clock: StepClock, ranks: RankTimes, no_agent: str | None, world_size: int
+    clock: StepClock, ranks: RankTimes, no_agent: str | None, world_size: int, clock_rank: int = 0
 ) -> Section:
     """steps, tokens_seen, step_index, tokens_per_s, tokens_counted, step_time_s, padding, ranks.
 
     `no_agent` is the reason no agent spoke from the training process (None when one did):
     then nothing counts steps or tokens, so they are absent with that reason, never 0.
+    `clock_rank` is the rank whose step records are the clock: this node's local rank 0
+    (rank 0 on a single node; docs/ranks.md).
     """
     out = Section()
     steps_known = clock.records > 0 or no_agent is None
@@ -152,16 +154,16 @@ def section(
         out.absent["tokens_per_s"] = no_tokens
     else:
         out.absent["tokens_per_s"] = (
-            f"needs {WARMUP_REPORTS + 2} step reports from rank 0 (the first "
+            f"needs {WARMUP_REPORTS + 2} step reports from rank {clock_rank} (the first "
             f"{WARMUP_REPORTS} intervals are warm-up)"
         )
-    step_time = ranks.step_time(0)
+    step_time = ranks.step_time(clock_rank)
     if step_time:
         out.values["step_time_s"] = step_time
         out.explain["step_time_s"] = _explain_step_time(ranks, step_time)
     else:
         out.absent["step_time_s"] = (
-            "needs three step reports from rank 0 (the first interval is warm-up)"
+            f"needs three step reports from rank {clock_rank} (the first interval is warm-up)"
         )
     padding = clock.padding()
     if padding is not None:

@@ -1,1 +1,1 @@
-"""Getting a finished run out to other tools: tables (CSV, Parquet) and Weights & Biases."""
+"""Getting a run out to other tools: tables (CSV, Parquet), Weights & Biases, Prometheus."""

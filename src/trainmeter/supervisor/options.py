@@ -23,6 +23,8 @@ class RunOptions:
         self.notes: dict[str, str] = {}  # fact key -> note (the peak's source)
         self.gpus: str | None = None
         self.port: int | None = None
+        self.run_id: str | None = None  # shared by every node of one job (supervisor/job.py)
+        self.metrics_addr: tuple[str, int] | None = None  # --metrics-addr: /metrics alone
         self.web = True
         self.agent = True
         self.tap = True

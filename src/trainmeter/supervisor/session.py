@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, records
+from . import job
 from . import late_parts as parts
 from .decode import log_summary
 from .ingest import Ingest
@@ -144,6 +145,8 @@ class Session:
             **self._about(),
             "node_uptime_s": node_uptime_s(),
             "unix_time": time.time(),
+            "clock": job.clock_pair(),
+            "job": job.identity(self.opts.run_id, self.opts.command, os.environ),
             "agent": self.opts.agent,
             "tap": self.opts.tap,
         }

@@ -25,4 +25,22 @@ def make_observers(opts: Any, run_dir: Path | None, warn: Any, stderr: Any = Non
     status = live_status.make(opts, stderr)
     if status is not None:
         observers.append(status)
+    if getattr(opts, "metrics_addr", None):
+        observers.extend(_metrics_server(opts, run_dir, warn))
     return observers
+
+
+def _metrics_server(opts: Any, run_dir: Path | None, warn: Any) -> list[Any]:
+    """Prometheus `/metrics` alone on `--metrics-addr` (exporters/prometheus.py)."""
+    host, port = opts.metrics_addr
+    try:
+        from ..exporters.prometheus import MetricsServer
+
+        server = MetricsServer((host, port), run_dir)
+    except (OSError, ImportError) as exc:
+        warn("metrics", f"--metrics-addr {host}:{port}: /metrics is not served ({exc})")
+        return []
+    if not opts.quiet:
+        shown = f"[{host}]" if ":" in host else host
+        warn("metrics-at", f"Prometheus metrics at http://{shown}:{server.address[1]}/metrics")
+    return [server]

@@ -15,6 +15,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from .node_text import node_text
+
 _SCALES = ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
 _UNIT_SCALES = (
     (1e15, "P"),
@@ -180,6 +182,9 @@ def summary_line(
     n_alerts = len(alerts(snap))
     if n_alerts:
         parts.append(plural(n_alerts, "alert") + " (tm summary)")
+    node = node_text(snap)  # one node of a multi-node job: say which (views/node_text.py)
+    if node:
+        parts.append(node)
     where = f"run {run_dir}" if run_dir else "no run log"
     return f"trainmeter: {', '.join(parts)}; {where}"
 

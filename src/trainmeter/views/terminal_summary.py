@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from .insight_text import advice_lines, samples_lines, waterfall_lines
+from .node_text import node_text
 from .terminal import (
     alerts,
     duration,
@@ -154,6 +155,10 @@ def header(snap: dict[str, Any], source: str | None) -> list[Any]:
     if run.get("hostname"):
         head.append((f" on {run['hostname']}", "dim"))
     lines = [_text(*head)]
+    node = node_text(snap)  # one node of a multi-node job (views/node_text.py)
+    if node:
+        job = snap.get("job") if isinstance(snap.get("job"), dict) else {}
+        lines.append(_text((f"{node}, job {job.get('run_id') or '(no run id)'}", "bold")))
     observe = (snap.get("facts") or {}).get("observe_only") if isinstance(snap.get("facts"), dict) else None
     if isinstance(observe, dict) and observe.get("value"):
         lines.append(_text(("observe-only: ", "bold yellow"), str(observe["value"])))

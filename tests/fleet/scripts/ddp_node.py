@@ -1,0 +1,45 @@
+"""One rank of a small gloo DDP language model that trains for SECONDS (env), at a steady pace.
+
+Run under two torchrun node groups on one machine, it stands for a two-node job. The sleep
+sets the pace, so tokens/s are steady and the two nodes step together (DDP's all-reduce).
+"""
+
+import os
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from trainmeter import emit
+
+SECONDS = float(os.environ.get("SECONDS_TO_TRAIN", "5"))
+BATCH, SEQ, VOCAB = 4, 32, 64
+
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DistributedDataParallel(nn.Sequential(nn.Embedding(VOCAB, 16), nn.Linear(16, VOCAB)))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+gen = torch.Generator().manual_seed(rank)
+flag = torch.zeros(1)
+end = time.monotonic() + SECONDS
+step = 0
+while True:
+    # every rank stops at the same step: rank 0's clock decides, the others follow
+    flag.fill_(1.0 if time.monotonic() >= end else 0.0)
+    dist.broadcast(flag, 0)
+    if flag.item():
+        break
+    x = torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+    loss = nn.functional.cross_entropy(model(x).view(-1, VOCAB), x.view(-1))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    emit(train_loss=loss.item())
+    step += 1
+    time.sleep(0.05 + 0.02 * rank)  # the highest rank is the slowest to come back
+print(f"rank {rank} done after {step} steps", flush=True)
+dist.destroy_process_group()

@@ -1,0 +1,220 @@
+"""Two torchrun node groups on this machine, each under its own `tm`, stand for a two-node job.
+
+One real-process test (it costs some 40 s): a real Prometheus scrapes both nodes' `/metrics`,
+its summed tokens/s agrees with the nodes' own values, every panel of the Grafana dashboard
+evaluates to data, and `tm summary DIR1 DIR2` shows the job as one run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from ..conftest import REPO, run_dirs, run_tm, tm_env
+
+SCRIPT = Path(__file__).parent / "scripts" / "ddp_node.py"
+NVML = REPO / "tests" / "fixtures" / "nvml" / "h100_sxm_gpm.json"
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+JOB = "job42"
+BATCH_TOKENS = 4 * 32  # ddp_node.py: BATCH x SEQ tokens per rank and step
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def get(url: str, timeout: float = 5) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.read()
+
+
+def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """A node's /metrics: metric name -> [(labels, value)]."""
+    text = get(f"http://127.0.0.1:{port}/metrics").decode()
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return out
+
+
+def promql(port: int, expr: str) -> list[dict]:
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    try:
+        body = json.loads(get(url))
+    except urllib.error.HTTPError as exc:  # a bad expression: 400 with the parser's message
+        raise AssertionError(f"{expr}: {exc.read().decode()}") from None
+    assert body["status"] == "success", (expr, body)
+    return body["data"]["result"]
+
+
+def wait_for(what: str, check, timeout: float, procs=()):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for p in procs:
+            assert p.poll() is None, f"a node exited early while waiting for {what}"
+        try:
+            value = check()
+        except (OSError, KeyError, IndexError, ValueError):
+            value = None
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.slow
+def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
+    if not Path(PROMETHEUS).exists():
+        pytest.skip("prometheus is not installed (apt-get install prometheus)")
+    rdzv, m0, m1, prom = free_ports(4)
+    env = tm_env(TRAINMETER_FAKE_NVML=str(NVML), SECONDS_TO_TRAIN="18", OMP_NUM_THREADS="1")
+    nodes = []
+    for node, port in ((0, m0), (1, m1)):
+        cwd = tmp_path / f"node{node}"
+        cwd.mkdir()
+        cmd = [
+            sys.executable, "-m", "trainmeter", "--no-web",
+            "--metrics-addr", f"127.0.0.1:{port}",
+            "--flops-per-token", "1M", "--convention", "megatron", "--budget-steps", "1000",
+            "--", sys.executable, "-m", "torch.distributed.run", "--nnodes=2",
+            f"--node_rank={node}", "--nproc_per_node=2", "--rdzv_backend=c10d",
+            f"--rdzv-id={JOB}", f"--rdzv_endpoint=127.0.0.1:{rdzv}", str(SCRIPT),
+        ]  # fmt: skip
+        nodes.append(
+            subprocess.Popen(
+                cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            )
+        )
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        "scrape_configs:\n"
+        "  - job_name: trainmeter\n"
+        "    static_configs:\n"
+        f"      - targets: ['127.0.0.1:{m0}', '127.0.0.1:{m1}']\n"
+    )
+    server = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{prom}", "--log.level=warn"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_for("prometheus", lambda: get(f"http://127.0.0.1:{prom}/-/ready"), 60)
+
+        # both nodes steady: tokens/s measured and past the first 20 steps on each
+        def steady():
+            both = [scrape(p) for p in (m0, m1)]
+            if all(
+                s["trainmeter_steps"][0][1] >= 20 and "trainmeter_tokens_per_second" in s
+                for s in both
+            ):
+                return both
+            return None
+
+        wait_for("both nodes to step steadily", steady, 120, nodes)
+        # the job's tokens/s through Prometheus, against the nodes' own values read just before
+        # its last scrape; both nodes' series must be in it (count 2)
+        expr = f'sum(trainmeter_tokens_per_second{{run="{JOB}"}})'
+        count = f'count(trainmeter_tokens_per_second{{run="{JOB}"}})'
+        wait_for(
+            "both nodes in prometheus", lambda: promql(prom, count)[0]["value"][1] == "2", 30, nodes
+        )
+        own = [scrape(p) for p in (m0, m1)]
+        time.sleep(1.2)  # one scrape interval: Prometheus now holds values at least this fresh
+        summed = float(promql(prom, expr)[0]["value"][1])
+        node_tps = [s["trainmeter_tokens_per_second"][0][1] for s in own]
+        print(f"nodes' own tokens/s {node_tps}, sum {sum(node_tps):.1f}; prometheus {summed:.1f}")
+        assert summed == pytest.approx(sum(node_tps), rel=0.2)
+        labels = {
+            (s["trainmeter_info"][0][0]["run"], s["trainmeter_info"][0][0]["node"]) for s in own
+        }
+        assert labels == {(JOB, "0"), (JOB, "1")}  # one run, two nodes
+        assert {r["rank"] for s in own for r, _ in s["trainmeter_rank_step_time_seconds"]} == {
+            "0",
+            "1",
+            "2",
+            "3",
+        }
+
+        # every panel of the dashboard evaluates without error and returns data for the job
+        dashboard = json.loads((REPO / "grafana" / "trainmeter.json").read_text())
+        exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+        assert len(exprs) >= 10
+        for e in exprs:
+            result = promql(prom, e.replace("$run", JOB))
+            assert result, f"no data for panel expression {e}"
+        variable = dashboard["templating"]["list"][0][
+            "definition"
+        ]  # label_values(trainmeter_info, run)
+        assert promql(prom, variable.split("(", 1)[1].split(",")[0])  # the metric it lists runs of
+
+        # the scrape endpoint serves /metrics alone, read-only
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            get(f"http://127.0.0.1:{m0}/")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        for p in nodes:
+            try:
+                p.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    outs = [p.stdout.read().decode() for p in nodes]
+    assert [p.returncode for p in nodes] == [0, 0], outs
+    # each node's tm says which node of the job it watched, and its own ranks
+    said = sorted(
+        line
+        for out in outs
+        for line in out.splitlines()
+        if line.startswith("trainmeter: ") and "; run " in line
+    )
+    assert len(said) == 2 and all("steps" in line and "tok/s" in line for line in said), said
+    assert sorted(line.split("; run")[0].rsplit(", ", 1)[1] for line in said) == sorted(
+        f"node {s['job']['node_rank']} of 2 (ranks {s['job']['ranks'][0]}-{s['job']['ranks'][1]} of 4)"
+        for s in [
+            json.loads((run_dirs(tmp_path / f"node{n}")[0] / "summary.json").read_text())
+            for n in (0, 1)
+        ]
+    )
+
+    # the two run directories as one run
+    dirs = [run_dirs(tmp_path / f"node{n}")[0] for n in (0, 1)]
+    per_node = [json.loads((d / "summary.json").read_text()) for d in dirs]
+    steps = per_node[0]["steps"]
+    assert [s["steps"] for s in per_node] == [steps, steps]  # DDP: the nodes step together
+    for snap in per_node:  # each node: its own 2 ranks, steps x 2 ranks x 128 tokens
+        assert snap["tokens_seen"] == steps * 2 * BATCH_TOKENS
+        assert snap["job"]["nodes"] == 2 and snap["job"]["world_size"] == 4
+        assert len(snap["job"]["ranks"]) == 2 and snap["job"]["run_id"] == JOB
+    res = run_tm(["summary", str(dirs[0]), str(dirs[1]), "--json"], tmp_path, timeout=60)
+    assert res.returncode == 0, res.stderr
+    job = json.loads(res.stdout)
+    assert job["job"]["world_size"] == 4 and job["job"]["ranks"] == [0, 1, 2, 3]
+    assert job["job"]["run_id"] == JOB and job["job"]["nodes"] == 2
+    assert job["tokens_seen"] == steps * 4 * BATCH_TOKENS
+    assert job["steps"] == steps
+    all_ranks = {r: v for s in per_node for r, v in s["ranks"]["step_time_s"].items()}
+    assert job["ranks"]["slowest"] == max(all_ranks, key=all_ranks.get)
+    assert job["n_gpus"]["value"] == 4  # the fake NVML shows two GPUs to each node
+    text = run_tm(["summary", str(dirs[0]), str(dirs[1])], tmp_path, timeout=60).stdout
+    assert f"job {JOB}: 2 nodes of 2, 4 ranks, 4 GPUs" in text
+    assert f"slowest rank {job['ranks']['slowest']}" in text
+    assert "None" not in text and "?" not in text.split("absent:")[0]
