@@ -77,7 +77,11 @@ def test_summary_text_shows_the_json_values(example_run: Path) -> None:
                line.endswith(f"{si_unit(energy['joules_per_token'], 'J')} per token") for line in lines)  # fmt: skip
     # budget, progress and ETA
     assert "budget 400 steps (declared) = 410k tokens" in lines  # 400 x 1024
-    assert any(line.endswith(f"{percent(snap['progress'])} ETA {duration(snap['eta_s'])}") for line in lines)
+    if "eta_s" in snap:
+        assert any(line.endswith(f"{percent(snap['progress'])} ETA {duration(snap['eta_s'])}") for line in lines)
+    else:  # a finished run has no ETA: absent with its reason (checked with every absent below)
+        assert "eta_s" in snap["absent"]
+        assert any(line.endswith(percent(snap["progress"])) for line in lines)
     # the time split and goodput, every alert, every absent number with its reason
     assert f"{duration(snap['time']['elapsed_s'])} elapsed goodput {percent(snap['time']['goodput'])}" in lines
     assert snap["alerts"], "the fixture's GPU 0 is throttled: the engine raises gpu_throttle"
@@ -135,7 +139,8 @@ def test_top_shows_a_finished_run_and_quits_on_q(example_run: Path) -> None:
         flat = _flat(text)
         # tiles: progress and ETA, tokens/s, MFU and its convention, OFU, loss, goodput, energy
         tiles = " ".join(flat[1:5])
-        for value in (percent(snap["progress"]), f"ETA {duration(snap['eta_s'])}",
+        eta = f"ETA {duration(snap['eta_s'])}" if "eta_s" in snap else percent(snap["progress"])
+        for value in (percent(snap["progress"]), eta,
                       si(snap["tokens_per_s"]), percent(snap["mfu"]["value"]), "megatron",
                       percent(snap["ofu"]["value"]), f"{snap['series']['train_loss']['value']:.4g}",
                       percent(snap["time"]["goodput"]), si_unit(snap["energy"]["joules"], "J")):  # fmt: skip

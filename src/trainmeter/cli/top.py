@@ -56,8 +56,9 @@ class Follower:
         self.recorder.observers = ObserverSet([screen], warn)
         self.recorder.attach_engine(engine, missing or reason)
         self.finished = False
-        self.bad = 0
-        self.reasons: dict[str, int] = {}
+        from ..supervisor.decode import Decoder
+
+        self.decoder = Decoder()  # the one decoder of live ingest and replay
         self._fh: Any = None
         self._partial = b""
         self.last_growth = time.monotonic()
@@ -68,8 +69,6 @@ class Follower:
 
     def poll(self) -> int:
         """Feed what was appended since the last call; the number of records fed."""
-        from ..supervisor.ingest import decode_counted
-
         if self._fh is None:
             self._fh = open(self.events, "rb")  # noqa: SIM115 - held open while following
         chunk = self._fh.read()
@@ -80,14 +79,7 @@ class Follower:
         lines = data.split(b"\n")
         self._partial = lines.pop()  # a line still being written waits for its newline
         fed = 0
-        for line in lines:
-            line = line.strip()
-            if not line:
-                continue
-            record = decode_counted(line, self.reasons)
-            if record is None:
-                self.bad += 1
-                continue
+        for line, record in self.decoder.lines_of(lines):
             if record["kind"] == "run.end":
                 self.finished = True
             self.recorder.accept(line, record)
