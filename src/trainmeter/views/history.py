@@ -154,9 +154,9 @@ class BoundedSeries:
         def later(xs: list[Any]) -> list[Any]:
             return xs[1::2]
 
-        self.lo = [min(a, b) for a, b in zip(self.lo[0::2], self.lo[1::2])]
-        self.hi = [max(a, b) for a, b in zip(self.hi[0::2], self.hi[1::2])]
-        self.count = [a + b for a, b in zip(self.count[0::2], self.count[1::2])]
+        self.lo = [min(a, b) for a, b in zip(self.lo[0::2], self.lo[1::2], strict=True)]
+        self.hi = [max(a, b) for a, b in zip(self.hi[0::2], self.hi[1::2], strict=True)]
+        self.count = [a + b for a, b in zip(self.count[0::2], self.count[1::2], strict=True)]
         self.last = later(self.last)
         self.step = later(self.step)
         self.tokens = later(self.tokens)
