@@ -36,7 +36,7 @@ options (before the script or command):
   --plan-mfu F (0.4 or 40%)  --plan-hours H                    the plan, compared with the run
   --peak-tflops X --peak-source TEXT                           a declared dense peak per GPU
   --name NAME  --gpus 0,1  --no-agent  --no-tap  -q/--quiet  --version  -h/--help
-  --port N  --no-web      reserved for the dashboard, which is not built yet: accepted, no effect
+  --port N  --no-web      the dashboard's first port to try (0: any free port), or none
 numbers accept SI suffixes: 20B, 1.5e9, 300M, 2k
 """
 
@@ -143,8 +143,8 @@ def _parse_value_flag(opts: RunOptions, flag: str, value: str) -> None:
             raise UsageError(f"--gpus: {value!r} is not a list of GPU indices or UUIDs (0,1)")
         opts.gpus = value.replace(" ", "")
     elif flag == "--port":
-        if not value.isdigit() or not 0 < int(value) < 65536:
-            raise UsageError(f"--port: {value!r} is not a port number (1-65535)")
+        if not value.isdigit() or not 0 <= int(value) < 65536:
+            raise UsageError(f"--port: {value!r} is not a port number (0 for any free port)")
         opts.port = int(value)
 
 

@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("trainmeter.cli.doctor", "what tm can see here, and why anything is missing"),
     "hardware": ("trainmeter.cli.hardware", "the node: GPUs, peaks, CPU, memory, disks, limits"),
     "attach": ("trainmeter.cli.attach", "watch a running program from outside: GPU and host"),
+    "view": ("trainmeter.cli.view", "a finished run in the web dashboard"),
 }
 
 

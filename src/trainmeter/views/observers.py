@@ -16,4 +16,10 @@ def make_observers(opts: Any, run_dir: Path | None, warn: Any, stderr: Any = Non
     observers: list[Any] = []
     # Each view adds itself here, behind its own option, e.g.:
     #   if opts.web: observers.append(Dashboard(...))
+    if getattr(opts, "web", False):
+        from .web.live import make as make_web
+
+        web = make_web(opts, run_dir, warn, stderr)
+        if web is not None:
+            observers.append(web)
     return observers
