@@ -26,6 +26,7 @@ usage: tm [options] script.py [script args]     run a Python training script and
        tm [options] -m module [args]            the same for `python -m module`
        tm [options] -- command [args]           any command: torchrun, a shell script, ...
        tm summary [RUN] [--json]                a finished run's summary, replayed from its log
+       tm view [RUN] [--port N]                 a finished run in the web dashboard
        tm doctor | hardware | attach PID        what tm can see here, the node, a running PID
 
 options (before the script or command):
@@ -36,7 +37,7 @@ options (before the script or command):
   --plan-mfu F (0.4 or 40%)  --plan-hours H                    the plan, compared with the run
   --peak-tflops X --peak-source TEXT                           a declared dense peak per GPU
   --name NAME  --gpus 0,1  --no-agent  --no-tap  -q/--quiet  --version  -h/--help
-  --port N  --no-web      the dashboard's first port to try (0: any free port), or none
+  --port N  --no-web      the dashboard's first port to try (default 8765, 0: any), or none
 numbers accept SI suffixes: 20B, 1.5e9, 300M, 2k
 """
 

@@ -19,10 +19,13 @@ from .state import DashboardState
 class WebDashboard:
     name = "web"
 
-    def __init__(self, port: int | None, run_dir: Path | None, stderr: Any = None) -> None:
+    def __init__(
+        self, port: int | None, run_dir: Path | None, stderr: Any = None, quiet: bool = False
+    ) -> None:
         self.state = DashboardState(mode="live", run_dir=str(run_dir) if run_dir else None)
         self.server: DashboardServer = serve(self.state, port)
-        print(f"trainmeter: dashboard {self.server.url}", file=stderr or sys.stderr, flush=True)
+        if not quiet:
+            print(f"trainmeter: dashboard {self.server.url}", file=stderr or sys.stderr, flush=True)
 
     @property
     def url(self) -> str:
@@ -43,7 +46,9 @@ def make(opts: Any, run_dir: Path | None, warn: Any, stderr: Any = None) -> WebD
     if not getattr(opts, "web", True):
         return None
     try:
-        return WebDashboard(getattr(opts, "port", None), run_dir, stderr)
+        return WebDashboard(
+            getattr(opts, "port", None), run_dir, stderr, bool(getattr(opts, "quiet", False))
+        )
     except OSError as exc:
         warn("web", f"no dashboard: {exc}; the run goes on (--port N picks another port)")
         return None

@@ -168,6 +168,7 @@
     var snap = S.snap;
     var p = snap.progress, btn = byId("p-pct");
     btn.textContent = isNum(p) ? pct(p) : "n/a";
+    if (isNum(p)) btn.setAttribute("data-value", String(p)); else btn.removeAttribute("data-value");
     btn.appendChild(el("span", { class: "q", text: "?" }));
     byId("p-fill").style.width = isNum(p) ? Math.min(100, Math.max(0, p * 100)) + "%" : "0";
     var facts = clear(byId("p-facts"));
@@ -213,45 +214,45 @@
     var tiles = [];
     tiles.push({
       id: "tokens_per_s", label: "Tokens / s", explain: "tokens_per_s",
-      value: isNum(snap.tokens_per_s) ? si(snap.tokens_per_s, "") : null,
+      raw: snap.tokens_per_s, value: isNum(snap.tokens_per_s) ? si(snap.tokens_per_s, "") : null,
       sub: isNum(snap.tokens_per_s) ? (snap.tokens_counted || "") : null,
       absent: absentReason("tokens_per_s"),
     });
     tiles.push({
       id: "step_time_s", label: "Step time", explain: "step_time_s",
-      value: isNum(snap.step_time_s) ? dur(snap.step_time_s) : null,
+      raw: snap.step_time_s, value: isNum(snap.step_time_s) ? dur(snap.step_time_s) : null,
       sub: isNum(snap.steps) ? count(snap.steps) + " steps so far" : null,
       absent: absentReason("step_time_s"),
     });
     tiles.push({
       id: "mfu", label: "MFU", explain: "mfu",
-      value: isNum(mfu.value) ? pct(mfu.value) : null,
+      raw: mfu.value, value: isNum(mfu.value) ? pct(mfu.value) : null,
       sub: isNum(mfu.value) ? (mfu.convention || "") + " convention" + (mfu.peak ? " · " + mfu.peak : "") : null,
       absent: absentReason("mfu"), alerting: /mfu_impossible/.test(alertKinds),
     });
     tiles.push({
       id: "ofu", label: "OFU", explain: "ofu",
-      value: isNum(ofu.value) ? pct(ofu.value) : null,
+      raw: ofu.value, value: isNum(ofu.value) ? pct(ofu.value) : null,
       sub: isNum(ofu.value) ? "FLOPs the tensor counters saw" : null,
       absent: absentReason("ofu"),
     });
     tiles.push({
       id: "goodput", label: "Goodput", explain: "goodput",
-      value: isNum(time.goodput) ? pct(time.goodput) : null,
+      raw: time.goodput, value: isNum(time.goodput) ? pct(time.goodput) : null,
       sub: isNum(time.goodput) ? "of wall time in training steps" : null,
       absent: absentReason("goodput"),
     });
     var jpt = energy.joules_per_token;
     tiles.push({
       id: "energy", label: "Energy", explain: "energy_per_token",
-      value: isNum(energy.joules) ? si(energy.joules, "J") : null,
+      raw: energy.joules, value: isNum(energy.joules) ? si(energy.joules, "J") : null,
       sub: isNum(jpt) ? (jpt < 1 ? sig(jpt * 1000, 3) + " mJ" : sig(jpt, 3) + " J") + " per token" : (isNum(energy.joules) ? "per token: " + (absentReason("energy_per_token") || "no tokens yet") : null),
       absent: absentReason("energy") || absentReason("energy_per_token"),
     });
     var fpt = snap.flops_per_token;
     tiles.push({
       id: "flops_per_token", label: "FLOPs / token", explain: "flops_per_token",
-      value: fpt && isNum(fpt.value) ? si(fpt.value, "") : null,
+      raw: fpt && fpt.value, value: fpt && isNum(fpt.value) ? si(fpt.value, "") : null,
       sub: fpt && isNum(fpt.value) ? (fpt.convention || "") + ": " + (fpt.formula || "") : null,
       absent: absentReason("flops_per_token"),
     });
@@ -263,7 +264,7 @@
     tileSpecs().forEach(function (t) {
       var absent = t.value == null;
       var cls = "tile derived" + (absent ? " absent" : "") + (t.alerting ? " alerting" : "");
-      box.appendChild(el("button", { class: cls, "data-explain": t.explain, "data-tile": t.id, type: "button" }, [
+      box.appendChild(el("button", { class: cls, "data-explain": t.explain, "data-tile": t.id, "data-value": isNum(t.raw) ? String(t.raw) : null, type: "button" }, [
         el("div", { class: "label" }, [t.label, el("span", { class: "q", text: "?" })]),
         el("div", { class: "value num", text: absent ? "n/a" : t.value }),
         el("div", { class: "sub", "data-reason": absent ? "1" : null, text: absent ? (t.absent || "not measured in this run") : (t.sub || "") }),
@@ -653,8 +654,13 @@
     if (S.axis === "flops") return si(v, "");
     return Math.abs(v) >= 1e4 ? si(v, "") : String(Math.round(v * 100) / 100);
   }
+  var UNIT_TITLES = { "tokens/s": "tokens/s", cores: "CPU cores" };
   function yFormatter(unit) {
-    return function (v) { return isNum(v) ? fmtUnit(v, unit) : ""; };
+    return function (v) {
+      if (!isNum(v)) return "";
+      if (unit === "tokens/s" || unit === "cores" || unit === "") return Math.abs(v) >= 1e3 ? si(v, "") : sig(v, 3);
+      return fmtUnit(v, unit);
+    };
   }
   function chartData(spec) {
     // Each series has its own x positions; uPlot.join aligns them on one sorted x.
@@ -693,7 +699,7 @@
     });
     var grid = cssVar("--line"), ink = cssVar("--muted");
     var axisX = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, values: function (u, vals) { return vals.map(xFormat); } };
-    var axisY = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, size: 70, values: function (u, vals) { return vals.map(yFormatter(spec.unit)); } };
+    var axisY = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, size: 62, values: function (u, vals) { return vals.map(yFormatter(spec.unit)); } };
     var opts = {
       width: Math.max(280, holder.clientWidth - 4),
       height: 200,
@@ -701,7 +707,7 @@
       bands: bands,
       scales: { x: { time: false }, y: log ? { distr: 3 } : {} },
       axes: [axisX, axisY],
-      legend: { show: spec.names.length > 1, live: true },
+      legend: { show: false },
       cursor: { drag: { x: true, y: false, setScale: true } },
       hooks: {
         setSelect: [function (u) { if (u.select.width > 2) state.zoomed = true; }],
@@ -710,10 +716,12 @@
     var data = chartData(spec);
     clear(holder);
     var plot = new uPlot(opts, data, holder);
-    // hide the min/max helpers from the legend: they only carry the band
-    if (opts.legend.show) {
-      var rows = holder.querySelectorAll(".u-legend .u-series");
-      for (var i = 1; i < rows.length; i++) if ((i - 1) % 3 !== 0) rows[i].style.display = "none";
+    var keys = clear(state.keys);
+    if (spec.names.length > 1) {
+      spec.names.forEach(function (n, k) {
+        var color = cssVar(NAMED_COLORS[n] || PALETTE[k % PALETTE.length]);
+        keys.appendChild(el("span", { class: "key" }, [el("i", { style: "background:" + color }), (S.series[n] && S.series[n].label) || n]));
+      });
     }
     holder.addEventListener("dblclick", function () { state.zoomed = false; });
     state.plot = plot;
@@ -743,11 +751,12 @@
         }
         var plotBox = el("div", { class: "plot" });
         var note = el("p", { class: "chart-note" });
+        var keys = el("div", { class: "keys" });
         st.el = el("div", { class: "chart", "data-chart": spec.id }, [
-          el("div", { class: "chart-head" }, [el("h3", { text: spec.title }), el("div", { class: "chart-tools" }, [now, tools])]),
-          plotBox, note,
+          el("div", { class: "chart-head" }, [el("h3", { text: spec.title + (UNIT_TITLES[spec.unit] ? " (" + UNIT_TITLES[spec.unit] + ")" : "") }), el("div", { class: "chart-tools" }, [now, tools])]),
+          keys, plotBox, note,
         ]);
-        st.plotBox = plotBox; st.now = now; st.note = note;
+        st.plotBox = plotBox; st.now = now; st.note = note; st.keys = keys;
         box.appendChild(st.el);
       }
       // the latest value, beside the title
