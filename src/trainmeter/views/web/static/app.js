@@ -408,7 +408,7 @@
   }
 
   var GPU_COLS = [
-    ["gpu_util", "Busy", pct], ["sm_active", "SM active", pct], ["tensor_active", "Tensor", pct],
+    ["gpu_util", "GPU util", pct], ["sm_active", "SM active", pct], ["tensor_active", "Tensor", pct],
     ["dram_active", "DRAM", pct], ["memory_used_b", "Memory", null], ["power_w", "Power", null],
     ["sm_clock_mhz", "SM clock", null], ["temperature_c", "Temp", function (v) { return sig(v, 3) + " °C"; }],
     ["pcie_tx_b_s", "PCIe tx", function (v) { return bytes(v) + "/s"; }], ["nvlink_tx_b_s", "NVLink tx", function (v) { return bytes(v) + "/s"; }],
@@ -475,7 +475,7 @@
     var box = clear(byId("absent"));
     var a = S.snap.absent || {};
     var keys = Object.keys(a).sort();
-    if (!keys.length) { box.appendChild(el("li", null, [el("span", { class: "why", text: "Every number was measured." })])); return; }
+    if (!keys.length) { box.appendChild(el("li", { class: "none" }, [el("span", { class: "why", text: "Every number was measured." })])); return; }
     keys.forEach(function (k) {
       box.appendChild(el("li", { "data-absent": k }, [el("span", { class: "name", text: k }), el("span", { class: "why", text: a[k] })]));
     });
@@ -571,7 +571,16 @@
       } else {
         body.appendChild(el("p", { class: "ex-note", text: "The engine sent no worked explanation for this number with this snapshot. What the snapshot holds for it:" }));
         var raw = rawEntry(name);
-        body.appendChild(el("pre", { class: "ex-formula", text: raw == null ? "nothing" : JSON.stringify(raw, null, 2) }));
+        var rows = el("tbody");
+        (function flat(obj, prefix) {
+          if (obj === null || typeof obj !== "object") { rows.appendChild(el("tr", null, [el("td", { class: "mono", text: prefix || name }), el("td", { class: "src-cell", text: typeof obj === "number" ? String(obj) : JSON.stringify(obj) })])); return; }
+          Object.keys(obj).forEach(function (k) {
+            var v = obj[k], key = prefix ? prefix + "." + k : k;
+            if (v && typeof v === "object" && !Array.isArray(v)) flat(v, key);
+            else rows.appendChild(el("tr", { "data-raw": key }, [el("td", { class: "mono", text: key }), el("td", { class: "src-cell", text: typeof v === "string" ? v : JSON.stringify(v) })]));
+          });
+        })(raw, "");
+        body.appendChild(el("table", { class: "ex-inputs" }, [rows]));
       }
     }
     byId("explain").hidden = false;
@@ -626,8 +635,8 @@
     { id: "goodput", title: "Goodput", names: ["goodput"], unit: "ratio" },
     { id: "power", title: "GPU power", names: ["power_w"], unit: "W" },
     { id: "gpu_memory", title: "GPU memory used", names: ["gpu_memory_used_b"], unit: "B" },
-    { id: "host", title: "Training processes' memory", names: ["host_rss_b"], unit: "B" },
-    { id: "host_cpu", title: "Training processes' CPU", names: ["host_cpu_cores"], unit: "cores" },
+    { id: "host", title: "Training processes' memory (RSS)", names: ["host_rss_b"], unit: "B" },
+    { id: "host_cpu", title: "Training processes' CPU (cores)", names: ["host_cpu_cores"], unit: "cores" },
   ];
   function chartSpecs() {
     var specs = [];
@@ -654,7 +663,13 @@
     if (S.axis === "flops") return si(v, "");
     return Math.abs(v) >= 1e4 ? si(v, "") : String(Math.round(v * 100) / 100);
   }
-  var UNIT_TITLES = { "tokens/s": "tokens/s", cores: "CPU cores" };
+  // The y axis is as wide as its longest label, so no label is cut.
+  function axisSize(u, values) {
+    if (!values || !values.length) return 48;
+    var longest = Math.max.apply(null, values.map(function (v) { return String(v).length; }));
+    return 18 + longest * 7;
+  }
+  var UNIT_TITLES = {};
   function yFormatter(unit) {
     return function (v) {
       if (!isNum(v)) return "";
@@ -695,11 +710,12 @@
       series.push({ label: label, stroke: color, width: 1.6, spanGaps: true, points: { show: false }, value: function (u, v) { return isNum(v) ? fmtUnit(v, spec.unit) : "—"; } });
       series.push({ label: label + " min", stroke: "transparent", spanGaps: true, points: { show: false }, show: true, value: function () { return ""; } });
       series.push({ label: label + " max", stroke: "transparent", spanGaps: true, points: { show: false }, show: true, value: function () { return ""; } });
-      bands.push({ series: [base + 2, base + 1], fill: color + "33" });
+      // the min-max band only once buckets hold several points (before, it would be a line)
+      if ((S.series[n].span || 1) > 1) bands.push({ series: [base + 2, base + 1], fill: color + "30" });
     });
     var grid = cssVar("--line"), ink = cssVar("--muted");
     var axisX = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, values: function (u, vals) { return vals.map(xFormat); } };
-    var axisY = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, size: 62, values: function (u, vals) { return vals.map(yFormatter(spec.unit)); } };
+    var axisY = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, size: axisSize, values: function (u, vals) { return vals.map(yFormatter(spec.unit)); } };
     var opts = {
       width: Math.max(280, holder.clientWidth - 4),
       height: 200,
@@ -734,7 +750,7 @@
     var box = byId("charts");
     var specs = chartSpecs();
     byId("charts-empty").hidden = specs.length > 0;
-    var seen = {};
+    var seen = {}, order = 0;
     specs.forEach(function (spec) {
       seen[spec.id] = true;
       var st = S.charts[spec.id];
@@ -771,8 +787,10 @@
         st.logBox.disabled = !pos;
         st.logBox.parentNode.title = pos ? "logarithmic y axis" : "log scale needs values above zero";
       }
-      var rebuild = !st.plot || st.axis !== S.axis || st.builtLog !== (st.log && allPositive(spec)) || st.names !== spec.names.join(",");
+      var spans = spec.names.map(function (n) { return (S.series[n].span || 1) > 1 ? 1 : 0; }).join("");
+      var rebuild = !st.plot || st.spans !== spans || st.axis !== S.axis || st.builtLog !== (st.log && allPositive(spec)) || st.names !== spec.names.join(",");
       if (rebuild) {
+        st.spans = spans;
         if (st.plot) st.plot.destroy();
         st.zoomed = false;
         buildChart(spec, st.plotBox);
@@ -782,6 +800,9 @@
         st.points = data[0].length;
       }
       st.el.setAttribute("data-points", String(st.points));
+      // keep the cards in the specs' order (the loss first), moving only a misplaced one
+      if (box.children[order] !== st.el) box.insertBefore(st.el, box.children[order] || null);
+      order++;
     });
     Object.keys(S.charts).forEach(function (id) {
       if (!seen[id]) { var st = S.charts[id]; if (st.plot) st.plot.destroy(); if (st.el) st.el.remove(); delete S.charts[id]; }
@@ -829,6 +850,7 @@
     });
     if (S.explainOpen) openExplain(S.explainOpen);
     document.body.setAttribute("data-seq", String(S.seq));
+    if (S.snap.explain && Object.keys(S.snap.explain).length) document.body.setAttribute("data-explained", "1");
   }
   function apply(msg) {
     var fptBefore = S.flopsPerToken;
