@@ -82,7 +82,12 @@ class DashboardState:
             return self.seq
 
     def message(self, since: dict[str, Any] | None = None) -> tuple[str, dict[str, Any], int]:
-        """(JSON of the state, history marks to pass as `since` next time, its seq)."""
+        """(JSON of the state, history marks to pass as `since` next time, its seq).
+
+        Only the copy is made under the lock (the recorder waits on it for every record); the
+        JSON, the slow part for a long run, is written outside it. A snapshot is never changed
+        once handed over, so it can be read without the lock.
+        """
         with self._cond:
             body = {
                 "mode": self.mode,
@@ -92,5 +97,5 @@ class DashboardState:
                 "snapshot": self.snapshot,
                 "history": self.history.dump(since),
             }
-            text = to_json(body)
-            return text, self.history.marks(), self.seq
+            marks, seq = self.history.marks(), self.seq
+        return to_json(body), marks, seq
