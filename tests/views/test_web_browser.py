@@ -294,6 +294,15 @@ def test_explain_panel_shows_formula_inputs_and_peak(browser):
         page.keyboard.press("Escape")
         ofu_tile.click()
         assert snap["absent"]["ofu"] in page.locator("#explain-body").inner_text()
+        page.keyboard.press("Escape")
+        # per-rank step times: four ranks, rank 3 the slowest (0.0210 / 0.0149 - 1 = 40.9%)
+        ranks = page.locator("#ranks")
+        assert ranks.locator("tbody tr").count() == 4
+        assert "slowest" in ranks.locator("tr.slow").inner_text()
+        assert "rank 3" in ranks.locator("tr.slow").inner_text()
+        assert "40.9%" in ranks.inner_text()
+        # the alert the engine raised is shown, with its message
+        assert snap["alerts"][0]["message"] in page.locator("#alerts").inner_text()
         page.close()
     finally:
         stop(srv)

@@ -882,8 +882,9 @@
     };
     es.onerror = function () {
       S.connected = false;
+      // a finished run whose tm has exited: nothing more will come, stop asking
+      if (S.finished && S.mode === "live") es.close();
       renderHeader();
-      if (S.finished || S.mode === "view") return;
     };
   }
   renderAll();
