@@ -170,6 +170,10 @@ def test_live_charts_gain_points_while_the_run_goes(browser, live_run):
     assert page.locator('[data-chart="loss"] canvas').count() >= 1
     _wait(page, f"Number(document.querySelector('[data-chart=loss]').dataset.points) > {before}")
     page.wait_for_selector('[data-chart="throughput"][data-points]', timeout=30_000)
+    # the x axis switches to tokens, FLOPs spent, then time: the same points, redrawn
+    for axis in ("tokens", "flops", "time"):
+        page.select_option("#axis", axis)
+        _wait(page, "Number(document.querySelector('[data-chart=loss]').dataset.points) > 0")
     page.close()
 
 

@@ -215,7 +215,7 @@
     tiles.push({
       id: "tokens_per_s", label: "Tokens / s", explain: "tokens_per_s",
       raw: snap.tokens_per_s, value: isNum(snap.tokens_per_s) ? si(snap.tokens_per_s, "") : null,
-      sub: isNum(snap.tokens_per_s) ? (snap.tokens_counted || "") : null,
+      sub: isNum(snap.tokens_per_s) ? (snap.tokens_counted ? "tokens counted: " + snap.tokens_counted : "") : null,
       absent: absentReason("tokens_per_s"),
     });
     tiles.push({
