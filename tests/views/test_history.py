@@ -133,3 +133,17 @@ def test_ten_times_the_points_same_buckets():
     for i in range(100_000):
         big.add(math.sin(i), i, i, i)
     assert len(small) <= 64 and len(big) <= 64
+
+
+def test_node_series_and_cpu_busy_as_one_minus_idle():
+    h = History()
+    h.on_snapshot(
+        {"node": {"cpu": {"idle": 0.25}, "memory": {"used_b": 3e9},
+                  "rates_b_s": {"net_rx_b": 100.0, "disk_io_write_b": 0.0}}},
+        now=1.0,
+    )  # fmt: skip
+    assert h.series["node_cpu_busy"].last == [0.75]  # 1 - 0.25
+    assert h.series["node_memory_used_b"].last == [3e9]
+    assert h.series["node_net_rx_b_s"].last == [100.0]
+    assert h.series["node_disk_write_b_s"].last == [0.0]  # a measured zero is a zero
+    assert "node_disk_read_b_s" not in h.series  # not in the sample: absent, not zero

@@ -45,6 +45,16 @@ SNAPSHOT_SERIES: dict[str, tuple[tuple[str, ...], str, str]] = {
     "gpu_memory_used_b": (("gpus", "*", "memory_used_b"), "B", "GPU memory used (sum)"),
     "host_rss_b": (("host", "rss_b"), "B", "Training processes' memory (RSS)"),
     "host_cpu_cores": (("host", "cpu_cores"), "cores", "Training processes' CPU"),
+    "node_memory_used_b": (("node", "memory", "used_b"), "B", "Node memory used"),
+    "node_disk_read_b_s": (("node", "rates_b_s", "disk_io_read_b"), "B/s", "Disk read"),
+    "node_disk_write_b_s": (("node", "rates_b_s", "disk_io_write_b"), "B/s", "Disk write"),
+    "node_net_rx_b_s": (("node", "rates_b_s", "net_rx_b"), "B/s", "Network received"),
+    "node_net_tx_b_s": (("node", "rates_b_s", "net_tx_b"), "B/s", "Network sent"),
+}
+
+#: Snapshot shares drawn as their complement: name -> (path, unit, label); 1 - idle is busy.
+SNAPSHOT_COMPLEMENTS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "node_cpu_busy": (("node", "cpu", "idle"), "ratio", "Node CPU busy"),
 }
 
 
@@ -285,6 +295,10 @@ class History:
             value = _dig(snap, path)
             if value is not None:
                 self.add(name, "system", value, self.step, self.tokens, self.time, unit, label)
+        for name, (path, unit, label) in SNAPSHOT_COMPLEMENTS.items():
+            value = _dig(snap, path)
+            if value is not None:
+                self.add(name, "system", 1.0 - value, self.step, self.tokens, self.time, unit, label)
 
     def add(
         self,

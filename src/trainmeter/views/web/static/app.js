@@ -101,6 +101,7 @@
       case "ratio": return pct(v);
       case "s": return dur(v);
       case "B": return bytes(v);
+      case "B/s": return bytes(v) + "/s";
       case "W": return sig(v, 3) + " W";
       case "J": return si(v, "J");
       case "FLOP": case "FLOPs": return si(v, "FLOP");
@@ -259,6 +260,26 @@
     return tiles;
   }
 
+  // A tile's trend: the last points of its series as a small line (the engine's own values).
+  var SPARK = { tokens_per_s: "tokens_per_s", step_time_s: "step_time_s", mfu: "mfu", ofu: "ofu", goodput: "goodput" };
+  function sparkline(name) {
+    var s = S.series[SPARK[name]];
+    if (!s || s.last.length < 2) return null;
+    var ys = s.last.slice(-120), lo = Math.min.apply(null, ys), hi = Math.max.apply(null, ys);
+    var w = 100, h = 22, span = hi - lo || 1;
+    var pts = ys.map(function (y, i) { return (i / (ys.length - 1) * w).toFixed(1) + "," + (h - 1 - (y - lo) / span * (h - 2)).toFixed(1); }).join(" ");
+    var ns = "http://www.w3.org/2000/svg";
+    var svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+    svg.setAttribute("preserveAspectRatio", "none");
+    svg.setAttribute("class", "spark");
+    svg.setAttribute("aria-hidden", "true");
+    var line = document.createElementNS(ns, "polyline");
+    line.setAttribute("points", pts);
+    svg.appendChild(line);
+    return svg;
+  }
+
   function renderTiles() {
     var box = clear(byId("tiles"));
     tileSpecs().forEach(function (t) {
@@ -268,6 +289,7 @@
         el("div", { class: "label" }, [t.label, el("span", { class: "q", text: "?" })]),
         el("div", { class: "value num", text: absent ? "n/a" : t.value }),
         el("div", { class: "sub", "data-reason": absent ? "1" : null, text: absent ? (t.absent || "not measured in this run") : (t.sub || "") }),
+        absent ? null : sparkline(t.id),
       ]));
     });
   }
@@ -637,6 +659,9 @@
     { id: "gpu_memory", title: "GPU memory used", names: ["gpu_memory_used_b"], unit: "B" },
     { id: "host", title: "Training processes' memory (RSS)", names: ["host_rss_b"], unit: "B" },
     { id: "host_cpu", title: "Training processes' CPU (cores)", names: ["host_cpu_cores"], unit: "cores" },
+    { id: "node_cpu", title: "Node CPU busy", names: ["node_cpu_busy"], unit: "ratio" },
+    { id: "node_memory", title: "Node memory used", names: ["node_memory_used_b"], unit: "B" },
+    { id: "node_io", title: "Node disk and network", names: ["node_disk_read_b_s", "node_disk_write_b_s", "node_net_rx_b_s", "node_net_tx_b_s"], unit: "B/s" },
   ];
   function chartSpecs() {
     var specs = [];
