@@ -51,6 +51,7 @@
     if (!isNum(v)) return "—";
     var a = Math.abs(v);
     if (a === 0) return "0";
+    if (Number.isInteger(v) && a < 1e4) return String(v);   // counts stay whole: 2 GPUs
     if (a >= 100) return v.toFixed(0);
     if (a >= 10) return v.toFixed(digits > 2 ? 1 : 1);
     if (a >= 1) return v.toFixed(2);
@@ -98,7 +99,12 @@
     if (typeof v === "string") return v;
     if (!isNum(v)) return v == null ? "—" : String(v);
     switch (unit) {
-      case "ratio": return pct(v);
+      case "ratio": case "fraction": return pct(v);
+      case "1": case "": return Math.abs(v) >= 1e4 ? si(v, "") : sig(v, 4);
+      case "J/token": return (Math.abs(v) < 1 ? sig(v * 1000, 3) + " mJ" : sig(v, 3) + " J") + "/token";
+      case "FLOP/token": return si(v, "") + " FLOP/token";
+      case "byte/s per GPU": return bytes(v) + "/s per GPU";
+      case "FLOP/s per GPU": return si(v, "FLOP/s") + " per GPU";
       case "s": return dur(v);
       case "B": return bytes(v);
       case "B/s": return bytes(v) + "/s";
@@ -331,6 +337,23 @@
       });
       box.appendChild(wrap);
     });
+    var extra = el("div", { class: "ladder-extra" });
+    var ai = S.snap.arithmetic_intensity, peak = S.snap.peak || {};
+    if (ai && isNum(ai.value)) {
+      var bound = isNum(peak.ridge) ? (ai.value < peak.ridge ? "below the ridge of " + sig(peak.ridge, 3) + ": memory-bound" : "above the ridge of " + sig(peak.ridge, 3) + ": compute-bound") : "";
+      extra.appendChild(el("button", { class: "fact derived", "data-explain": "arithmetic_intensity", type: "button" }, [
+        el("div", { class: "k", text: "Arithmetic intensity" }),
+        el("div", { class: "v num" }, [sig(ai.value, 3) + " FLOP/byte", el("small", { text: " " + bound }), el("span", { class: "q", text: "?" })]),
+      ]));
+    }
+    var fo = S.snap.flops_observed;
+    if (fo && isNum(fo.value)) {
+      extra.appendChild(el("button", { class: "fact derived", "data-explain": "flops_observed", type: "button" }, [
+        el("div", { class: "k", text: "FLOPs the counters saw" }),
+        el("div", { class: "v num" }, [si(fo.value, "FLOP"), el("small", { text: isNum(S.snap.flops_spent) ? " vs " + si(S.snap.flops_spent, "FLOP") + " the model needs" : "" }), el("span", { class: "q", text: "?" })]),
+      ]));
+    }
+    if (extra.childNodes.length) box.appendChild(extra);
     var gap = S.snap.mfu_ofu_gap;
     if (gap && isNum(gap.value)) {
       box.appendChild(el("p", { class: "hint", text: "OFU − MFU = " + pct(gap.value) + ": FLOPs the GPU ran that the model's formula does not count (recompute, padding, attention the convention leaves out)." }));
@@ -574,7 +597,7 @@
           tb.appendChild(el("tr", { "data-input": i.name }, [
             el("td", { class: "mono", text: i.name }),
             el("td", { class: "num", text: fmtUnit(i.value, i.unit) + (typeof i.value === "number" && i.unit && ["ratio", "s", "B", "W", "J", "FLOP", "FLOPs", "FLOP/s", "tokens/s"].indexOf(i.unit) < 0 ? "" : "") }),
-            el("td", { class: "src-cell" }, [srcBadge(i.source)]),
+            el("td", { class: "src-cell", text: i.source || "" }),
           ]));
         });
         body.appendChild(el("table", { class: "ex-inputs" }, [el("thead", null, [el("tr", null, [el("th", { text: "Input" }), el("th", { text: "Value" }), el("th", { style: "text-align:left", text: "Source" })])]), tb]));
