@@ -775,6 +775,22 @@
       cursor: { drag: { x: true, y: false, setScale: true } },
       hooks: {
         setSelect: [function (u) { if (u.select.width > 2) state.zoomed = true; }],
+        // hovering reads the values under the cursor into the card's header
+        setCursor: [function (u) {
+          var i = u.cursor.idx;
+          state.hover = i != null;
+          if (i == null) { showLatest(spec, state); return; }
+          var parts = [];
+          for (var k = 1; k < u.series.length; k += 3) {
+            var v = u.data[k][i];
+            if (v == null) continue;
+            var lo = u.data[k + 1][i], hi = u.data[k + 2][i];
+            var txt = fmtUnit(v, spec.unit);
+            if (isNum(lo) && isNum(hi) && lo !== hi) txt += " (" + fmtUnit(lo, spec.unit) + "–" + fmtUnit(hi, spec.unit) + ")";
+            parts.push((spec.names.length > 1 ? u.series[k].label + " " : "") + txt);
+          }
+          state.now.textContent = S.axis + " " + xFormat(u.data[0][i]) + ": " + parts.join(" · ");
+        }],
       },
     };
     var data = chartData(spec);
@@ -793,6 +809,11 @@
     state.builtLog = log;
     state.names = spec.names.join(",");
     state.points = data[0].length;
+  }
+  // The latest value, beside the title (unless the cursor is reading a point).
+  function showLatest(spec, st) {
+    var s0 = S.series[spec.names[0]];
+    st.now.textContent = s0 && s0.last.length ? "now " + fmtUnit(s0.last[s0.last.length - 1], spec.unit) : "";
   }
   function renderCharts() {
     var box = byId("charts");
@@ -823,9 +844,7 @@
         st.plotBox = plotBox; st.now = now; st.note = note; st.keys = keys;
         box.appendChild(st.el);
       }
-      // the latest value, beside the title
-      var s0 = S.series[spec.names[0]];
-      st.now.textContent = s0 && s0.last.length ? "now " + fmtUnit(s0.last[s0.last.length - 1], spec.unit) : "";
+      if (!st.hover) showLatest(spec, st);
       var axisMissing = S.axesAbsent[S.axis];
       var span = Math.max.apply(null, spec.names.map(function (n) { return S.series[n].span || 1; }));
       var totalPts = spec.names.reduce(function (a, n) { return a + (S.series[n].points || 0); }, 0);
