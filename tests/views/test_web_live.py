@@ -51,8 +51,7 @@ def test_registered_behind_its_options_and_fed_by_the_supervisor(tmp_path: Path)
         state = _get(web.url)
         assert state["finished"] is True and state["snapshot"]["tokens_per_s"] == 9.0
     finally:
-        web.server.shutdown()
-        web.server.server_close()
+        web.close()
     assert seen == []
 
 
@@ -64,8 +63,7 @@ def test_quiet_serves_without_a_line(tmp_path: Path) -> None:
     try:
         assert err.getvalue() == "" and _get(web.url)["mode"] == "live"
     finally:
-        web.server.shutdown()
-        web.server.server_close()
+        web.close()
 
 
 def test_tm_prints_the_url_once_and_no_web_turns_it_off(tmp_path: Path) -> None:

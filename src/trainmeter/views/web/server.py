@@ -13,19 +13,16 @@ whole state first and then, about once a second, the snapshot and only the new p
 
 from __future__ import annotations
 
-import errno
 import importlib
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
 
+from .ports import HOST, bind_socket
 from .state import DashboardState
 
-HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
-#: How many ports after the first to try before giving up.
-PORT_TRIES = 50
 #: Seconds between two server-sent events when nothing new comes (a comment keeps proxies open).
 KEEPALIVE_S = 10.0
 
@@ -201,13 +198,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 class DashboardServer(ThreadingHTTPServer):
     daemon_threads = True
-    allow_reuse_address = False  # a port another process listens on is taken, not shared
 
-    def __init__(self, state: DashboardState, port: int) -> None:
+    def __init__(self, state: DashboardState, sock: socket.socket) -> None:
+        """Serve `state` on `sock`, a socket already bound and listening (`ports.bind_socket`)."""
         self.state = state
         self.stopping = threading.Event()
         self.metrics = _metrics_renderer()
-        super().__init__((HOST, port), _Handler)
+        super().__init__(sock.getsockname(), _Handler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = sock
+        self.server_address = sock.getsockname()
         self.port = self.server_address[1]
 
     @property
@@ -217,30 +217,21 @@ class DashboardServer(ThreadingHTTPServer):
 
 def bind(state: DashboardState, port: int | None) -> DashboardServer:
     """A server on the first free port from `port` (default 8765); 0 takes any free port."""
-    if port == 0:
-        return DashboardServer(state, 0)
-    first = DEFAULT_PORT if port is None else port
-    last_error: OSError | None = None
-    for candidate in range(first, min(first + PORT_TRIES, 65536)):
-        try:
-            return DashboardServer(state, candidate)
-        except OSError as exc:
-            if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
-                raise
-            last_error = exc
-    raise OSError(
-        errno.EADDRINUSE, f"no free port in {first}-{first + PORT_TRIES - 1} ({last_error})"
-    )
+    return DashboardServer(state, bind_socket(port))
 
 
-def serve(state: DashboardState, port: int | None) -> DashboardServer:
-    """Bind and serve on a daemon thread; the caller stops it with `stop(server)`."""
-    server = bind(state, port)
+def run_in_thread(server: DashboardServer) -> None:
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="trainmeter-web",
         daemon=True,
     )
     thread.start()
+
+
+def serve(state: DashboardState, port: int | None) -> DashboardServer:
+    """Bind and serve on a daemon thread; the caller stops it with `stop(server)`."""
+    server = bind(state, port)
+    run_in_thread(server)
     return server
 
 
@@ -249,4 +240,3 @@ def stop(server: DashboardServer) -> None:
     server.state.close()
     server.shutdown()
     server.server_close()
-
