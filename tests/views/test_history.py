@@ -93,6 +93,7 @@ def test_non_numbers_and_other_ranks_are_ignored():
     h.on_record(_metric("loss", "x", 1.0))
     h.on_record(_metric("loss", True, 1.0))
     h.on_record({"kind": "step", "t": 1.0, "rank": 1, "d": {"n": 50, "tokens": 9}})
+    h.on_record({"kind": "metric", "t": 1.0, "rank": 3, "d": {"key": "loss", "value": 1.0}})
     assert h.series == {} and h.step == 0
 
 

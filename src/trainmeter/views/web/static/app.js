@@ -151,6 +151,8 @@
     var ng = val(snap.n_gpus);
     if (isNum(ng)) m("GPUs", ng + (snap.peak && snap.peak.name ? " × " + snap.peak.name : ""));
     m("host", run.hostname);
+    var job = snap.job;
+    if (job && isNum(job.nodes) && job.nodes > 1) m("node", (isNum(job.node_rank) ? job.node_rank : "?") + " of " + job.nodes);
     byId("foot-dir").textContent = S.runDir ? "run directory: " + S.runDir : "";
   }
 
