@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -235,7 +236,15 @@ def test_both_themes_render(browser, live_run, tmp_path, scheme, dark):
 @pytest.fixture(scope="module")
 def viewed_run(live_run):
     """The live run stopped, then `tm view` of it, and `tm summary --json` of it."""
-    cwd, _, proc = live_run
+    cwd, url, proc = live_run
+    deadline = time.monotonic() + 90
+    while True:  # past warm-up (when run alone, this fixture comes first)
+        with urllib.request.urlopen(url + "api/state", timeout=10) as resp:
+            snap = json.loads(resp.read())["snapshot"]
+        if snap.get("steps", 0) >= 20 and "tokens_per_s" in snap and "mfu" in snap:
+            break
+        assert time.monotonic() < deadline, "the live run did not get going"
+        time.sleep(0.3)
     proc.stop()
     [run] = run_dirs(cwd)
     summary = run_tm(["summary", str(run), "--json"], cwd)
@@ -307,6 +316,9 @@ def test_explain_panel_shows_formula_inputs_and_peak(browser):
         assert "40.9%" in ranks.inner_text()
         # the alert the engine raised is shown, with its message
         assert snap["alerts"][0]["message"] in page.locator("#alerts").inner_text()
+        # the engine's notes on reading the numbers, one click away
+        page.locator("#alerts details.notes summary").click()
+        assert snap["warnings"][0] in page.locator("#alerts details.notes").inner_text()
         page.close()
     finally:
         stop(srv)

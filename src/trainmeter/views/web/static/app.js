@@ -159,17 +159,36 @@
   function renderAlerts() {
     var box = clear(byId("alerts"));
     var alerts = S.snap.alerts || [];
-    box.hidden = !alerts.length;
+    var facts = S.snap.facts || {};
+    var observe = facts.observe_only && facts.observe_only.value;
+    var warnings = S.snap.warnings || [];
+    box.hidden = !alerts.length && !observe && !warnings.length;
+    if (observe) {
+      box.appendChild(el("div", { class: "alert alert-info", "data-observe-only": "1" }, [
+        el("span", { class: "icon", text: "i" }),
+        el("div", null, [el("div", { class: "msg", text: "Watching from outside only: " + observe }),
+          el("div", { class: "kind", text: "GPU, process and node numbers are measured; the training's own (steps, tokens, MFU) are not, and say why below." })]),
+      ]));
+    }
     alerts.forEach(function (a) {
       var bad = /impossible|stall|hang|crash|nan|diverg/i.test(a.kind || "");
       box.appendChild(el("div", { class: "alert " + (bad ? "alert-bad" : "alert-warn"), "data-alert": a.kind || "" }, [
         el("span", { class: "icon", text: "!" }),
         el("div", null, [
           el("div", { class: "msg", text: a.message || a.kind }),
-          el("div", { class: "kind", text: (a.kind || "alert") + (isNum(a.t) && isNum(S.snap.time && S.snap.time.node_uptime_s) ? "" : "") }),
+          el("div", { class: "kind", text: a.kind || "alert" }),
         ]),
       ]));
     });
+    if (warnings.length) {
+      var notes = el("details", { class: "alert alert-info notes" }, [
+        el("summary", null, [el("span", { class: "icon", text: "i" }), el("span", { class: "msg", text: warnings.length === 1 ? "1 note on how to read these numbers" : warnings.length + " notes on how to read these numbers" })]),
+        el("ul", null, warnings.map(function (w) { return el("li", { text: w }); })),
+      ]);
+      notes.open = !!S.notesOpen;  // stays open across the second's redraw
+      notes.addEventListener("toggle", function () { S.notesOpen = notes.open; });
+      box.appendChild(notes);
+    }
   }
 
   // ---------------------------------------------------------------- progress
@@ -224,7 +243,7 @@
     tiles.push({
       id: "tokens_per_s", label: "Tokens / s", explain: "tokens_per_s",
       raw: snap.tokens_per_s, value: isNum(snap.tokens_per_s) ? si(snap.tokens_per_s, "") : null,
-      sub: isNum(snap.tokens_per_s) ? (snap.tokens_counted ? "tokens counted: " + snap.tokens_counted : "") : null,
+      sub: isNum(snap.tokens_per_s) ? (snap.padding && isNum(snap.padding.share) ? "real tokens only; " + pct(snap.padding.share) + " of the batch was padding" : (snap.tokens_counted ? "tokens counted: " + snap.tokens_counted : "")) : null,
       absent: absentReason("tokens_per_s"),
     });
     tiles.push({
