@@ -732,6 +732,16 @@
     if (S.axis === "flops") return si(v, "");
     return Math.abs(v) >= 1e4 ? si(v, "") : String(Math.round(v * 100) / 100);
   }
+  // Shares, bytes, watts and cores start at zero (a flat 100% reads as full, not as noise);
+  // shares go to 100% at least. Throughput and step time keep uPlot's own range, to show change.
+  var FROM_ZERO = { ratio: 1, B: 1, W: 1, "B/s": 1, cores: 1 };
+  function yScale(unit) {
+    if (!FROM_ZERO[unit]) return {};
+    return { range: function (u, min, max) {
+      var top = unit === "ratio" ? Math.max(1, max) : (max > 0 ? max * 1.1 : 1);
+      return [Math.min(0, min), top];
+    } };
+  }
   // The y axis is as wide as its longest label, so no label is cut.
   function axisSize(u, values) {
     if (!values || !values.length) return 48;
@@ -790,7 +800,7 @@
       height: 200,
       series: series,
       bands: bands,
-      scales: { x: { time: false }, y: log ? { distr: 3 } : {} },
+      scales: { x: { time: false }, y: log ? { distr: 3 } : yScale(spec.unit) },
       axes: [axisX, axisY],
       legend: { show: false },
       cursor: { drag: { x: true, y: false, setScale: true } },
