@@ -87,6 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # the training's terminal is not ours to write on
 
     def _not_allowed(self) -> None:
+        self.close_connection = True  # a body it may carry is not read: no second request after
         self._send(405, b"only GET and HEAD: this dashboard changes nothing\n", "text/plain",
                    extra={"Allow": "GET, HEAD"})
 
@@ -125,6 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if not self._host_ok():
+            self.close_connection = True
             self._send(403, b"this dashboard answers only to localhost on its own port\n",
                        "text/plain")
             return
