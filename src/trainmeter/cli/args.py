@@ -30,6 +30,7 @@ usage: tm [options] script.py [script args]     run a Python training script and
        (`tm python train.py`, `tm torchrun ...`: a program on PATH is run as after `--`)
        tm summary [RUN] [--json]                a finished run's summary, replayed from its log
        tm top [RUN]                             a run on one full terminal, live while it runs
+       tm view [RUN] [--port N]                 a finished run in the web dashboard
        tm doctor | hardware | attach PID        what tm can see here, the node, a running PID
        tm runs | compare A B                    the runs here; two runs side by side
        tm passport | report | export [RUN]      a run's passport, HTML report, W&B/CSV/Parquet
@@ -47,7 +48,7 @@ options (before the script or command):
   --run-id ID         one id for every node of a multi-node job (default: the launcher's
                       rendezvous id or SLURM_JOB_ID)
   --metrics-addr HOST:PORT  serve Prometheus /metrics alone on this address while the run goes
-  --port N  --no-web      reserved for the dashboard, which is not built yet: accepted, no effect
+  --port N  --no-web      the dashboard's first port to try (default 8765, 0: any), or none
 numbers accept SI suffixes: 20B, 1.5e9, 300M, 2k
 """
 
@@ -233,8 +234,8 @@ def _parse_value_flag(opts: RunOptions, flag: str, value: str) -> None:
     elif flag == "--metrics-addr":
         opts.metrics_addr = parse_addr(flag, value)
     elif flag == "--port":
-        if not value.isdigit() or not 0 < int(value) < 65536:
-            raise UsageError(f"--port: {value!r} is not a port number (1-65535)")
+        if not value.isdigit() or not 0 <= int(value) < 65536:
+            raise UsageError(f"--port: {value!r} is not a port number (0 for any free port)")
         opts.port = int(value)
 
 

@@ -32,6 +32,7 @@ class _Log:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh: TextIO = open(path / "events.jsonl", "a", buffering=1)  # noqa: SIM115
+        self.dashboard: Any = None  # the web dashboard, shown each record written
 
     def write(self, kind: str, d: dict[str, Any]) -> None:
         rec = records.make(kind, d, t=time.monotonic(), src="tm", pid=os.getpid())
@@ -39,6 +40,9 @@ class _Log:
             self._fh.write(records.encode(rec) + "\n")
         except (records.RecordError, OSError) as exc:
             print(f"tm attach: cannot record {kind}: {exc}", file=sys.stderr)
+            return
+        if self.dashboard is not None:
+            self.dashboard.record(rec)
 
     def close(self) -> None:
         self._fh.close()
@@ -102,7 +106,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--gpus", help="GPU indices or UUIDs to watch (default: the program's)")
     parser.add_argument("--duration", type=float, help="stop after this many seconds")
     parser.add_argument("-q", "--quiet", action="store_true", help="no live line")
+    parser.add_argument("--port", type=int, help="the dashboard's first port (default 8765; 0: any)")
+    parser.add_argument("--no-web", action="store_true", help="no dashboard")
     args = parser.parse_args(argv)
+    if args.port is not None and not 0 <= args.port <= 65535:
+        print(f"tm attach: --port: {args.port} is not a port number (0-65535)", file=sys.stderr)
+        return 2
     if args.interval <= 0:
         print("tm attach: --interval must be positive", file=sys.stderr)
         return 2
@@ -124,6 +133,13 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"tm attach: cannot create the run directory: {exc}", file=sys.stderr)
         return 2
+    if not args.no_web:
+        try:
+            from trainmeter.views.web.attached import AttachedDashboard
+
+            log.dashboard = AttachedDashboard(args.port, run_dir)
+        except Exception as exc:  # noqa: BLE001 - watching goes on without the page
+            print(f"tm attach: no dashboard ({exc})", file=sys.stderr)
     start = time.monotonic()
     log.write(
         "run.start",
@@ -166,6 +182,8 @@ def main(argv: list[str]) -> int:
                 log.write(sampler.kind, d)
             host = latest.get("sample.host", {})
             elapsed = time.monotonic() - start
+            if log.dashboard is not None:
+                log.dashboard.tick(time.monotonic())
             if not args.quiet:
                 line = status_line(args.pid, elapsed, host, latest.get("sample.gpu", {}), prev)
                 print(line, flush=True)
@@ -190,6 +208,8 @@ def main(argv: list[str]) -> int:
         if ended == "exited":
             end["note"] = "the program exited; not tm's child, so its exit status is unknown"
         log.write("run.end", end)
+        if log.dashboard is not None:
+            log.dashboard.finish()
         log.close()
         (run_dir / "meta.json").write_text(
             json.dumps(

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "passport": ("trainmeter.cli.passport", "a run's passport: what it cost, with provenance"),
     "check": ("trainmeter.cli.check", "fail a CI job when a run misses its thresholds"),
     "top": ("trainmeter.cli.top", "a run on one full terminal, live while it runs"),
+    "view": ("trainmeter.cli.view", "a finished run in the web dashboard"),
 }
 
 

@@ -256,6 +256,8 @@ class History:
             self.time = self._clock(record.get("t"))
             return
         if kind == "metric":
+            if record.get("rank") not in (None, 0):
+                return  # one copy of a curve: rank 0's (the others log the same loop)
             value = _number(d.get("value"))
             key = d.get("key")
             if value is None or not isinstance(key, str) or not key:

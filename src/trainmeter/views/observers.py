@@ -27,6 +27,12 @@ def make_observers(opts: Any, run_dir: Path | None, warn: Any, stderr: Any = Non
         observers.append(status)
     if getattr(opts, "metrics_addr", None):
         observers.extend(_metrics_server(opts, run_dir, warn))
+    if getattr(opts, "web", False):
+        from .web.live import make as make_web
+
+        web = make_web(opts, run_dir, warn, stderr)
+        if web is not None:
+            observers.append(web)
     return observers
 
 

@@ -1,0 +1,93 @@
+"""Screenshots of the dashboard in both themes, for the README: docs/img/dashboard-{light,dark}.png.
+
+Runs the example under `tm` on the fake H100 (the NVML fixture the tests use) with a step
+budget, waits until the run is past a third of it, and photographs the live page in headless
+Chromium with the light and then the dark system setting, plus the explain panel of MFU.
+
+    python scripts/dashboard_screenshots.py [--out docs/img]
+
+Needs Debian's chromium (/usr/bin/chromium) and `pip install playwright` (no browser download).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+STEPS = 600
+
+
+def _start_run(cwd: Path) -> tuple[subprocess.Popen, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINMETER_")}
+    env["TRAINMETER_FAKE_NVML"] = str(REPO / "tests/fixtures/nvml/h100_sxm_gpm.json")
+    env["PYTHONPATH"] = str(REPO / "src")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainmeter", "--port", "0", "--budget-steps", str(STEPS),
+         "--convention", "megatron",
+         str(REPO / "examples/tiny_gpt.py"), "--steps", str(STEPS)],
+        cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    for line in proc.stderr:
+        match = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+        if match:
+            return proc, match.group(1)
+    raise SystemExit("tm printed no dashboard URL")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(REPO / "docs" / "img"))
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = _start_run(Path(tmp))
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                page = browser.new_page(viewport={"width": 1440, "height": 900})
+                page.goto(url)
+                deadline = time.monotonic() + 300
+                while page.evaluate(
+                    "Number(document.querySelector('#p-pct').dataset.value || 0)"
+                ) < 0.4:
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise SystemExit("the run did not get far enough")
+                    page.wait_for_timeout(500)
+                for scheme in ("light", "dark"):
+                    page.emulate_media(color_scheme=scheme)
+                    page.wait_for_timeout(1200)  # charts redraw with the theme's colours
+                    page.screenshot(path=str(out / f"dashboard-{scheme}.png"), full_page=True)
+                    print(out / f"dashboard-{scheme}.png")
+                if not page.evaluate("!!document.body.dataset.explained"):
+                    print("no explanations in this engine's snapshot: no explain screenshot")
+                else:
+                    page.emulate_media(color_scheme="light")
+                    page.locator('[data-tile="mfu"]').click()
+                    page.locator("#explain").wait_for(state="visible")
+                    page.wait_for_timeout(300)
+                    page.screenshot(path=str(out / "dashboard-explain.png"))
+                    print(out / "dashboard-explain.png")
+                browser.close()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""The dashboard as a live view of a `tm` run: an observer that feeds the served state.
+
+Built before the child starts, so the address is printed once, at the top of the run, on
+stderr. Only the socket is bound then (cheap); the HTTP server is imported and started on a
+daemon thread, so the training's start does not wait for it, and a browser that connects
+early waits in the socket's backlog. `on_record` only appends to the bounded history (it runs
+under the recorder's lock); `on_snapshot` stores the snapshot and wakes the event streams;
+`on_finish` shows the final snapshot. The server lives as long as `tm`.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from .ports import bind_socket, url
+from .state import DashboardState
+
+
+class WebDashboard:
+    name = "web"
+
+    def __init__(
+        self,
+        port: int | None,
+        run_dir: Path | None,
+        stderr: Any = None,
+        quiet: bool = False,
+        warn: Any = None,
+    ) -> None:
+        self.state = DashboardState(mode="live", run_dir=str(run_dir) if run_dir else None)
+        self._sock = bind_socket(port)
+        self.url = url(self._sock)
+        self.server: Any = None
+        self._warn = warn
+        self._lock = threading.Lock()
+        self._closed = False
+        self.ready = threading.Event()  # the server is up (or failed)
+        threading.Thread(target=self._serve, name="trainmeter-web", daemon=True).start()
+        if not quiet:
+            print(f"trainmeter: dashboard {self.url}", file=stderr or sys.stderr, flush=True)
+
+    def _serve(self) -> None:
+        try:
+            from .server import DashboardServer
+
+            with self._lock:
+                if self._closed:
+                    return
+                self.server = DashboardServer(self.state, self._sock)
+        except Exception as exc:  # noqa: BLE001 - the run goes on without its page
+            if self._warn is not None:
+                self._warn("web", f"the dashboard failed to start ({exc!r})")
+            self._sock.close()
+            return
+        finally:
+            self.ready.set()
+        self.server.serve_forever(poll_interval=0.2)
+
+    def close(self) -> None:
+        """Stop serving (tests; `tm` itself just exits)."""
+        with self._lock:
+            self._closed = True
+            server = self.server
+        self.state.close()
+        if server is not None:
+            server.stopping.set()
+            server.shutdown()
+            server.server_close()
+        else:
+            self._sock.close()
+
+    def on_record(self, record: dict[str, Any]) -> None:
+        self.state.on_record(record)
+
+    def on_snapshot(self, snap: dict[str, Any], now: float) -> None:
+        self.state.on_snapshot(snap, now)
+
+    def on_finish(self, snap: dict[str, Any]) -> None:
+        self.state.on_finish(snap)
+
+
+def make(opts: Any, run_dir: Path | None, warn: Any, stderr: Any = None) -> WebDashboard | None:
+    """The dashboard for `opts` (`.web`, `.port`), or None with one warning when it cannot bind."""
+    if not getattr(opts, "web", True):
+        return None
+    try:
+        return WebDashboard(
+            getattr(opts, "port", None),
+            run_dir,
+            stderr,
+            quiet=bool(getattr(opts, "quiet", False)),
+            warn=warn,
+        )
+    except OSError as exc:
+        warn("web", f"no dashboard: {exc}; the run goes on (--port N picks another port)")
+        return None

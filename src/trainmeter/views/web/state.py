@@ -1,0 +1,101 @@
+"""What the dashboard serves: the latest snapshot and the bounded history, behind one lock.
+
+The supervisor's threads write (`on_record` for every record, `on_snapshot` about once a
+second, `on_finish` once); the server's threads read. Readers wait on a condition that is
+notified at each new snapshot, so a server-sent-events stream wakes when there is news and no
+sooner. Everything handed out is already JSON text, built under the lock from plain data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from typing import Any
+
+from ..history import History
+
+
+def _finite(obj: Any) -> Any:
+    """The same structure with NaN and infinities as None (JSON has no such numbers)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def to_json(obj: Any) -> str:
+    try:
+        return json.dumps(obj, allow_nan=False, separators=(",", ":"), default=str)
+    except ValueError:
+        return json.dumps(_finite(obj), allow_nan=False, separators=(",", ":"), default=str)
+
+
+class DashboardState:
+    """The run as the page sees it. `mode` is "live" (a run in progress) or "view" (finished)."""
+
+    def __init__(self, mode: str = "live", run_dir: str | None = None, history: History | None = None):
+        self.mode = mode
+        self.run_dir = run_dir
+        self.history = history if history is not None else History()
+        self.snapshot: dict[str, Any] = {}
+        self.seq = 0  # grows with each snapshot
+        self.finished = False
+        self.closed = False  # the server is going away: streams end
+        self._cond = threading.Condition()
+
+    # -- writers (the supervisor's threads) --------------------------------------------------
+
+    def on_record(self, record: dict[str, Any]) -> None:
+        with self._cond:
+            self.history.on_record(record)
+
+    def on_snapshot(self, snap: dict[str, Any], now: float | None = None) -> None:
+        with self._cond:
+            self.history.on_snapshot(snap, now)
+            self.snapshot = snap
+            self.seq += 1
+            self._cond.notify_all()
+
+    def on_finish(self, snap: dict[str, Any]) -> None:
+        """The final snapshot: shown as is (its numbers are the run's summary)."""
+        with self._cond:
+            self.snapshot = snap
+            self.finished = True
+            self.seq += 1
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    # -- readers (the server's threads) -------------------------------------------------------
+
+    def wait(self, seq: int, timeout: float) -> int:
+        """Block until a snapshot newer than `seq` arrives, the state closes, or `timeout`."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.seq != seq or self.closed, timeout)
+            return self.seq
+
+    def message(self, since: dict[str, Any] | None = None) -> tuple[str, dict[str, Any], int]:
+        """(JSON of the state, history marks to pass as `since` next time, its seq).
+
+        Only the copy is made under the lock (the recorder waits on it for every record); the
+        JSON, the slow part for a long run, is written outside it. A snapshot is never changed
+        once handed over, so it can be read without the lock.
+        """
+        with self._cond:
+            body = {
+                "mode": self.mode,
+                "run_dir": self.run_dir,
+                "seq": self.seq,
+                "finished": self.finished,
+                "snapshot": self.snapshot,
+                "history": self.history.dump(since),
+            }
+            marks, seq = self.history.marks(), self.seq
+        return to_json(body), marks, seq

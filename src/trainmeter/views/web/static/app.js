@@ -1,0 +1,990 @@
+/* trainmeter dashboard: renders the engine's snapshot and the bounded history.
+ *
+ * Data comes from /api/events (server-sent events: the whole state first, then the snapshot
+ * and the new points about once a second). Nothing here computes a number the engine did not:
+ * the page formats, places and explains what the snapshot says, and shows an absent number
+ * with the engine's reason, never as zero.
+ */
+(function () {
+  "use strict";
+
+  // ---------------------------------------------------------------- state
+  var S = {
+    snap: {},
+    mode: "live",
+    finished: false,
+    connected: false,
+    seq: 0,
+    series: {},        // name -> {meta..., step:[], tokens:[], flops:[], time:[], min:[], max:[], last:[]}
+    axesAbsent: {},
+    flopsConvention: null,
+    axis: "step",
+    charts: {},        // chart id -> {plot, el, spec, zoomed, log}
+    runDir: null,
+  };
+  try { S.axis = localStorage.getItem("trainmeter.axis") || "step"; } catch (e) { /* storage off */ }
+
+  // ---------------------------------------------------------------- formatting
+  function isNum(v) { return typeof v === "number" && isFinite(v); }
+  function el(tag, attrs, children) {
+    var e = document.createElement(tag);
+    if (attrs) {
+      for (var k in attrs) {
+        if (!Object.prototype.hasOwnProperty.call(attrs, k) || attrs[k] == null) continue;
+        if (k === "class") e.className = attrs[k];
+        else if (k === "text") e.textContent = attrs[k];
+        else if (k === "style") e.setAttribute("style", attrs[k]);
+        else e.setAttribute(k, attrs[k]);
+      }
+    }
+    (children || []).forEach(function (c) {
+      if (c == null) return;
+      e.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    });
+    return e;
+  }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+  function byId(id) { return document.getElementById(id); }
+
+  var SI = [[1e18, "E"], [1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+  function sig(v, digits) {
+    if (!isNum(v)) return "—";
+    var a = Math.abs(v);
+    if (a === 0) return "0";
+    if (Number.isInteger(v) && a < 1e4) return String(v);   // counts stay whole: 2 GPUs
+    if (a >= 100) return v.toFixed(0);
+    if (a >= 10) return v.toFixed(digits > 2 ? 1 : 1);
+    if (a >= 1) return v.toFixed(2);
+    return v.toPrecision(digits || 3);
+  }
+  function si(v, unit) {
+    if (!isNum(v)) return "—";
+    var a = Math.abs(v);
+    for (var i = 0; i < SI.length; i++) {
+      if (a >= SI[i][0]) return sig(v / SI[i][0], 3) + " " + SI[i][1] + (unit || "");
+    }
+    return sig(v, 3) + (unit ? " " + unit : "");
+  }
+  function pct(v) {
+    if (!isNum(v)) return "—";
+    var p = v * 100;
+    var a = Math.abs(p);
+    if (a === 0) return "0%";
+    if (a >= 10) return p.toFixed(1) + "%";
+    if (a >= 1) return p.toFixed(2) + "%";
+    return p.toPrecision(2) + "%";   // a tiny MFU keeps its digits
+  }
+  function dur(s) {
+    if (!isNum(s)) return "—";
+    if (s < 1) return (s * 1000).toPrecision(3) + " ms";
+    if (s < 60) return s.toFixed(s < 10 ? 2 : 1) + " s";
+    var m = Math.floor(s / 60), h = Math.floor(m / 60), d = Math.floor(h / 24);
+    if (d > 0) return d + "d " + (h % 24) + "h";
+    if (h > 0) return h + "h " + (m % 60) + "m";
+    return m + "m " + Math.round(s % 60) + "s";
+  }
+  function bytes(v) {
+    if (!isNum(v)) return "—";
+    var u = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
+    while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+    return sig(v, 3) + " " + u[i];
+  }
+  function count(v) { return si(v, ""); }
+  function val(entry) { return entry && typeof entry === "object" ? entry.value : entry; }
+  function absentReason(name) {
+    var a = S.snap.absent || {};
+    return a[name];
+  }
+  function fmtUnit(v, unit) {
+    if (typeof v === "string") return v;
+    if (!isNum(v)) return v == null ? "—" : String(v);
+    switch (unit) {
+      case "ratio": case "fraction": return pct(v);
+      case "1": case "": return Math.abs(v) >= 1e4 ? si(v, "") : sig(v, 4);
+      case "J/token": return (Math.abs(v) < 1 ? sig(v * 1000, 3) + " mJ" : sig(v, 3) + " J") + "/token";
+      case "FLOP/token": return si(v, "") + " FLOP/token";
+      case "byte/s per GPU": return bytes(v) + "/s per GPU";
+      case "FLOP/s per GPU": return si(v, "FLOP/s") + " per GPU";
+      case "s": return dur(v);
+      case "B": return bytes(v);
+      case "B/s": return bytes(v) + "/s";
+      case "W": return sig(v, 3) + " W";
+      case "J": return si(v, "J");
+      case "FLOP": case "FLOPs": return si(v, "FLOP");
+      case "FLOP/s": return si(v, "FLOP/s");
+      case "tokens/s": return si(v, "") + " tok/s";
+      default: return (Math.abs(v) >= 1e4 ? si(v, "") : sig(v, 4)) + (unit ? " " + unit : "");
+    }
+  }
+  function srcBadge(src) {
+    if (!src) return null;
+    var cls = "src";
+    if (/declared/.test(src)) cls += " src-declared";
+    else if (/measured|detected|counted/.test(src)) cls += " src-measured";
+    return el("span", { class: cls, text: src });
+  }
+
+  // ---------------------------------------------------------------- header and alerts
+  function renderHeader() {
+    var snap = S.snap, run = snap.run || {};
+    byId("run-name").textContent = run.name || (S.mode === "view" ? "finished run" : "run");
+    document.title = (run.name ? run.name + " · " : "") + "trainmeter";
+    var st = byId("status");
+    var done = S.finished || (snap.time && snap.time.finished);
+    if (!S.connected && S.mode === "live" && S.seq > 0 && !done) {
+      st.className = "pill pill-lost"; st.textContent = "connection lost";
+      st.title = "tm stopped serving: the run ended or tm was stopped. `tm view` shows a finished run again.";
+    } else if (done) {
+      st.className = "pill pill-done"; st.textContent = S.mode === "view" ? "finished (replayed)" : "finished";
+      st.title = run.exit_status != null ? "exit status " + run.exit_status : "";
+    } else if (S.seq > 0) {
+      st.className = "pill pill-live"; st.textContent = "live"; st.title = "updates about once a second";
+    } else {
+      st.className = "pill pill-wait"; st.textContent = S.connected ? "starting" : "connecting";
+    }
+    var meta = clear(byId("run-meta"));
+    function m(k, v) { if (v != null && v !== "") meta.appendChild(el("span", null, [k + " ", el("b", { text: v })])); }
+    var t = snap.time || {};
+    m("elapsed", isNum(t.elapsed_s) ? dur(t.elapsed_s) : null);
+    m("steps", isNum(snap.steps) ? count(snap.steps) : null);
+    m("tokens", isNum(snap.tokens_seen) ? count(snap.tokens_seen) : null);
+    var ng = val(snap.n_gpus);
+    if (isNum(ng)) m("GPUs", ng + (snap.peak && snap.peak.name ? " × " + snap.peak.name : ""));
+    m("host", run.hostname);
+    var job = snap.job;
+    if (job && isNum(job.nodes) && job.nodes > 1) m("node", (isNum(job.node_rank) ? job.node_rank : "?") + " of " + job.nodes);
+    byId("foot-dir").textContent = S.runDir ? "run directory: " + S.runDir : "";
+  }
+
+  function renderAlerts() {
+    var box = clear(byId("alerts"));
+    var alerts = S.snap.alerts || [];
+    var facts = S.snap.facts || {};
+    var observe = facts.observe_only && facts.observe_only.value;
+    var warnings = S.snap.warnings || [];
+    box.hidden = !alerts.length && !observe && !warnings.length;
+    if (observe) {
+      box.appendChild(el("div", { class: "alert alert-info", "data-observe-only": "1" }, [
+        el("span", { class: "icon", text: "i" }),
+        el("div", null, [el("div", { class: "msg", text: "Watching from outside only: " + observe }),
+          el("div", { class: "kind", text: "GPU, process and node numbers are measured; the training's own (steps, tokens, MFU) are not, and say why below." })]),
+      ]));
+    }
+    alerts.forEach(function (a) {
+      var bad = /impossible|stall|hang|crash|nan|diverg/i.test(a.kind || "");
+      box.appendChild(el("div", { class: "alert " + (bad ? "alert-bad" : "alert-warn"), "data-alert": a.kind || "" }, [
+        el("span", { class: "icon", text: "!" }),
+        el("div", null, [
+          el("div", { class: "msg", text: a.message || a.kind }),
+          el("div", { class: "kind", text: a.kind || "alert" }),
+        ]),
+      ]));
+    });
+    if (warnings.length) {
+      var notes = el("details", { class: "alert alert-info notes" }, [
+        el("summary", null, [el("span", { class: "icon", text: "i" }), el("span", { class: "msg", text: warnings.length === 1 ? "1 note on how to read these numbers" : warnings.length + " notes on how to read these numbers" })]),
+        el("ul", null, warnings.map(function (w) { return el("li", { text: w }); })),
+      ]);
+      notes.open = !!S.notesOpen;  // stays open across the second's redraw
+      notes.addEventListener("toggle", function () { S.notesOpen = notes.open; });
+      box.appendChild(notes);
+    }
+  }
+
+  // ---------------------------------------------------------------- progress
+  function renderProgress() {
+    var snap = S.snap;
+    var p = snap.progress, btn = byId("p-pct");
+    btn.textContent = isNum(p) ? pct(p) : "n/a";
+    if (isNum(p)) btn.setAttribute("data-value", String(p)); else btn.removeAttribute("data-value");
+    btn.appendChild(el("span", { class: "q", text: "?" }));
+    byId("p-fill").style.width = isNum(p) ? Math.min(100, Math.max(0, p * 100)) + "%" : "0";
+    var facts = clear(byId("p-facts"));
+    function fact(k, v, sub, explain) {
+      var inner = [el("div", { class: "k", text: k }), el("div", { class: "v num" }, [v, sub ? el("small", { text: " " + sub }) : null])];
+      facts.appendChild(explain ? el("button", { class: "fact derived", "data-explain": explain }, inner) : el("div", { class: "fact" }, inner));
+    }
+    var b = snap.budget || {};
+    if (b.unit === "steps") fact("Steps", count(snap.steps), "of " + count(b.value));
+    else fact("Steps", isNum(snap.steps) ? count(snap.steps) : "—");
+    fact("Tokens", isNum(snap.tokens_seen) ? count(snap.tokens_seen) : "—", isNum(snap.budget_tokens) ? "of " + count(snap.budget_tokens) : null);
+    if (isNum(snap.flops_spent)) fact("FLOPs spent", si(snap.flops_spent, "FLOP"), isNum(snap.flops_required) ? "of " + si(snap.flops_required, "FLOP") : null);
+    var done = S.finished || (snap.time && snap.time.finished);
+    fact("ETA", done ? "done" : (isNum(snap.eta_s) ? dur(snap.eta_s) : "n/a"), null, "eta_s");
+    fact("Elapsed", isNum(snap.time && snap.time.elapsed_s) ? dur(snap.time.elapsed_s) : "—");
+    var why = byId("p-absent");
+    var reason = absentReason("progress") || absentReason("budget") || absentReason("eta_s");
+    why.hidden = isNum(p) || !reason;
+    why.textContent = reason ? "Progress and ETA: " + reason : "";
+    var plan = clear(byId("plan"));
+    var pl = snap.plan;
+    plan.hidden = !pl;
+    if (pl) {
+      plan.appendChild(el("div", { class: "fact" }, [el("div", { class: "k", text: "Plan vs actual" }), el("div", { class: "v", text: " " })]));
+      Object.keys(pl).forEach(function (k) {
+        var e = pl[k];
+        if (e && typeof e === "object" && ("planned" in e || "measured" in e)) {
+          var f = k === "mfu" ? pct : (k.indexOf("hours") >= 0 ? function (x) { return isNum(x) ? sig(x, 3) + " h" : "—"; } : function (x) { return isNum(x) ? si(x, "") : "—"; });
+          plan.appendChild(el("button", { class: "fact derived", "data-explain": "plan" }, [
+            el("div", { class: "k", text: k.replace(/_/g, " ") }),
+            el("div", { class: "v num" }, [f(e.planned), el("small", { text: " planned · " + f(e.measured) + " measured" })]),
+          ]));
+        }
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------- tiles
+  function tileSpecs() {
+    var snap = S.snap;
+    var mfu = snap.mfu || {}, ofu = snap.ofu || {}, energy = snap.energy || {}, time = snap.time || {};
+    var alertKinds = (snap.alerts || []).map(function (a) { return a.kind || ""; }).join(" ");
+    var tiles = [];
+    tiles.push({
+      id: "tokens_per_s", label: "Tokens / s", explain: "tokens_per_s",
+      raw: snap.tokens_per_s, value: isNum(snap.tokens_per_s) ? si(snap.tokens_per_s, "") : null,
+      sub: isNum(snap.tokens_per_s) ? (snap.padding && isNum(snap.padding.share) ? "real tokens only; " + pct(snap.padding.share) + " of the batch was padding" : (snap.tokens_counted ? "tokens counted: " + snap.tokens_counted : "")) : null,
+      absent: absentReason("tokens_per_s"),
+    });
+    tiles.push({
+      id: "step_time_s", label: "Step time", explain: "step_time_s",
+      raw: snap.step_time_s, value: isNum(snap.step_time_s) ? dur(snap.step_time_s) : null,
+      sub: isNum(snap.steps) ? count(snap.steps) + " steps so far" : null,
+      absent: absentReason("step_time_s"),
+    });
+    tiles.push({
+      id: "mfu", label: "MFU", explain: "mfu",
+      raw: mfu.value, value: isNum(mfu.value) ? pct(mfu.value) : null,
+      sub: isNum(mfu.value) ? (mfu.convention || "") + " convention" + (mfu.peak ? " · " + mfu.peak : "") : null,
+      absent: absentReason("mfu"), alerting: /mfu_impossible/.test(alertKinds),
+    });
+    tiles.push({
+      id: "ofu", label: "OFU", explain: "ofu",
+      raw: ofu.value, value: isNum(ofu.value) ? pct(ofu.value) : null,
+      sub: isNum(ofu.value) ? "FLOPs the tensor counters saw" : null,
+      absent: absentReason("ofu"),
+    });
+    tiles.push({
+      id: "goodput", label: "Goodput", explain: "goodput",
+      raw: time.goodput, value: isNum(time.goodput) ? pct(time.goodput) : null,
+      sub: isNum(time.goodput) ? "of wall time in training steps" : null,
+      absent: absentReason("goodput"),
+    });
+    var jpt = energy.joules_per_token;
+    tiles.push({
+      id: "energy", label: "Energy", explain: "energy_per_token",
+      raw: energy.joules, value: isNum(energy.joules) ? si(energy.joules, "J") : null,
+      sub: isNum(jpt) ? (jpt < 1 ? sig(jpt * 1000, 3) + " mJ" : sig(jpt, 3) + " J") + " per token" : (isNum(energy.joules) ? "per token: " + (absentReason("energy_per_token") || "no tokens yet") : null),
+      absent: absentReason("energy") || absentReason("energy_per_token"),
+    });
+    var fpt = snap.flops_per_token;
+    tiles.push({
+      id: "flops_per_token", label: "FLOPs / token", explain: "flops_per_token",
+      raw: fpt && fpt.value, value: fpt && isNum(fpt.value) ? si(fpt.value, "") : null,
+      sub: fpt && isNum(fpt.value) ? (fpt.convention || "") + ": " + (fpt.formula || "") : null,
+      absent: absentReason("flops_per_token"),
+    });
+    return tiles;
+  }
+
+  // A tile's trend: the last points of its series as a small line (the engine's own values).
+  var SPARK = { tokens_per_s: "tokens_per_s", step_time_s: "step_time_s", mfu: "mfu", ofu: "ofu", goodput: "goodput" };
+  function sparkline(name) {
+    var s = S.series[SPARK[name]];
+    if (!s || s.last.length < 2) return null;
+    var ys = s.last.slice(-120), lo = Math.min.apply(null, ys), hi = Math.max.apply(null, ys);
+    var w = 100, h = 22, span = hi - lo || 1;
+    var pts = ys.map(function (y, i) { return (i / (ys.length - 1) * w).toFixed(1) + "," + (h - 1 - (y - lo) / span * (h - 2)).toFixed(1); }).join(" ");
+    var ns = "http://www.w3.org/2000/svg";
+    var svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+    svg.setAttribute("preserveAspectRatio", "none");
+    svg.setAttribute("class", "spark");
+    svg.setAttribute("aria-hidden", "true");
+    var line = document.createElementNS(ns, "polyline");
+    line.setAttribute("points", pts);
+    svg.appendChild(line);
+    return svg;
+  }
+
+  function renderTiles() {
+    var box = clear(byId("tiles"));
+    tileSpecs().forEach(function (t) {
+      var absent = t.value == null;
+      var cls = "tile derived" + (absent ? " absent" : "") + (t.alerting ? " alerting" : "");
+      box.appendChild(el("button", { class: cls, "data-explain": t.explain, "data-tile": t.id, "data-value": isNum(t.raw) ? String(t.raw) : null, type: "button" }, [
+        el("div", { class: "label" }, [t.label, el("span", { class: "q", text: "?" })]),
+        el("div", { class: "value num", text: absent ? "n/a" : t.value }),
+        el("div", { class: "sub", "data-reason": absent ? "1" : null, text: absent ? (t.absent || "not measured in this run") : (t.sub || "") }),
+        absent ? null : sparkline(t.id),
+      ]));
+    });
+  }
+
+  // ---------------------------------------------------------------- ladder
+  var RUNGS = [
+    ["gpu_util", "GPU busy", "--c6"],
+    ["sm_active", "SM active", "--c1"],
+    ["tensor_active", "Tensor active", "--c3"],
+    ["ofu", "OFU", "--c4"],
+    ["mfu", "MFU", "--c2"],
+  ];
+  function renderLadder() {
+    var box = clear(byId("ladder"));
+    var lad = S.snap.ladder;
+    if (!lad || !lad.gpus) {
+      box.appendChild(el("p", { class: "empty", text: absentReason("ladder") || "No GPU counters yet." }));
+      return;
+    }
+    var groups = [];
+    var ids = Object.keys(lad.gpus);
+    if (ids.length > 1 && lad.mean) groups.push(["All GPUs (mean)", lad.mean]);
+    ids.forEach(function (g) { groups.push(["GPU " + g, lad.gpus[g]]); });
+    groups.forEach(function (gr) {
+      var wrap = el("div", { class: "ladder-gpu" }, [el("h3", { text: gr[0] })]);
+      RUNGS.forEach(function (r) {
+        var v = gr[1][r[0]];
+        var na = !isNum(v);
+        var w = na ? 0 : Math.max(0, Math.min(100, v * 100));
+        var row = el("div", { class: "rung" + (na ? " na" : ""), title: na ? (absentReason(r[0]) || "not measured") : "" }, [
+          el("span", { class: "name", text: r[1] }),
+          el("div", { class: "track" }, [el("div", { class: "fill", style: "width:" + w + "%;background:var(" + r[2] + ")" })]),
+          el("span", { class: "val num", text: na ? "n/a" : pct(v) }),
+        ]);
+        if (r[0] === "mfu" || r[0] === "ofu") {
+          row.classList.add("derived"); row.setAttribute("data-explain", r[0]); row.setAttribute("tabindex", "0");
+        }
+        wrap.appendChild(row);
+      });
+      box.appendChild(wrap);
+    });
+    var extra = el("div", { class: "ladder-extra" });
+    var ai = S.snap.arithmetic_intensity, peak = S.snap.peak || {};
+    if (ai && isNum(ai.value)) {
+      var bound = isNum(peak.ridge) ? (ai.value < peak.ridge ? "below the ridge of " + sig(peak.ridge, 3) + ": memory-bound" : "above the ridge of " + sig(peak.ridge, 3) + ": compute-bound") : "";
+      extra.appendChild(el("button", { class: "fact derived", "data-explain": "arithmetic_intensity", type: "button" }, [
+        el("div", { class: "k", text: "Arithmetic intensity" }),
+        el("div", { class: "v num" }, [sig(ai.value, 3) + " FLOP/byte", el("small", { text: " " + bound }), el("span", { class: "q", text: "?" })]),
+      ]));
+    }
+    var fo = S.snap.flops_observed;
+    if (fo && isNum(fo.value)) {
+      extra.appendChild(el("button", { class: "fact derived", "data-explain": "flops_observed", type: "button" }, [
+        el("div", { class: "k", text: "FLOPs the counters saw" }),
+        el("div", { class: "v num" }, [si(fo.value, "FLOP"), el("small", { text: isNum(S.snap.flops_spent) ? " vs " + si(S.snap.flops_spent, "FLOP") + " the model needs" : "" }), el("span", { class: "q", text: "?" })]),
+      ]));
+    }
+    if (extra.childNodes.length) box.appendChild(extra);
+    var gap = S.snap.mfu_ofu_gap;
+    if (gap && isNum(gap.value)) {
+      box.appendChild(el("p", { class: "hint", text: "OFU − MFU = " + pct(gap.value) + ": FLOPs the GPU ran that the model's formula does not count (recompute, padding, attention the convention leaves out)." }));
+    }
+  }
+
+  // ---------------------------------------------------------------- time split
+  var PART_COLORS = { startup: "--c6", data: "--c2", checkpoint: "--c4", eval: "--c3", compute: "--c1", after: "--faint" };
+  function renderTimeSplit() {
+    var box = clear(byId("timesplit"));
+    var t = S.snap.time;
+    if (!t || !t.parts) {
+      box.appendChild(el("p", { class: "empty", text: absentReason("time") || "No steps reported yet." }));
+      return;
+    }
+    var total = t.elapsed_s || t.parts.reduce(function (a, p) { return a + (p.s || 0); }, 0);
+    var bar = el("div", { class: "split", role: "img", "aria-label": "time split" });
+    var legend = el("div", { class: "legend" });
+    t.parts.forEach(function (p, i) {
+      var color = "var(" + (PART_COLORS[p.name] || ("--c" + ((i % 6) + 1))) + ")";
+      var share = total > 0 && isNum(p.s) ? p.s / total : 0;
+      if (share > 0) bar.appendChild(el("div", { style: "width:" + (share * 100) + "%;background:" + color, title: p.label + ": " + dur(p.s) + " (" + pct(share) + ")" }));
+      legend.appendChild(el("div", { class: "item" }, [
+        el("span", { class: "sw", style: "background:" + color }),
+        el("div", null, [
+          el("div", { class: "lbl", text: p.label + (p.n ? " ×" + p.n : "") }),
+          el("div", null, [el("span", { class: "secs num", text: dur(p.s) }), " ", el("span", { class: "est", text: pct(share) + (p.measured === false ? " · the rest, not timed directly" : "") })]),
+        ]),
+      ]));
+    });
+    box.appendChild(bar);
+    box.appendChild(legend);
+    if (t.remainder_includes && t.remainder_includes.length) {
+      box.appendChild(el("p", { class: "hint", text: "Compute also holds: " + t.remainder_includes.join(", ") + " (not timed separately in this run)." }));
+    }
+    var gl = el("button", { class: "goodput-line derived", "data-explain": "goodput" }, [
+      el("span", { class: "lbl hint", text: "Goodput" }),
+      el("span", { class: "big num", text: isNum(t.goodput) ? pct(t.goodput) : "n/a" }),
+      el("span", { class: "q", text: "?" }),
+    ]);
+    box.appendChild(gl);
+  }
+
+  // ---------------------------------------------------------------- conventions, ranks, GPUs, node
+  function renderConventions() {
+    var box = clear(byId("conventions"));
+    var mfu = S.snap.mfu || {}, conv = S.snap.conventions || {}, forms = S.snap.convention_formulas || {};
+    var by = mfu.by_convention || {};
+    var names = Object.keys(forms).length ? Object.keys(forms) : Object.keys(by);
+    if (!names.length) {
+      box.appendChild(el("p", { class: "empty", text: absentReason("mfu") || "No FLOPs count yet." }));
+      return;
+    }
+    var tb = el("tbody");
+    names.forEach(function (n) {
+      tb.appendChild(el("tr", { class: n === mfu.convention ? "chosen" : "" }, [
+        el("td", null, [n, el("div", { class: "hint mono", text: forms[n] || "" })]),
+        el("td", { class: "num", text: isNum(conv[n]) ? si(conv[n], "") : "—" }),
+        el("td", { class: "num" + (isNum(by[n]) ? "" : " na"), text: isNum(by[n]) ? pct(by[n]) : "n/a" }),
+      ]));
+    });
+    var c = S.snap.counted;
+    if (c && isNum(c.per_token)) {
+      tb.appendChild(el("tr", null, [
+        el("td", null, ["counted", el("div", { class: "hint", text: c.note || "FLOPs the operators executed" })]),
+        el("td", { class: "num", text: si(c.per_token, "") }),
+        el("td", { class: "num", text: isNum(c.utilization) ? pct(c.utilization) : "n/a" }),
+      ]));
+    }
+    box.appendChild(el("div", { class: "table-wrap" }, [el("table", null, [
+      el("thead", null, [el("tr", null, [el("th", { text: "Convention" }), el("th", { text: "FLOPs / token" }), el("th", { text: "MFU" })])]),
+      tb,
+    ])]));
+    if (mfu.peak_source) box.appendChild(el("p", { class: "hint", text: "Peak: " + (mfu.peak || "") + " (" + (mfu.peak_label || "") + "), " + mfu.peak_source }));
+  }
+
+  function renderRanks() {
+    var box = clear(byId("ranks"));
+    var r = S.snap.ranks;
+    if (!r || !r.step_time_s) {
+      var ws = S.snap.agent && S.snap.agent.world_size;
+      box.appendChild(el("p", { class: "empty", text: absentReason("ranks") || (ws === 1 ? "One training process: nothing to compare." : "Per-rank step times need two or more ranks reporting steps.") }));
+      return;
+    }
+    var times = r.step_time_s, ids = Object.keys(times);
+    var max = Math.max.apply(null, ids.map(function (k) { return times[k]; }));
+    var tb = el("tbody");
+    ids.forEach(function (k) {
+      var v = times[k];
+      tb.appendChild(el("tr", { class: k === r.slowest && ids.length > 1 ? "slow" : "" }, [
+        el("td", { text: "rank " + k + (k === r.slowest ? " (slowest)" : k === r.fastest ? " (fastest)" : "") }),
+        el("td", { class: "num" }, [dur(v), el("span", { class: "mini" }, [el("i", { style: "width:" + (max > 0 ? v / max * 100 : 0) + "%" })])]),
+      ]));
+    });
+    box.appendChild(el("table", null, [el("thead", null, [el("tr", null, [el("th", { text: "Rank" }), el("th", { text: "Step time" })])]), tb]));
+    if (isNum(r.spread)) box.appendChild(el("p", { class: "hint", text: "Spread: the slowest rank takes " + pct(r.spread) + " longer a step than the fastest." }));
+  }
+
+  var GPU_COLS = [
+    ["gpu_util", "GPU util", pct], ["sm_active", "SM active", pct], ["tensor_active", "Tensor", pct],
+    ["dram_active", "DRAM", pct], ["memory_used_b", "Memory", null], ["power_w", "Power", null],
+    ["sm_clock_mhz", "SM clock", null], ["temperature_c", "Temp", function (v) { return sig(v, 3) + " °C"; }],
+    ["pcie_tx_b_s", "PCIe tx", function (v) { return bytes(v) + "/s"; }], ["nvlink_tx_b_s", "NVLink tx", function (v) { return bytes(v) + "/s"; }],
+  ];
+  function renderGpus() {
+    var box = clear(byId("gpus"));
+    var gpus = S.snap.gpus;
+    if (!gpus || !Object.keys(gpus).length) {
+      box.appendChild(el("p", { class: "empty", text: absentReason("gpus") || absentReason("gpu") || "No GPU samples (no NVIDIA driver seen, or none sampled yet)." }));
+      return;
+    }
+    var head = el("tr", null, [el("th", { text: "GPU" })].concat(GPU_COLS.map(function (c) { return el("th", { text: c[1] }); })));
+    var tb = el("tbody");
+    Object.keys(gpus).forEach(function (g) {
+      var row = gpus[g];
+      var cells = [el("td", null, [g, el("div", { class: "hint", text: row.name || "" })])];
+      GPU_COLS.forEach(function (c) {
+        var v = row[c[0]], text;
+        if (!isNum(v)) { cells.push(el("td", { class: "na", text: "n/a" })); return; }
+        if (c[0] === "memory_used_b") text = bytes(v) + (isNum(row.memory_total_b) ? " / " + bytes(row.memory_total_b) : "");
+        else if (c[0] === "power_w") text = sig(v, 3) + " W" + (isNum(row.power_limit_w) ? " / " + sig(row.power_limit_w, 3) : "");
+        else if (c[0] === "sm_clock_mhz") text = v + (isNum(row.max_sm_clock_mhz) ? " / " + row.max_sm_clock_mhz : "") + " MHz";
+        else text = c[2](v);
+        var td = el("td", { class: "num", text: text });
+        if (c[2] === pct) td.appendChild(el("span", { class: "mini" }, [el("i", { style: "width:" + Math.min(100, v * 100) + "%" })]));
+        cells.push(td);
+      });
+      tb.appendChild(el("tr", null, cells));
+    });
+    box.appendChild(el("table", null, [el("thead", null, [head]), tb]));
+  }
+
+  function renderNode() {
+    var box = clear(byId("node"));
+    var n = S.snap.node, h = S.snap.host;
+    if (!n && !h) { box.appendChild(el("p", { class: "empty", text: absentReason("node") || "No node sample yet." })); return; }
+    var kv = el("div", { class: "kv" });
+    function row(k, v, share) {
+      var vv = el("div", { class: "v num" }, [v]);
+      if (isNum(share)) vv.appendChild(el("div", { class: "meter" }, [el("i", { style: "width:" + Math.min(100, share * 100) + "%" })]));
+      kv.appendChild(el("div", { class: "k", text: k })); kv.appendChild(vv);
+    }
+    if (n) {
+      var cpu = n.cpu || {};
+      if (isNum(cpu.idle)) row("CPU busy", pct(1 - cpu.idle) + " of " + (n.cores || "?") + " cores" + (isNum(cpu.iowait) && cpu.iowait > 0.01 ? " · iowait " + pct(cpu.iowait) : ""), 1 - cpu.idle);
+      if (n.load) row("Load (1, 5, 15 min)", n.load.map(function (x) { return sig(x, 3); }).join("  "));
+      var mem = n.memory || {};
+      if (isNum(mem.total_b)) row("Memory", bytes(mem.total_b - (mem.available_b || 0)) + " used of " + bytes(mem.total_b), mem.available_b != null ? 1 - mem.available_b / mem.total_b : null);
+      if (isNum(mem.swap_used_b) && mem.swap_used_b > 0) row("Swap used", bytes(mem.swap_used_b));
+      var disk = n.disk || {};
+      if (isNum(disk.total_b)) row("Run disk", bytes(disk.free_b) + " free of " + bytes(disk.total_b), 1 - disk.free_b / disk.total_b);
+      var rates = n.rates_b_s || {};
+      if (Object.keys(rates).length) row("Disk / network", "read " + bytes(rates.disk_io_read_b) + "/s · write " + bytes(rates.disk_io_write_b) + "/s · rx " + bytes(rates.net_rx_b) + "/s · tx " + bytes(rates.net_tx_b) + "/s");
+    }
+    if (h) {
+      row("Training processes", (h.procs || "?") + " · " + (isNum(h.cpu_cores) ? sig(h.cpu_cores, 3) + " cores · " : "") + bytes(h.rss_b) + " RSS");
+    }
+    var t = S.snap.time || {};
+    if (isNum(t.node_uptime_s)) row("Node up for", dur(t.node_uptime_s));
+    box.appendChild(kv);
+  }
+
+  function renderAbsent() {
+    var box = clear(byId("absent"));
+    var a = S.snap.absent || {};
+    var keys = Object.keys(a).sort();
+    if (!keys.length) { box.appendChild(el("li", { class: "none" }, [el("span", { class: "why", text: "Every number was measured." })])); return; }
+    keys.forEach(function (k) {
+      box.appendChild(el("li", { "data-absent": k }, [el("span", { class: "name", text: k }), el("span", { class: "why", text: a[k] })]));
+    });
+  }
+
+  function renderDetails() {
+    var box = clear(byId("details"));
+    var snap = S.snap, run = snap.run || {};
+    var kv = el("div", { class: "kv" });
+    function row(k, v) { kv.appendChild(el("div", { class: "k", text: k })); kv.appendChild(el("div", { class: "v" }, [v])); }
+    if (run.argv) row("Command", el("code", { text: run.argv.join(" ") }));
+    if (run.tm_version) row("tm", run.tm_version);
+    if (run.python) row("Python", run.python);
+    var ag = snap.agent || {};
+    if (ag.versions) row("Libraries", Object.keys(ag.versions).map(function (k) { return k + " " + ag.versions[k]; }).join(", ") || "—");
+    if (ag.probes) row("Agent probes", ag.probes.join(", ") || "none");
+    if (snap.gpu_versions) row("Driver", Object.keys(snap.gpu_versions).map(function (k) { return k + " " + snap.gpu_versions[k]; }).join(" · "));
+    if (snap.records) row("Records", (snap.records.fed || 0) + " fed, " + (snap.records.ignored || 0) + " ignored");
+    box.appendChild(kv);
+    var facts = snap.facts || {};
+    var fk = Object.keys(facts);
+    if (fk.length) {
+      var tb = el("tbody");
+      fk.forEach(function (k) {
+        var f = facts[k] || {};
+        tb.appendChild(el("tr", null, [
+          el("td", { class: "mono", text: k }),
+          el("td", { class: "num", text: isNum(f.value) ? (Math.abs(f.value) >= 1e4 ? si(f.value, "") : String(f.value)) : String(f.value) }),
+          el("td", { style: "text-align:left" }, [srcBadge(f.source)]),
+          el("td", { style: "text-align:left;white-space:normal", class: "hint", text: (f.note || "") + (f.conflicts && f.conflicts.length ? " · conflicts: " + JSON.stringify(f.conflicts) : "") }),
+        ]));
+      });
+      box.appendChild(el("div", { class: "table-wrap" }, [el("table", null, [
+        el("thead", null, [el("tr", null, [el("th", { text: "Fact" }), el("th", { text: "Value" }), el("th", { style: "text-align:left", text: "From" }), el("th", { style: "text-align:left", text: "Note" })])]),
+        tb,
+      ])]));
+    }
+    var w = snap.warnings || [];
+    if (w.length) box.appendChild(el("div", null, [el("h3", { class: "ex-section", text: "Warnings" })].concat(w.map(function (x) { return el("p", { class: "hint", text: x }); }))));
+  }
+
+  // ---------------------------------------------------------------- explain drawer
+  var EXPLAIN_TITLES = {
+    tokens_per_s: "Tokens per second", step_time_s: "Step time", flops_per_token: "FLOPs per token",
+    mfu: "Model FLOPs utilization (MFU)", ofu: "Observed FLOPs utilization (OFU)", arithmetic_intensity: "Arithmetic intensity",
+    flops_observed: "FLOPs observed", energy_per_token: "Energy per token", progress: "Progress", eta_s: "Time to finish (ETA)",
+    goodput: "Goodput", plan: "Plan vs actual",
+  };
+  var EXPLAIN_UNITS = { tokens_per_s: "tokens/s", step_time_s: "s", mfu: "ratio", ofu: "ratio", goodput: "ratio", progress: "ratio", eta_s: "s", energy_per_token: "J", flops_per_token: "FLOP" };
+  // Where the number itself sits in the snapshot, for the fallback when no explanation came.
+  function rawEntry(name) {
+    var s = S.snap;
+    switch (name) {
+      case "goodput": return s.time ? { value: s.time.goodput, parts: s.time.parts } : null;
+      case "energy_per_token": return s.energy ? { value: s.energy.joules_per_token, joules: s.energy.joules, source: s.energy.source } : null;
+      default: return s[name] !== undefined ? s[name] : null;
+    }
+  }
+  function openExplain(name) {
+    var body = clear(byId("explain-body"));
+    var ex = (S.snap.explain || {})[name];
+    byId("explain-title").textContent = EXPLAIN_TITLES[name] || name;
+    body.setAttribute("data-name", name);
+    if (ex) {
+      body.appendChild(el("div", { class: "ex-value num", text: fmtUnit(ex.value, ex.unit || EXPLAIN_UNITS[name]) }));
+      if (ex.convention) body.appendChild(el("p", { class: "ex-note" }, ["Convention: ", el("b", { text: ex.convention })]));
+      body.appendChild(el("div", { class: "ex-section", text: "Formula" }));
+      body.appendChild(el("div", { class: "ex-formula", "data-formula": "1", text: ex.formula || "—" }));
+      var inputs = ex.inputs || [];
+      if (inputs.length) {
+        body.appendChild(el("div", { class: "ex-section", text: "Inputs, and where each comes from" }));
+        var tb = el("tbody");
+        inputs.forEach(function (i) {
+          tb.appendChild(el("tr", { "data-input": i.name }, [
+            el("td", { class: "mono", text: i.name }),
+            el("td", { class: "num", text: fmtUnit(i.value, i.unit) + (typeof i.value === "number" && i.unit && ["ratio", "s", "B", "W", "J", "FLOP", "FLOPs", "FLOP/s", "tokens/s"].indexOf(i.unit) < 0 ? "" : "") }),
+            el("td", { class: "src-cell", text: i.source || "" }),
+          ]));
+        });
+        body.appendChild(el("table", { class: "ex-inputs" }, [el("thead", null, [el("tr", null, [el("th", { text: "Input" }), el("th", { text: "Value" }), el("th", { style: "text-align:left", text: "Source" })])]), tb]));
+        body.appendChild(el("p", { class: "ex-note", text: "Exact values, to redo the arithmetic by hand: " + inputs.map(function (i) { return i.name + " = " + (typeof i.value === "number" ? i.value : JSON.stringify(i.value)) + (i.unit ? " " + i.unit : ""); }).join("; ") + "; result = " + ex.value + (ex.unit ? " " + ex.unit : "") + "." }));
+      }
+      if (ex.peak_source) {
+        body.appendChild(el("div", { class: "ex-section", text: "The peak, from its datasheet" }));
+        body.appendChild(el("div", { class: "ex-peak", text: ex.peak_source }));
+      }
+      if (ex.note) body.appendChild(el("p", { class: "ex-note", text: ex.note }));
+    } else {
+      var reason = absentReason(name);
+      if (reason) {
+        body.appendChild(el("div", { class: "ex-value", text: "n/a" }));
+        body.appendChild(el("p", { "data-reason": "1" }, ["Not measured in this run: ", el("b", { text: reason })]));
+      } else {
+        body.appendChild(el("p", { class: "ex-note", text: "The engine sent no worked explanation for this number with this snapshot. What the snapshot holds for it:" }));
+        var raw = rawEntry(name);
+        var rows = el("tbody");
+        (function flat(obj, prefix) {
+          if (obj === null || typeof obj !== "object") { rows.appendChild(el("tr", null, [el("td", { class: "mono", text: prefix || name }), el("td", { class: "src-cell", text: typeof obj === "number" ? String(obj) : JSON.stringify(obj) })])); return; }
+          Object.keys(obj).forEach(function (k) {
+            var v = obj[k], key = prefix ? prefix + "." + k : k;
+            if (v && typeof v === "object" && !Array.isArray(v)) flat(v, key);
+            else rows.appendChild(el("tr", { "data-raw": key }, [el("td", { class: "mono", text: key }), el("td", { class: "src-cell", text: typeof v === "string" ? v : JSON.stringify(v) })]));
+          });
+        })(raw, "");
+        body.appendChild(el("table", { class: "ex-inputs" }, [rows]));
+      }
+    }
+    byId("explain").hidden = false;
+    byId("explain-backdrop").hidden = false;
+    byId("explain-close").focus();
+    S.explainOpen = name;
+  }
+  function closeExplain() {
+    byId("explain").hidden = true;
+    byId("explain-backdrop").hidden = true;
+    S.explainOpen = null;
+  }
+  document.addEventListener("click", function (ev) {
+    var t = ev.target.closest ? ev.target.closest("[data-explain]") : null;
+    if (t) { openExplain(t.getAttribute("data-explain")); }
+  });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Escape") closeExplain();
+    if ((ev.key === "Enter" || ev.key === " ") && ev.target.getAttribute && ev.target.getAttribute("data-explain") && ev.target.tagName !== "BUTTON") {
+      ev.preventDefault(); openExplain(ev.target.getAttribute("data-explain"));
+    }
+  });
+  byId("explain-close").addEventListener("click", closeExplain);
+  byId("explain-backdrop").addEventListener("click", closeExplain);
+
+  // ---------------------------------------------------------------- history
+  var COLS = ["step", "tokens", "flops", "time", "min", "max", "last"];
+  function mergeHistory(h) {
+    if (!h) return;
+    S.axesAbsent = h.axes_absent || {};
+    S.flopsConvention = h.flops_convention;
+    var incoming = h.series || {};
+    Object.keys(incoming).forEach(function (name) {
+      var e = incoming[name];
+      var cur = S.series[name];
+      if (!cur || e.reset) {
+        cur = S.series[name] = {};
+        COLS.forEach(function (c) { cur[c] = e[c].slice(); });
+      } else {
+        COLS.forEach(function (c) { cur[c].length = e.start; Array.prototype.push.apply(cur[c], e[c]); });
+      }
+      ["name", "group", "unit", "label", "points", "span", "epoch"].forEach(function (k) { cur[k] = e[k]; });
+    });
+  }
+
+  // ---------------------------------------------------------------- charts
+  var LOSS_NAMES = ["train_loss", "val_loss", "loss", "eval_loss"];
+  var SYSTEM_CHARTS = [
+    { id: "throughput", title: "Tokens per second", names: ["tokens_per_s"], unit: "tokens/s" },
+    { id: "step_time", title: "Step time", names: ["step_time_s"], unit: "s" },
+    { id: "utilization", title: "Utilization over the run", names: ["mfu", "ofu", "gpu_util", "sm_active", "tensor_active"], unit: "ratio" },
+    { id: "goodput", title: "Goodput", names: ["goodput"], unit: "ratio" },
+    { id: "power", title: "GPU power", names: ["power_w"], unit: "W" },
+    { id: "gpu_memory", title: "GPU memory used", names: ["gpu_memory_used_b"], unit: "B" },
+    { id: "host", title: "Training processes' memory (RSS)", names: ["host_rss_b"], unit: "B" },
+    { id: "host_cpu", title: "Training processes' CPU (cores)", names: ["host_cpu_cores"], unit: "cores" },
+    { id: "node_cpu", title: "Node CPU busy", names: ["node_cpu_busy"], unit: "ratio" },
+    { id: "node_memory", title: "Node memory used", names: ["node_memory_used_b"], unit: "B" },
+    { id: "node_io", title: "Node disk and network", names: ["node_disk_read_b_s", "node_disk_write_b_s", "node_net_rx_b_s", "node_net_tx_b_s"], unit: "B/s" },
+  ];
+  function chartSpecs() {
+    var specs = [];
+    var names = Object.keys(S.series);
+    var loop = names.filter(function (n) { return S.series[n].group === "loop"; });
+    var loss = loop.filter(function (n) { return LOSS_NAMES.indexOf(n) >= 0 || /loss/i.test(n); });
+    if (loss.length) specs.push({ id: "loss", title: "Loss", names: loss, unit: "", logToggle: true, defaultLog: true });
+    loop.filter(function (n) { return loss.indexOf(n) < 0; }).sort().forEach(function (n) {
+      specs.push({ id: "loop:" + n, title: n, names: [n], unit: "", logToggle: true, defaultLog: false });
+    });
+    SYSTEM_CHARTS.forEach(function (c) {
+      var have = c.names.filter(function (n) { return S.series[n]; });
+      if (have.length) specs.push({ id: c.id, title: c.title, names: have, unit: c.unit });
+    });
+    return specs;
+  }
+  function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
+  var PALETTE = ["--c1", "--c2", "--c3", "--c4", "--c5", "--c6"];
+  var NAMED_COLORS = { train_loss: "--c1", val_loss: "--c2", mfu: "--c2", ofu: "--c4", gpu_util: "--c6", sm_active: "--c1", tensor_active: "--c3" };
+
+  function xFormat(v) {
+    if (!isNum(v)) return "";
+    if (S.axis === "time") return dur(v);
+    if (S.axis === "flops") return si(v, "");
+    return Math.abs(v) >= 1e4 ? si(v, "") : String(Math.round(v * 100) / 100);
+  }
+  // Shares, bytes, watts and cores start at zero (a flat 100% reads as full, not as noise);
+  // shares go to 100% at least. Throughput and step time keep uPlot's own range, to show change.
+  var FROM_ZERO = { ratio: 1, B: 1, W: 1, "B/s": 1, cores: 1 };
+  function yScale(unit) {
+    if (!FROM_ZERO[unit]) return {};
+    return { range: function (u, min, max) {
+      var top = unit === "ratio" ? Math.max(1, max) : (max > 0 ? max * 1.1 : 1);
+      return [Math.min(0, min), top];
+    } };
+  }
+  // The y axis is as wide as its longest label, so no label is cut.
+  function axisSize(u, values) {
+    if (!values || !values.length) return 48;
+    var longest = Math.max.apply(null, values.map(function (v) { return String(v).length; }));
+    return 18 + longest * 7;
+  }
+  var UNIT_TITLES = {};
+  function yFormatter(unit) {
+    return function (v) {
+      if (!isNum(v)) return "";
+      if (unit === "tokens/s" || unit === "cores" || unit === "") return Math.abs(v) >= 1e3 ? si(v, "") : sig(v, 3);
+      return fmtUnit(v, unit);
+    };
+  }
+  function chartData(spec) {
+    // Each series has its own x positions; uPlot.join aligns them on one sorted x.
+    var tables = spec.names.map(function (n) {
+      var s = S.series[n], xs = s[S.axis] || [];
+      var x = [], lo = [], hi = [], last = [];
+      for (var i = 0; i < xs.length; i++) {
+        if (!isNum(xs[i])) continue;
+        if (x.length && xs[i] <= x[x.length - 1]) {   // equal x: keep the later bucket's values
+          if (xs[i] === x[x.length - 1]) { lo[lo.length - 1] = Math.min(lo[lo.length - 1], s.min[i]); hi[hi.length - 1] = Math.max(hi[hi.length - 1], s.max[i]); last[last.length - 1] = s.last[i]; }
+          continue;
+        }
+        x.push(xs[i]); lo.push(s.min[i]); hi.push(s.max[i]); last.push(s.last[i]);
+      }
+      return [x, last, lo, hi];
+    });
+    if (tables.length === 1) return tables[0];
+    return uPlot.join(tables);
+  }
+  function allPositive(spec) {
+    return spec.names.every(function (n) { return S.series[n].min.every(function (v) { return !isNum(v) || v > 0; }); });
+  }
+  function buildChart(spec, holder) {
+    var state = S.charts[spec.id];
+    var log = state.log && allPositive(spec);
+    var series = [{ value: function (u, v) { return xFormat(v); } }];
+    var bands = [];
+    spec.names.forEach(function (n, k) {
+      var color = cssVar(NAMED_COLORS[n] || PALETTE[k % PALETTE.length]);
+      var label = (S.series[n] && S.series[n].label) || n;
+      var base = series.length;
+      series.push({ label: label, stroke: color, width: 1.6, spanGaps: true, points: { show: false }, value: function (u, v) { return isNum(v) ? fmtUnit(v, spec.unit) : "—"; } });
+      series.push({ label: label + " min", stroke: "transparent", spanGaps: true, points: { show: false }, show: true, value: function () { return ""; } });
+      series.push({ label: label + " max", stroke: "transparent", spanGaps: true, points: { show: false }, show: true, value: function () { return ""; } });
+      // the min-max band only once buckets hold several points (before, it would be a line)
+      if ((S.series[n].span || 1) > 1) bands.push({ series: [base + 2, base + 1], fill: color + "30" });
+    });
+    var grid = cssVar("--line"), ink = cssVar("--muted");
+    var axisX = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, values: function (u, vals) { return vals.map(xFormat); } };
+    var axisY = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, size: axisSize, values: function (u, vals) { return vals.map(yFormatter(spec.unit)); } };
+    var opts = {
+      width: Math.max(280, holder.clientWidth - 4),
+      height: 200,
+      series: series,
+      bands: bands,
+      scales: { x: { time: false }, y: log ? { distr: 3 } : yScale(spec.unit) },
+      axes: [axisX, axisY],
+      legend: { show: false },
+      cursor: { drag: { x: true, y: false, setScale: true } },
+      hooks: {
+        setSelect: [function (u) { if (u.select.width > 2) state.zoomed = true; }],
+        // hovering reads the values under the cursor into the card's header
+        setCursor: [function (u) {
+          var i = u.cursor.idx;
+          state.hover = i != null;
+          if (i == null) { showLatest(spec, state); return; }
+          var parts = [];
+          for (var k = 1; k < u.series.length; k += 3) {
+            var v = u.data[k][i];
+            if (v == null) continue;
+            var lo = u.data[k + 1][i], hi = u.data[k + 2][i];
+            var txt = fmtUnit(v, spec.unit);
+            if (isNum(lo) && isNum(hi) && lo !== hi) txt += " (" + fmtUnit(lo, spec.unit) + "–" + fmtUnit(hi, spec.unit) + ")";
+            parts.push((spec.names.length > 1 ? u.series[k].label + " " : "") + txt);
+          }
+          state.now.textContent = S.axis + " " + xFormat(u.data[0][i]) + ": " + parts.join(" · ");
+        }],
+      },
+    };
+    var data = chartData(spec);
+    clear(holder);
+    var plot = new uPlot(opts, data, holder);
+    var keys = clear(state.keys);
+    if (spec.names.length > 1) {
+      spec.names.forEach(function (n, k) {
+        var color = cssVar(NAMED_COLORS[n] || PALETTE[k % PALETTE.length]);
+        keys.appendChild(el("span", { class: "key" }, [el("i", { style: "background:" + color }), (S.series[n] && S.series[n].label) || n]));
+      });
+    }
+    holder.addEventListener("dblclick", function () { state.zoomed = false; });
+    state.plot = plot;
+    state.axis = S.axis;
+    state.builtLog = log;
+    state.names = spec.names.join(",");
+    state.points = data[0].length;
+  }
+  // The latest value, beside the title (unless the cursor is reading a point).
+  function showLatest(spec, st) {
+    var s0 = S.series[spec.names[0]];
+    st.now.textContent = s0 && s0.last.length ? "now " + fmtUnit(s0.last[s0.last.length - 1], spec.unit) : "";
+  }
+  function renderCharts() {
+    var box = byId("charts");
+    var specs = chartSpecs();
+    byId("charts-empty").hidden = specs.length > 0;
+    var seen = {}, order = 0;
+    specs.forEach(function (spec) {
+      seen[spec.id] = true;
+      var st = S.charts[spec.id];
+      if (!st) {
+        st = S.charts[spec.id] = { log: !!spec.defaultLog, zoomed: false };
+        var now = el("span", { class: "now num" });
+        var tools = el("div", { class: "chart-tools" });
+        if (spec.logToggle) {
+          var cb = el("input", { type: "checkbox" });
+          cb.checked = st.log;
+          cb.addEventListener("change", function () { st.log = cb.checked; st.plot && st.plot.destroy(); st.plot = null; renderCharts(); });
+          tools.appendChild(el("label", { title: "logarithmic y axis" }, [cb, el("span", { text: "log" })]));
+          st.logBox = cb;
+        }
+        var plotBox = el("div", { class: "plot" });
+        var note = el("p", { class: "chart-note" });
+        var keys = el("div", { class: "keys" });
+        st.el = el("div", { class: "chart", "data-chart": spec.id }, [
+          el("div", { class: "chart-head" }, [el("h3", { text: spec.title + (UNIT_TITLES[spec.unit] ? " (" + UNIT_TITLES[spec.unit] + ")" : "") }), el("div", { class: "chart-tools" }, [now, tools])]),
+          keys, plotBox, note,
+        ]);
+        st.plotBox = plotBox; st.now = now; st.note = note; st.keys = keys;
+        box.appendChild(st.el);
+      }
+      if (!st.hover) showLatest(spec, st);
+      var axisMissing = S.axesAbsent[S.axis];
+      var span = Math.max.apply(null, spec.names.map(function (n) { return S.series[n].span || 1; }));
+      var totalPts = spec.names.reduce(function (a, n) { return a + (S.series[n].points || 0); }, 0);
+      st.note.textContent = axisMissing ? "No " + S.axis + " axis: " + axisMissing : (span > 1 ? totalPts.toLocaleString() + " points, each drawn point spans " + span + ": the band shows their range" : "");
+      if (st.logBox) {
+        var pos = allPositive(spec);
+        st.logBox.disabled = !pos;
+        st.logBox.parentNode.title = pos ? "logarithmic y axis" : "log scale needs values above zero";
+      }
+      var spans = spec.names.map(function (n) { return (S.series[n].span || 1) > 1 ? 1 : 0; }).join("");
+      var rebuild = !st.plot || st.spans !== spans || st.axis !== S.axis || st.builtLog !== (st.log && allPositive(spec)) || st.names !== spec.names.join(",");
+      if (rebuild) {
+        st.spans = spans;
+        if (st.plot) st.plot.destroy();
+        st.zoomed = false;
+        buildChart(spec, st.plotBox);
+      } else {
+        var data = chartData(spec);
+        st.plot.setData(data, !st.zoomed);
+        st.points = data[0].length;
+      }
+      st.el.setAttribute("data-points", String(st.points));
+      // keep the cards in the specs' order (the loss first), moving only a misplaced one
+      if (box.children[order] !== st.el) box.insertBefore(st.el, box.children[order] || null);
+      order++;
+    });
+    Object.keys(S.charts).forEach(function (id) {
+      if (!seen[id]) { var st = S.charts[id]; if (st.plot) st.plot.destroy(); if (st.el) st.el.remove(); delete S.charts[id]; }
+    });
+    var sel = byId("axis");
+    for (var i = 0; i < sel.options.length; i++) {
+      var o = sel.options[i], why = S.axesAbsent[o.value];
+      o.disabled = !!why && o.value !== S.axis;
+      o.title = why || "";
+      o.textContent = o.value === "flops" ? "FLOPs spent" + (S.flopsConvention ? " (" + S.flopsConvention + ")" : "") : o.textContent;
+    }
+  }
+  function rebuildAllCharts() {
+    Object.keys(S.charts).forEach(function (id) { var st = S.charts[id]; if (st.plot) { st.plot.destroy(); st.plot = null; } });
+    renderCharts();
+  }
+  byId("axis").value = S.axis;
+  byId("axis").addEventListener("change", function (ev) {
+    S.axis = ev.target.value;
+    try { localStorage.setItem("trainmeter.axis", S.axis); } catch (e) { /* storage off */ }
+    renderCharts();
+  });
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () {
+      Object.keys(S.charts).forEach(function (id) {
+        var st = S.charts[id];
+        if (st.plot) st.plot.setSize({ width: Math.max(280, st.plotBox.clientWidth - 4), height: 200 });
+      });
+    }, 150);
+  });
+  if (window.matchMedia) {
+    var mq = window.matchMedia("(prefers-color-scheme: dark)");
+    var onScheme = function () { rebuildAllCharts(); };
+    if (mq.addEventListener) mq.addEventListener("change", onScheme); else if (mq.addListener) mq.addListener(onScheme);
+  }
+
+  // ---------------------------------------------------------------- wiring
+  function renderAll() {
+    var parts = [renderHeader, renderAlerts, renderProgress, renderTiles, renderLadder, renderTimeSplit,
+      renderConventions, renderRanks, renderGpus, renderNode, renderAbsent, renderDetails, renderCharts];
+    parts.forEach(function (f) {
+      try { f(); } catch (e) { if (window.console) console.error(f.name, e); }
+    });
+    if (S.explainOpen) openExplain(S.explainOpen);
+    document.body.setAttribute("data-seq", String(S.seq));
+    if (S.snap.explain && Object.keys(S.snap.explain).length) document.body.setAttribute("data-explained", "1");
+  }
+  function apply(msg) {
+    var fptBefore = S.flopsPerToken;
+    S.mode = msg.mode || S.mode;
+    S.finished = !!msg.finished;
+    S.seq = msg.seq || 0;
+    S.runDir = msg.run_dir || null;
+    if (msg.snapshot) S.snap = msg.snapshot;
+    var fpt = S.snap.flops_per_token && S.snap.flops_per_token.value;
+    S.flopsPerToken = fpt;
+    mergeHistory(msg.history);
+    if (fptBefore !== undefined && fpt !== fptBefore && isNum(fpt)) {
+      Object.keys(S.series).forEach(function (n) { var s = S.series[n]; s.flops = s.tokens.map(function (t) { return isNum(t) ? t * fpt : null; }); });
+    }
+    renderAll();
+  }
+  function connect() {
+    if (!window.EventSource) {
+      fetch("/api/state").then(function (r) { return r.json(); }).then(function (m) { S.connected = true; apply(m); });
+      return;
+    }
+    var es = new EventSource("/api/events");
+    es.onopen = function () { S.connected = true; renderHeader(); };
+    es.onmessage = function (ev) {
+      S.connected = true;
+      var msg;
+      try { msg = JSON.parse(ev.data); } catch (e) { return; }
+      apply(msg);
+    };
+    es.onerror = function () {
+      S.connected = false;
+      // a finished run whose tm has exited: nothing more will come, stop asking
+      if (S.finished && S.mode === "live") es.close();
+      renderHeader();
+    };
+  }
+  renderAll();
+  connect();
+})();

@@ -1,0 +1,150 @@
+"""The bounded history: fixed memory, spikes survive merging, axes, incremental dumps."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from trainmeter.views.history import BoundedSeries, History
+
+
+def test_buckets_stay_bounded_and_merge_pairwise():
+    s = BoundedSeries("loss", "loop", capacity=8)
+    for i in range(8):
+        s.add(float(i), i, i * 10, i * 0.5)
+    assert len(s) == 8 and s.span == 1 and s.epoch == 0
+    s.add(8.0, 8, 80, 4.0)  # full: pairs merge (8 -> 4 buckets of 2), then the point starts a 5th
+    assert s.epoch == 1 and s.span == 2 and len(s) == 5
+    # bucket 0 held points 0 and 1: min 0, max 1, last 1, at the x of point 1
+    assert (s.lo[0], s.hi[0], s.last[0], s.step[0], s.tokens[0], s.time[0]) == (0, 1, 1, 1, 10, 0.5)
+    for i in range(9, 1000):
+        s.add(float(i), i, i * 10, i * 0.5)
+    assert len(s) <= 8 and s.points == 1000
+    assert sum(s.count) == 1000  # every point is counted in exactly one bucket
+    assert s.last[-1] == 999 and s.step[-1] == 999
+
+
+def test_a_spike_survives_any_merging():
+    s = BoundedSeries("loss", "loop", capacity=16)
+    for i in range(100_000):
+        s.add(1e6 if i == 54_321 else 1.0, i, None, None)
+    assert max(s.hi) == 1e6
+    assert min(s.lo) == 1.0
+    # the spike's bucket covers step 54321: its right edge is at or after it
+    k = s.hi.index(1e6)
+    assert s.step[k] >= 54_321 and (k == 0 or s.step[k - 1] < 54_321)
+
+
+def test_capacity_must_be_even():
+    with pytest.raises(ValueError):
+        BoundedSeries("x", "loop", capacity=7)
+
+
+def _step(n, tokens, t):
+    return {"kind": "step", "t": t, "rank": None, "d": {"k": 1, "n": n, "tokens": tokens}}
+
+
+def _metric(key, value, t, step=None):
+    d = {"key": key, "value": value}
+    if step is not None:
+        d["step"] = step
+    return {"kind": "metric", "t": t, "rank": None, "d": d}
+
+
+def test_records_place_points_at_step_tokens_time_and_flops_follows_snapshot():
+    h = History(capacity=16)
+    h.on_record({"kind": "run.start", "t": 100.0, "d": {}})
+    h.on_record(_step(1, 1024, 101.0))
+    h.on_record(_metric("train_loss", 4.0, 101.5, step=1))
+    h.on_record(_step(2, 1024, 102.0))
+    h.on_record(_metric("train_loss", 3.0, 102.5))  # no step: the cursor's
+    cols = h.series["train_loss"].columns()
+    assert cols["step"] == [1, 2]
+    assert cols["tokens"] == [1024, 2048]
+    assert cols["time"] == [1.5, 2.5]
+    assert cols["flops"] == [None, None]
+    assert "flops" in h.axes_absent()
+    # the engine says 2 ranks saw 4096 tokens in 2 steps, 600 FLOPs a token (megatron)
+    h.on_snapshot(
+        {"steps": 2, "tokens_seen": 4096, "tokens_per_s": 2000.0,
+         "flops_per_token": {"value": 600.0, "convention": "megatron"},
+         "mfu": {"value": 0.25}, "time": {"elapsed_s": 3.0, "goodput": 0.5}},
+        now=103.0,
+    )
+    assert h.flops_per_token == 600.0 and "flops" not in h.axes_absent()
+    # tokens scale with the engine's count from here on: 4096/2048 = 2 per own token
+    h.on_record(_step(3, 1024, 104.0))
+    assert h.tokens == 6144
+    dump = h.dump()
+    loss = dump["series"]["train_loss"]
+    assert loss["flops"] == [1024 * 600.0, 2048 * 600.0]
+    tps = dump["series"]["tokens_per_s"]
+    assert tps["last"] == [2000.0] and tps["step"] == [2] and tps["tokens"] == [4096]
+    assert tps["time"] == [3.0] and tps["group"] == "system"
+    assert dump["series"]["mfu"]["last"] == [0.25]
+    assert dump["series"]["goodput"]["last"] == [0.5]
+    assert "ofu" not in dump["series"]  # absent stays absent, never a zero
+
+
+def test_non_numbers_and_other_ranks_are_ignored():
+    h = History()
+    h.on_record(_metric("loss", float("nan"), 1.0))
+    h.on_record(_metric("loss", "x", 1.0))
+    h.on_record(_metric("loss", True, 1.0))
+    h.on_record({"kind": "step", "t": 1.0, "rank": 1, "d": {"n": 50, "tokens": 9}})
+    h.on_record({"kind": "metric", "t": 1.0, "rank": 3, "d": {"key": "loss", "value": 1.0}})
+    assert h.series == {} and h.step == 0
+
+
+def test_gpu_sums_use_every_gpu():
+    h = History()
+    h.on_snapshot({"gpus": {"0": {"power_w": 600.0}, "1": {"power_w": 70.0}}}, now=5.0)
+    assert h.series["power_w"].last == [670.0]
+
+
+def test_dump_since_sends_only_what_is_new():
+    h = History(capacity=4)
+    for i in range(3):
+        h.on_record(_metric("a", float(i), float(i), step=i))
+    first = h.dump()
+    assert first["series"]["a"]["last"] == [0.0, 1.0, 2.0]
+    marks = h.marks()
+    assert h.dump(marks)["series"] == {}  # nothing new
+    h.on_record(_metric("a", 3.0, 3.0, step=3))
+    new = h.dump(marks)["series"]["a"]
+    assert new["reset"] is False and new["start"] == 2 and new["last"] == [2.0, 3.0]
+    marks = h.marks()
+    h.on_record(_metric("a", 4.0, 4.0, step=4))  # full: re-cut, sent whole
+    new = h.dump(marks)["series"]["a"]
+    assert new["reset"] is True and new["start"] == 0 and new["last"] == [1.0, 3.0, 4.0]
+
+
+def test_series_count_is_bounded():
+    h = History(max_series=3)
+    for i in range(10):
+        h.on_record(_metric(f"k{i}", 1.0, 1.0))
+    assert len(h.series) == 3 and len(h.dropped_series) == 7
+
+
+def test_ten_times_the_points_same_buckets():
+    small, big = BoundedSeries("a", "loop", capacity=64), BoundedSeries("a", "loop", capacity=64)
+    for i in range(10_000):
+        small.add(math.sin(i), i, i, i)
+    for i in range(100_000):
+        big.add(math.sin(i), i, i, i)
+    assert len(small) <= 64 and len(big) <= 64
+
+
+def test_node_series_and_cpu_busy_as_one_minus_idle():
+    h = History()
+    h.on_snapshot(
+        {"node": {"cpu": {"idle": 0.25}, "memory": {"used_b": 3e9},
+                  "rates_b_s": {"net_rx_b": 100.0, "disk_io_write_b": 0.0}}},
+        now=1.0,
+    )  # fmt: skip
+    assert h.series["node_cpu_busy"].last == [0.75]  # 1 - 0.25
+    assert h.series["node_memory_used_b"].last == [3e9]
+    assert h.series["node_net_rx_b_s"].last == [100.0]
+    assert h.series["node_disk_write_b_s"].last == [0.0]  # a measured zero is a zero
+    assert "node_disk_read_b_s" not in h.series  # not in the sample: absent, not zero
