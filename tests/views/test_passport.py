@@ -133,7 +133,18 @@ def test_registered_for_every_run_and_a_failure_only_warns(tmp_path) -> None:
     assert not [o for o in make_observers(RunOptions(), None, print) if isinstance(o, PassportWriter)]
     gone = PassportWriter(tmp_path / "missing", lambda k, m: warned.append((k, m)))
     gone.on_finish(snapshot())  # the directory vanished: one warning, no exception
-    assert warned and warned[-1][0] == "passport" and "cannot write the passport" in warned[-1][1]
+    # the run directory's writes share the store's warning key, so a disk that already cost the
+    # run log is not warned about twice (one warning for a full disk)
+    assert warned and warned[-1][0] == "store" and "cannot write the passport" in warned[-1][1]
+    import io
+
+    from trainmeter.supervisor.warn import WarnOnce
+
+    err = io.StringIO()
+    once = WarnOnce(err)
+    once("store", "cannot write the run log (disk full); the run goes on without it")
+    PassportWriter(tmp_path / "missing", once).on_finish(snapshot())
+    assert err.getvalue().count("trainmeter:") == 1 and "passport" not in err.getvalue()
 
 
 def test_plan_beside_the_run() -> None:

@@ -701,4 +701,6 @@ class PassportWriter:
             write_passport(self.run_dir, snap)
         except OSError as exc:
             if self.warn is not None:
-                self.warn("passport", f"cannot write the passport ({exc})")
+                # The run directory's writes share one warning (the store's key): a full disk
+                # that already cost the run log is said once, not again for the passport.
+                self.warn("store", f"cannot write the passport ({exc})")
