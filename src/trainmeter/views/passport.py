@@ -685,29 +685,39 @@ def render_markdown(passport: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _md_waterfall(wf: Any) -> list[str]:
-    """One small table: each factor of the MFU waterfall and the share of the peak after it."""
+def waterfall_rows(wf: Any) -> list[tuple[str, str, str]]:
+    """(factor, kept, share of the dense peak after it) for each row of the waterfall table;
+    [] without a waterfall. The whole-run factor scales the peak to the training window and has
+    no share; the in-steps factors multiply from 100% down to the MFU."""
     if not isinstance(wf, dict) or not wf.get("factors"):
         return []
-    lines = [
-        f"### Where the peak went (MFU waterfall, {wf.get('convention')} convention)", "",
-        "| Factor | Kept | Share of the dense peak after it |", "| --- | --- | --- |",
-    ]  # fmt: skip
+    rows: list[tuple[str, str, str]] = []
     level = 1.0
     for f in wf["factors"]:
         value = f.get("value")
         if value is None:
             continue
         if f.get("scope") == "run":
-            # the whole-run factor scales the peak to the training window; the in-steps
-            # factors that follow multiply from 100% to the MFU
-            lines.append(f"| {f.get('label')} (whole run) | {value:.3f} | |")
+            rows.append((f"{f.get('label')} (whole run)", f"{value:.3f}", ""))
             continue
         level *= value
-        lines.append(f"| {f.get('label')} | {value:.3f} | {fmt(level, 'fraction')} |")
-    lines.append(f"| **MFU** (in steps) | | {fmt(wf.get('value'), 'fraction')} |")
+        rows.append((str(f.get("label")), f"{value:.3f}", fmt(level, "fraction")))
+    rows.append(("**MFU** (in steps)", "", fmt(wf.get("value"), "fraction")))
     if wf.get("whole_run") is not None:
-        lines.append(f"| MFU over the whole wall time | | {fmt(wf['whole_run'], 'fraction')} |")
+        rows.append(("MFU over the whole wall time", "", fmt(wf["whole_run"], "fraction")))
+    return rows
+
+
+def _md_waterfall(wf: Any) -> list[str]:
+    """One small table: each factor of the MFU waterfall and the share of the peak after it."""
+    rows = waterfall_rows(wf)
+    if not rows:
+        return []
+    lines = [
+        f"### Where the peak went (MFU waterfall, {wf.get('convention')} convention)", "",
+        "| Factor | Kept | Share of the dense peak after it |", "| --- | --- | --- |",
+    ]  # fmt: skip
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     lines.append("")
     for name, why in (wf.get("absent") or {}).items():
         lines.append(f"- {name.replace('_', ' ')} not measured: {why}")
