@@ -29,6 +29,8 @@ MAPS = {
     "ranks.step_time_s": "<rank>",
     "alerts[].step_time_s": "<rank>",
     "agent.versions": "<package>",
+    "waterfall.absent": "<factor>",
+    "log.reasons": "<reason>",
 }
 #: values that are data, not structure (a fact's value may be a dict; declared maps)
 OPAQUE = {"facts.<fact>.value", "facts.<fact>.conflicts[].value", "run.argv"}

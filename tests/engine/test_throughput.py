@@ -66,7 +66,11 @@ def test_emitted_tokens_per_step_counts_detected_fact_does_not():
     # a detected per-step count is only checked against the batches: these steps carried no
     # tokens, so the tokens seen are unknown (absent), not 0
     assert "tokens_seen" not in detected
-    assert "count tokens" in detected["absent"]["tokens_seen"]
+    # the reason (set by the samples part, which owns models without tokens) says the tokens
+    # could not be counted, that such a model is measured in samples, and both ways to enable it
+    reason = detected["absent"]["tokens_seen"]
+    assert "could not count tokens" in reason and "measured in samples" in reason
+    assert "--tokens-per-step" in reason and "emit(tokens_per_step=...)" in reason
 
 
 def test_real_tokens_drive_rate_and_padding_is_shown():

@@ -119,14 +119,31 @@ def test_a100_without_gpm_idle_is_gpu_util_and_the_missing_steps_merge():
     assert in_steps_product(wf) == pytest.approx(snap["mfu"]["value"], rel=1e-12)
 
 
-def test_without_gpm_the_clock_factor_weighs_each_gpu_by_its_util():
+def a100_rows():
     # A100 SXM4 40GB: tensor clock 1410 MHz. GPU 0 at util 0.9 and 1200 MHz, GPU 1 at util 0.5
-    # and 1410 MHz: clocks = (0.9 x 1200/1410 + 0.5 x 1) / 1.4 = (0.765957 + 0.5) / 1.4 = 0.904255
-    rows = (
+    # and 1410 MHz; no GPM
+    return (
         gpu_row(0, A100_40, gpu_util=0.9, sm_clock_mhz=1200, max_sm_clock_mhz=1410),
         gpu_row(1, A100_40, gpu_util=0.5, sm_clock_mhz=1410, max_sm_clock_mhz=1410),
     )
-    snap = a_run(gpu(5.0, *rows), name=A100_40)
+
+
+def test_without_gpm_the_clock_factor_weighs_each_gpu_by_its_util():
+    # Both GPUs are the training's (rank 0 reports GPU 0, rank 1 GPU 1), so MFU divides by 2
+    # GPUs and the counters cover both:
+    # clocks = (0.9 x 1200/1410 + 0.5 x 1) / (0.9 + 0.5) = (0.765957 + 0.5) / 1.4 = 0.904255
+    snap = run(
+        start(0.0, **SHAPE, convention="hf"),
+        hello(0.1, probes=("steps", "dataloader")),
+        device(0.2, name=A100_40),
+        device(0.2, name=A100_40, index=1, rank=1),
+        steps(1.0, 1.0, 3, 10_000),
+        phase(3.5, "data", 0.1),
+        steps(4.0, 1.0, 3, 10_000),
+        gpu(5.0, *a100_rows()),
+        end(8.0),
+    )
+    assert snap["mfu"]["n_gpus"] == 2 and snap["ladder"]["covers"] == ["0", "1"]
     wf = snap["waterfall"]
     got = factors(wf)
     # mean GPU-Util (0.9 + 0.5) / 2 = 0.7, over the time in steps: 0.7 / 0.98 = 0.714286
@@ -135,6 +152,24 @@ def test_without_gpm_the_clock_factor_weighs_each_gpu_by_its_util():
     mfu = snap["mfu"]["value"]
     assert got["model_vs_executed"] == pytest.approx(mfu / (0.7 * 0.904255), rel=1e-5)
     assert wf["factors"][-1]["merged"] == ["tensor_share"]
+    assert in_steps_product(wf) == pytest.approx(mfu, rel=1e-12)
+
+
+def test_a_gpu_the_training_does_not_use_is_left_out_as_mfu_leaves_it_out():
+    # The training reports only GPU 0 (matched by UUID), so MFU divides by 1 GPU; GPU 1 is
+    # sampled but not the training's, so no factor may count it (the chain must end at an MFU
+    # over the same GPUs):
+    #   gpu_idle = GPU 0's util / time in steps = 0.9 / 0.98 = 0.918367 (not (0.9+0.5)/2/0.98)
+    #   clocks   = 0.9 x 1200/1410 / 0.9 = 1200/1410 = 0.851064 (not 0.904255)
+    snap = a_run(gpu(5.0, *a100_rows()), name=A100_40)
+    assert snap["mfu"]["n_gpus"] == 1 and snap["ladder"]["covers"] == ["0"]
+    assert set(snap["gpus"]) == {"0", "1"}  # both still listed
+    wf = snap["waterfall"]
+    got = factors(wf)
+    assert got["gpu_idle"] == pytest.approx(0.918367, abs=1e-6)
+    assert got["clocks"] == pytest.approx(0.851064, abs=1e-6)
+    mfu = snap["mfu"]["value"]
+    assert got["model_vs_executed"] == pytest.approx(mfu / (0.9 * 0.851064), rel=1e-5)
     assert in_steps_product(wf) == pytest.approx(mfu, rel=1e-12)
 
 

@@ -133,7 +133,18 @@ def test_registered_for_every_run_and_a_failure_only_warns(tmp_path) -> None:
     assert not [o for o in make_observers(RunOptions(), None, print) if isinstance(o, PassportWriter)]
     gone = PassportWriter(tmp_path / "missing", lambda k, m: warned.append((k, m)))
     gone.on_finish(snapshot())  # the directory vanished: one warning, no exception
-    assert warned and warned[-1][0] == "passport" and "cannot write the passport" in warned[-1][1]
+    # the run directory's writes share the store's warning key, so a disk that already cost the
+    # run log is not warned about twice (one warning for a full disk)
+    assert warned and warned[-1][0] == "store" and "cannot write the passport" in warned[-1][1]
+    import io
+
+    from trainmeter.supervisor.warn import WarnOnce
+
+    err = io.StringIO()
+    once = WarnOnce(err)
+    once("store", "cannot write the run log (disk full); the run goes on without it")
+    PassportWriter(tmp_path / "missing", once).on_finish(snapshot())
+    assert err.getvalue().count("trainmeter:") == 1 and "passport" not in err.getvalue()
 
 
 def test_plan_beside_the_run() -> None:
@@ -145,3 +156,59 @@ def test_plan_beside_the_run() -> None:
     md = render_markdown(p)
     assert "| MFU | 40.0% | 3.79% |" in md and "| Hours | 1.5 h | 2 h |" in md
     assert build_passport(snapshot())["plan"] is None
+
+
+def test_the_waterfall_is_one_small_table() -> None:
+    # The engine's waterfall of tests/engine/test_waterfall.py (one H100, GPM): window 5 s of
+    # 8 s elapsed (0.625); in steps: compute / window 4.9 / 5 = 0.98, SM active over it
+    # 0.95 / 0.98 = 0.969388, tensor / SM 0.70 / 0.95 = 0.736842, clocks 1755 / 1830 = 0.959016,
+    # MFU / OFU = 0.058932 / 0.671311 = 0.087787. Shares after each: 98.0%, 95.0% (0.98 x
+    # 0.969388), 70.0%, 67.1% (0.70 x 0.959016), 5.89% (the MFU); whole run 0.625 x 5.89% = 3.68%.
+    from tests.engine.test_waterfall import a_run, gpu, h100_fixture_row
+
+    snap = a_run(gpu(5.0, h100_fixture_row()))
+    p = build_passport(snap)
+    wf = p["waterfall"]
+    assert [f["name"] for f in wf["factors"]][0] == "time_outside_window"
+    assert wf["value"] == snap["mfu"]["value"]
+    md = render_markdown(p)
+    table = md.split("### Where the peak went (MFU waterfall, hf convention)")[1].split("\n\n")[1]
+    rows = [[c.strip() for c in r.strip("|").split("|")] for r in table.splitlines()[2:]]
+    assert [r[1:] for r in rows] == [
+        ["0.625", ""],
+        ["0.980", "98.0%"],
+        ["0.969", "95.0%"],
+        ["0.737", "70.0%"],
+        ["0.959", "67.1%"],
+        ["0.088", "5.89%"],
+        ["", "5.89%"],
+        ["", "3.68%"],
+    ]
+    assert rows[0][0].endswith("(whole run)") and rows[-2][0] == "**MFU** (in steps)"
+    # the HTML report shows the same table
+    from trainmeter.views.report import _passport_html
+
+    html = _passport_html(p)
+    assert "<td>MFU (in steps)</td><td class=n></td><td class=n>5.89%</td>" in html
+    assert "<td class=n>0.969</td><td class=n>95.0%</td>" in html
+    # no waterfall (no MFU): no table, and the passport says so nowhere as a zero
+    bare = build_passport(snapshot())
+    assert bare["waterfall"] is None and "Where the peak went" not in render_markdown(bare)
+
+
+def test_a_model_without_tokens_shows_samples_and_its_counted_mfu() -> None:
+    # tests/engine/test_samples.py's CNN: 32 samples a step (16 x 2 ranks) every 0.5 s = 64/s;
+    # MFU (counted) = 283,176,960 FLOP x 2 steps/s / (2 x 989.5e12) = 2.861819e-7
+    from tests.engine.test_samples import cnn_run
+
+    p = build_passport(cnn_run())
+    t = p["training"]
+    assert t["samples_per_s"]["value"] == pytest.approx(64.0)
+    assert t["samples_per_s"]["explained_by"] == "engine"
+    assert t["samples_mfu"]["value"] == pytest.approx(2.861819e-7, rel=1e-6)
+    md = render_markdown(p)
+    assert "| Throughput in samples | 64 samples/s |" in md
+    assert "| MFU from samples | 2.86e-05% (counted convention) |" in md
+    # a model with tokens gets no samples rows and no 'not computed' noise about them
+    plain = render_markdown(build_passport(snapshot()))
+    assert "samples" not in plain

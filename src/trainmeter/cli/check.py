@@ -73,7 +73,8 @@ def data_wait_of(snap: dict[str, Any]) -> float | str:
         absent = snap.get("absent") or {}
         return absent.get("time_split") or absent.get("time") or "no time split"
     if not data.get("measured"):
-        return "the data wait was not measured (no DataLoader seen by the agent)"
+        # the engine says why (probe not attached, or no DataLoader iterated)
+        return (snap.get("absent") or {}).get("time.data") or "the data wait was not measured"
     wait, busy = data.get("s") or 0.0, compute.get("s") or 0.0
     if wait + busy <= 0:
         return "no training time yet"

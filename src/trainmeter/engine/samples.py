@@ -41,8 +41,9 @@ def add(snap: dict[str, Any], absent: dict[str, str], engine: Any) -> None:
         if not snap.get("tokens_seen"):
             snap.pop("tokens_seen", None)
             absent["tokens_seen"] = (
-                "no token tensor (a 2-D integer tensor) in the batches: a model without tokens "
-                "is measured in samples; declare --tokens-per-step if it has tokens"
+                "the agent could not count tokens in the batches (no 2-D integer token "
+                "tensor): a model without tokens is measured in samples; if it has tokens, "
+                "declare --tokens-per-step or emit(tokens_per_step=...)"
             )
     samples = _per_step(engine, "samples_per_step")
     counted = _per_step(engine, "counted_flops_per_step")

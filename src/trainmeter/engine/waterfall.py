@@ -103,8 +103,8 @@ def _busy(
     checkpoints between steps (a factor of their own) are not taken out twice."""
     mean = (snap.get("ladder") or {}).get("mean") or {}
     for key, basis, source in (
-        ("sm_active", "SM active, GPM", "GPM, mean over GPUs, latest sample"),
-        ("gpu_util", "GPU-Util, no GPM", "NVML utilization, mean over GPUs, latest sample"),
+        ("sm_active", "SM active, GPM", "GPM, mean over the GPUs MFU divides by, latest sample"),
+        ("gpu_util", "GPU-Util, no GPM", "NVML utilization, mean over the GPUs MFU divides by, latest sample"),
     ):
         value = num(mean.get(key))
         if value is None:
@@ -131,8 +131,8 @@ def _tensor(snap: dict[str, Any], basis: str) -> tuple[dict[str, Any] | None, st
     return _factor(
         "tensor_share", "SM work that is not tensor work", tensor / sm,
         "tensor active / SM active", "steps",
-        [_inp("tensor_active", tensor, "fraction", "GPM, mean over GPUs, latest sample"),
-         _inp("sm_active", sm, "fraction", "GPM, mean over GPUs, latest sample")],
+        [_inp("tensor_active", tensor, "fraction", "GPM, mean over the GPUs MFU divides by, latest sample"),
+         _inp("sm_active", sm, "fraction", "GPM, mean over the GPUs MFU divides by, latest sample")],
     ), ""  # fmt: skip
 
 
@@ -141,7 +141,7 @@ def _clocks(
 ) -> tuple[dict[str, Any] | None, str]:
     """Clocks below the tensor clock. With GPM: OFU / tensor active (each GPU's tensor activity
     weighted by its min(SM clock, tensor clock) / tensor clock); without: the same ratio
-    weighted by each GPU's GPU-Util."""
+    weighted by each GPU's GPU-Util. Both over the GPUs MFU divides by (`ladder.covers`)."""
     ofu = snap.get("ofu") or {}
     mean = (snap.get("ladder") or {}).get("mean") or {}
     if basis == "sm_active":
@@ -154,10 +154,10 @@ def _clocks(
             "clocks", "Clocks below the tensor clock", ofu_mean / tensor, "OFU / tensor active",
             "steps",
             [_inp("ofu", ofu_mean, "fraction", "tensor active x min(SM clock, tensor clock) / "
-                  "tensor clock, mean over GPUs, latest sample"),
-             _inp("tensor_active", tensor, "fraction", "GPM, mean over GPUs, latest sample")],
+                  "tensor clock, mean over the GPUs MFU divides by, latest sample"),
+             _inp("tensor_active", tensor, "fraction", "GPM, mean over the GPUs MFU divides by, latest sample")],
         ), ""  # fmt: skip
-    rows = snap.get("gpus") or {}
+    rows = _covered_rows(snap)
     num_sum = den = 0.0
     clocks: list[dict[str, Any]] = []
     for label, row in rows.items():
@@ -179,6 +179,18 @@ def _clocks(
         "sum(GPU-Util x min(SM clock, tensor clock) / tensor clock) / sum(GPU-Util)", "steps",
         clocks,
     ), ""  # fmt: skip
+
+
+def _covered_rows(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The latest rows of the GPUs MFU divides by (`ladder.covers`: those the training process
+    reported, else every sampled GPU), so that every factor is over the same GPUs as the MFU
+    the chain ends at: an idle GPU beside the training's must not weigh in the clocks."""
+    rows = snap.get("gpus") or {}
+    covers = (snap.get("ladder") or {}).get("covers")
+    if not covers:
+        return rows
+    keep = {str(c) for c in covers}
+    return {label: row for label, row in rows.items() if str(label) in keep}
 
 
 def _time(
@@ -291,7 +303,7 @@ def build(
         "factors": ([head] if head else []) + steps,
         "absent": missing,
         "window": (
-            "in-steps factors: GPU counters from the latest sample (about 1 s), mean over GPUs; "
+            "in-steps factors: GPU counters from the latest sample (about 1 s), mean over the GPUs MFU divides by; "
             "MFU from the moving average of tokens/s over the training window"
         ),
     }

@@ -367,6 +367,7 @@ def _training(b: _Builder) -> None:
         )
     elif joules is not None:
         b.put("energy_per_token_j", None, "no token count to divide by")
+    _samples(b)
     progress = _num(snap.get("progress"))
     if progress is not None:
         budget = _dict(snap.get("budget"))
@@ -378,6 +379,48 @@ def _training(b: _Builder) -> None:
                    explain=b.ex("progress")),
             "",
         )
+
+
+def _samples(b: _Builder) -> None:
+    """Samples/s and, for a model without tokens, its MFU under `counted` (the engine's
+    `samples`): shown when measured, never listed as absent (a model with tokens needs neither)."""
+    samples = _dict(b.snap.get("samples"))
+    per_s = _num(samples.get("per_s"))
+    if per_s is not None:
+        b.put(
+            "samples_per_s",
+            _entry(per_s, "samples/s", formula="samples per step / step time",
+                   source=samples.get("source"), explain=b.ex("samples_per_s")),
+            "",
+        )
+    mfu = _dict(samples.get("mfu"))
+    value = _num(mfu.get("value"))
+    if value is not None:
+        b.put(
+            "samples_mfu",
+            _entry(value, "fraction", formula="FLOPs per step / step time / (GPUs x dense peak)",
+                   explain=b.ex("samples_mfu"), convention=mfu.get("convention")),
+            "",
+        )
+
+
+def _waterfall(snap: dict[str, Any]) -> dict[str, Any] | None:
+    """The MFU waterfall in short (each factor's name, label, value and scope), or None."""
+    wf = _dict(snap.get("waterfall"))
+    factors = [f for f in wf.get("factors") or [] if isinstance(f, dict)]
+    if not factors or _num(wf.get("value")) is None:
+        return None
+    return {
+        "convention": wf.get("convention"),
+        "value": _num(wf.get("value")),
+        "whole_run": _num(_dict(wf.get("whole_run")).get("value")),
+        "factors": [
+            {"name": f.get("name"), "label": f.get("label"), "value": _num(f.get("value")),
+             "scope": f.get("scope")}
+            for f in factors
+        ],
+        "absent": {str(k): str(v) for k, v in _dict(wf.get("absent")).items()},
+    }
 
 
 def _mfu(b: _Builder) -> None:
@@ -473,6 +516,7 @@ def build_passport(snap: dict[str, Any], scrub: list[str] | None = None) -> dict
         },
         "alerts": [str(a.get("message")) for a in snap.get("alerts") or [] if isinstance(a, dict)],
         "plan": _plan(snap),
+        "waterfall": _waterfall(snap),
         "absent": dict(sorted(b.absent.items())),
     }
     run = _dict(snap.get("run"))
@@ -545,6 +589,8 @@ LABELS = {
     "mfu": "MFU",
     "ofu": "OFU (from GPU counters)",
     "tokens_per_s": "Throughput",
+    "samples_per_s": "Throughput in samples",
+    "samples_mfu": "MFU from samples",
     "step_time_s": "Step time",
     "goodput": "Goodput",
     "energy_j": "GPU energy",
@@ -568,7 +614,7 @@ def hardware_line(hw: dict[str, Any]) -> str:
 def value_text(name: str, entry: dict[str, Any]) -> str:
     text = fmt(entry.get("value"), entry.get("unit", ""))
     conv = entry.get("convention")
-    if name in ("training_flops", "flops_per_token", "mfu") and conv:
+    if name in ("training_flops", "flops_per_token", "mfu", "samples_mfu") and conv:
         text += f" ({conv} convention)"
     if name == "mfu" and entry.get("peak"):
         text += f", peak: {entry['peak']}"
@@ -594,7 +640,7 @@ def render_markdown(passport: dict[str, Any]) -> str:
     for name, label in LABELS.items():
         if name in numbers:
             lines.append(f"| {label} | {value_text(name, numbers[name])} |")
-        elif name in absent and name not in ("progress", "eta_s"):
+        elif name in absent and name not in ("progress", "eta_s", "samples_per_s", "samples_mfu"):
             lines.append(f"| {label} | not computed (see below) |")
     sw = passport.get("software", {})
     if sw:
@@ -627,6 +673,7 @@ def render_markdown(passport: dict[str, Any]) -> str:
             mark = "" if part.get("measured") else " (remainder)"
             lines.append(f"| {part.get('label')}{mark} | {_duration(part['s'])} | {fmt(share, 'fraction')} |")
         lines.append("")
+    lines += _md_waterfall(passport.get("waterfall"))
     if absent:
         lines += ["### Not computed", ""]
         lines += [f"- **{name}**: {reason}" for name, reason in absent.items()]
@@ -636,6 +683,47 @@ def render_markdown(passport: dict[str, Any]) -> str:
         lines += _md_derivation(LABELS.get(name, name), entry)
     lines += ["</details>", ""]
     return "\n".join(lines)
+
+
+def waterfall_rows(wf: Any) -> list[tuple[str, str, str]]:
+    """(factor, kept, share of the dense peak after it) for each row of the waterfall table;
+    [] without a waterfall. The whole-run factor scales the peak to the training window and has
+    no share; the in-steps factors multiply from 100% down to the MFU."""
+    if not isinstance(wf, dict) or not wf.get("factors"):
+        return []
+    rows: list[tuple[str, str, str]] = []
+    level = 1.0
+    for f in wf["factors"]:
+        value = f.get("value")
+        if value is None:
+            continue
+        if f.get("scope") == "run":
+            rows.append((f"{f.get('label')} (whole run)", f"{value:.3f}", ""))
+            continue
+        level *= value
+        rows.append((str(f.get("label")), f"{value:.3f}", fmt(level, "fraction")))
+    rows.append(("**MFU** (in steps)", "", fmt(wf.get("value"), "fraction")))
+    if wf.get("whole_run") is not None:
+        rows.append(("MFU over the whole wall time", "", fmt(wf["whole_run"], "fraction")))
+    return rows
+
+
+def _md_waterfall(wf: Any) -> list[str]:
+    """One small table: each factor of the MFU waterfall and the share of the peak after it."""
+    rows = waterfall_rows(wf)
+    if not rows:
+        return []
+    lines = [
+        f"### Where the peak went (MFU waterfall, {wf.get('convention')} convention)", "",
+        "| Factor | Kept | Share of the dense peak after it |", "| --- | --- | --- |",
+    ]  # fmt: skip
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    lines.append("")
+    for name, why in (wf.get("absent") or {}).items():
+        lines.append(f"- {name.replace('_', ' ')} not measured: {why}")
+    if wf.get("absent"):
+        lines.append("")
+    return lines
 
 
 def _cell(value: Any) -> str:
@@ -701,4 +789,6 @@ class PassportWriter:
             write_passport(self.run_dir, snap)
         except OSError as exc:
             if self.warn is not None:
-                self.warn("passport", f"cannot write the passport ({exc})")
+                # The run directory's writes share one warning (the store's key): a full disk
+                # that already cost the run log is said once, not again for the passport.
+                self.warn("store", f"cannot write the passport ({exc})")

@@ -171,6 +171,16 @@ def _passport_html(passport: dict[str, Any]) -> str:
             out.append(f"<tr><td>{_e(part.get('label'))}</td><td class=n>{part['s']:.3g} s</td>"
                        f"<td class=n>{share * 100:.1f}%</td></tr>")
         out.append("</table>")
+    from .passport import waterfall_rows
+
+    wf_rows = waterfall_rows(passport.get("waterfall"))
+    if wf_rows:
+        out += ["<h2>Where the peak went (MFU waterfall)</h2>",
+                "<table><tr><th>Factor</th><th>Kept</th><th>Share of the dense peak after it</th></tr>"]
+        for label, kept, share in wf_rows:
+            out.append(f"<tr><td>{_e(label.replace('**', ''))}</td><td class=n>{_e(kept)}</td>"
+                       f"<td class=n>{_e(share)}</td></tr>")
+        out.append("</table>")
     absent = passport.get("absent") or {}
     if absent:
         out += ["<h2>Not computed</h2>", "<ul>"]
