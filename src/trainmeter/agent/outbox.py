@@ -1,37 +1,139 @@
-"""The buffer named values wait in until the sender thread ships them: `emit()` and the taps.
+"""Where named values wait until the sender thread ships them: `emit()` and the taps.
 
-Both are called on the training thread, once per logged value, so they only append a tuple here;
-the sender thread turns the buffer into `metric` (or, for a fact key passed to `emit`, `fact`)
-records when it drains. No JSON and no datagram per value, and no value lost to a full socket.
+Both are called on the training thread, once per logged value, so `put` does the least that
+keeps the value safe: it writes the value into this process's ring (`agent.ring`, shared memory
+that survives any death of the process) and returns. No JSON, no datagram, no lock.
+
+The sender thread takes the written values in order (`drain_lines`) and turns each into one
+line of JSON with its sequence number `q`; `tm` uses the number to take from the ring, after the
+process ended, exactly the values the socket did not deliver. Without a ring (the file could not
+be made) values wait in a list instead, and what is left of it at exit is counted as dropped.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
+from . import ring as ring_module
 from .sender import get_sender
 
 #: Keys that `emit()` takes as facts about the run rather than as series.
 FACT_KEYS = frozenset({"tokens_per_step"})
 
-_pending: list[tuple[str, float, str, int | None, float]] = []
-_drain_registered_for: object = None
+_pack = ring_module.SLOT.pack_into
+_SLOTS_AT = ring_module.SLOTS_AT
+_SLOT_BYTES = ring_module.SLOT_BYTES
+_CAPACITY = ring_module.CAPACITY
+
+_pending: list[tuple[str, float, str, int | None, float]] = []  # only when there is no ring
+_registered_for: object = None
+_templates: dict[int, tuple[str, bool]] = {}  # key id -> the record line with holes for t, value, step, q
+_templates_for: object = None
 
 
 def put(key: str, value: float, via: str, step: int | None, t: float | None = None) -> None:
-    """Queue one value (`via` is `emit` or a tap's name). A no-op outside `tm`."""
-    global _drain_registered_for
+    """Keep one value (`via` is `emit` or a tap's name). A no-op outside `tm`."""
     sender = get_sender()
     if sender is None:
         return  # outside tm, or the supervisor is gone: nothing to tell
-    if _drain_registered_for is not sender:
-        _drain_registered_for = sender
-        sender.add_drain(_drain)
-    _pending.append((key, value, via, step, time.monotonic() if t is None else t))
+    if _registered_for is not sender:
+        _register(sender)
+    if sender._thread is None:
+        sender._start()  # a forked child's first value starts its own sender
+    if t is None:
+        t = time.monotonic()
+    ring = ring_module._ring or ring_module.current()
+    if ring is None:
+        _pending.append((key, value, via, step, t))
+        return
+    kid = ring.keys.get((via, key))
+    if kid is None:
+        kid = ring.key_id(key, via)
+    seq = next(ring.seq)
+    mm = ring.mm
+    if kid < 0 or seq - ring.tail >= _CAPACITY:
+        # refused and counted: the number stays unused, and both readers step over it
+        ring.h[ring_module.H_DROPPED_KEYS if kid < 0 else ring_module.H_DROPPED_FULL] += 1
+        ring.skipped.add(seq)
+        return
+    _pack(
+        mm,
+        _SLOTS_AT + (seq & ring.mask) * _SLOT_BYTES,
+        kid,
+        -1 if step is None else step,
+        t,
+        value,
+        seq,
+    )
 
 
-def _drain() -> None:
-    """Called by the sender thread: turn the queued values into records, in order."""
+def _register(sender: object) -> None:
+    global _registered_for
+    _registered_for = sender
+    sender.add_drain(_drain_pending)  # type: ignore[attr-defined]
+    sender.ring_source = drain_lines  # type: ignore[attr-defined]
+    sender.on_shipped = _shipped  # type: ignore[attr-defined]
+    sender.ring_pending = _ring_pending  # type: ignore[attr-defined]
+    sender.pending_count = pending  # type: ignore[attr-defined]
+
+
+def _shipped(last_q: int) -> None:
+    """Values up to `last_q` left in a datagram: their slots may be reused."""
+    ring = ring_module._ring
+    if ring is not None and last_q >= ring.tail:
+        ring.tail = last_q + 1
+
+
+def _ring_pending() -> int:
+    """Values written to the ring and not yet shipped (a peek at the counter, no advance)."""
+    ring = ring_module._ring
+    if ring is None:
+        return 0
+    return max(int(repr(ring.seq)[6:-1]) - ring.tail, 0)  # "count(N)": N, not advanced
+
+
+def template(sender: object, via: str, key: str) -> str:
+    """The JSON line of one value, with %-holes for t, value, step and q (in that order)."""
+    rank = "null" if sender.rank is None else str(int(sender.rank))  # type: ignore[attr-defined]
+    head = f'{{"v":1,"t":%r,"src":"{"emit" if via == "emit" else "agent"}","rank":{rank},'
+    head += f'"pid":{int(sender.pid)},'  # type: ignore[attr-defined]
+    jkey = json.dumps(key)
+    if via == "emit" and key in FACT_KEYS:
+        return head + f'"kind":"fact","d":{{"key":{jkey},"value":%r,"source":"emitted"%s}},"q":%d}}'
+    return head + f'"kind":"metric","d":{{"key":{jkey},"value":%r,"via":{json.dumps(via)}%s}},"q":%d}}'
+
+
+def drain_lines(limit: int) -> tuple[list[bytes], list[int]]:
+    """Sender thread: up to `limit` values from the ring as record lines, and their numbers."""
+    global _templates_for
+    sender = get_sender()
+    ring = ring_module._ring
+    if sender is None or ring is None:
+        return [], []
+    if _templates_for is not ring:
+        _templates_for = ring
+        _templates.clear()
+    lines: list[bytes] = []
+    numbers: list[int] = []
+    names = ring.key_names
+    for seq, kid, step, t, value in ring.take(limit):
+        numbers.append(seq)
+        if kid < 0:
+            continue  # a refused value's tombstone: counted already, nothing to send
+        entry = _templates.get(kid)
+        if entry is None:
+            via, key = names[kid]
+            stepped = not (via == "emit" and key in FACT_KEYS)
+            entry = _templates[kid] = (template(sender, via, key), stepped)
+        form, stepped = entry
+        extra = f',"step":{step}' if stepped and step >= 0 else ""
+        lines.append((form % (t, value, extra, seq)).encode("utf-8"))
+    return lines, numbers
+
+
+def _drain_pending() -> None:
+    """Without a ring: turn the listed values into records, in order."""
     sender = get_sender()
     if sender is None or not _pending:
         return
@@ -49,6 +151,11 @@ def _drain() -> None:
         if step is not None:
             d["step"] = step
         sender.send("metric", d, src, t)
+
+
+def pending() -> int:
+    """Values listed without a ring and not yet turned into records (counted at exit)."""
+    return len(_pending)
 
 
 def clear() -> None:

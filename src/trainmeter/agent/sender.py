@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 SOCKET_ENV = ENV_SOCKET
 INTERVAL_S = 0.05
 _MAX_BACKLOG = 256  # datagrams kept while the receiver is full, then dropped and counted
+_RING_BATCH = 2048  # values taken from the ring per datagram batch
 
 
 def _rank_from_env() -> int | None:
@@ -59,7 +60,14 @@ class Sender:
         self._reported_dropped = 0
         self._queue: collections.deque[dict[str, Any]] = collections.deque()
         self._drains: list[Callable[[], None]] = []
-        self._backlog: collections.deque[bytes] = collections.deque()
+        self._backlog: collections.deque[tuple[bytes, int, int]] = collections.deque()
+        #: Set by the outbox: take up to n values from the ring as (lines, their numbers);
+        #: called after a datagram holding numbers up to q was sent; how many wait.
+        self.ring_source: Callable[[int], tuple[list[bytes], list[int]]] | None = None
+        self.on_shipped: Callable[[int], None] | None = None
+        self.ring_pending: Callable[[], int] | None = None
+        self.pending_count: Callable[[], int] | None = None
+        self.at_exit_left = 0
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -137,7 +145,6 @@ class Sender:
                 )
             )
         lines: list[bytes] = []
-        size = 0
         while self._queue:
             record = self._queue.popleft()
             try:
@@ -148,39 +155,89 @@ class Sender:
             if len(line) > records.MAX_DATAGRAM:
                 self.dropped += 1
                 continue
-            if size + len(line) + 1 > records.MAX_DATAGRAM and lines:
-                self._backlog.append(b"\n".join(lines))
-                lines, size = [], 0
             lines.append(line)
-            size += len(line) + 1
-        if lines:
-            self._backlog.append(b"\n".join(lines))
+        self._pack(lines, 0)
         self._ship()
+        source = self.ring_source
+        # values from the ring while the receiver keeps up: what it cannot take yet stays in
+        # the ring (shared memory), not in this process, so nothing waits here to be lost
+        while source is not None and not self._backlog and not self.quiet:
+            ring_lines, numbers = source(_RING_BATCH)
+            if not numbers:
+                break
+            self._pack(ring_lines, numbers[-1])
+            self._ship()
+
+    def _pack(self, lines: list[bytes], last_q: int) -> None:
+        """Join lines into datagrams of at most MAX_DATAGRAM bytes; the last one carries
+        `last_q`, the highest ring number among them (0: none), to release when shipped."""
+        batch: list[bytes] = []
+        size = 0
+        for line in lines:
+            if size + len(line) + 1 > records.MAX_DATAGRAM and batch:
+                self._backlog.append((b"\n".join(batch), 0, len(batch)))
+                batch, size = [], 0
+            batch.append(line)
+            size += len(line) + 1
+        if batch or last_q:
+            self._backlog.append((b"\n".join(batch), last_q, len(batch)))
 
     def flush_at_exit(self, timeout: float = 2.0) -> None:
-        """The last flush: wait (briefly) for a busy receiver instead of dropping the tail."""
+        """The last flush: wait (briefly) for a busy receiver instead of dropping the tail.
+
+        What the ring holds needs no wait: `tm` reads it after the process ends. What is held
+        only here (no ring, or records the ring does not keep) and cannot be sent in time is
+        counted, and the count goes out in one last small datagram."""
         deadline = time.monotonic() + timeout
         self.flush()
-        while self._backlog and not self.quiet and time.monotonic() < deadline:
+        while (self._backlog or self.pending_values()) and not self.quiet:
+            if time.monotonic() >= deadline:
+                break
             time.sleep(0.005)
             self.flush()
+        if self.quiet:
+            return
+        left = sum(n for _, q, n in self._backlog if not q) + self.pending_values(ring=False)
+        if left:
+            self.dropped += left
+            self._backlog.clear()
+            self._queue.clear()
+            self.flush()  # only the count now: one short datagram
+        self.at_exit_left = left
+
+    def pending_values(self, ring: bool = True) -> int:
+        """Values accepted and not yet shipped (with `ring`, counting those the ring holds)."""
+        try:
+            count = self.pending_count() if self.pending_count is not None else 0
+            if ring and self.ring_pending is not None:
+                count += self.ring_pending()
+            return count
+        except Exception:  # noqa: BLE001
+            return 0
 
     def _ship(self) -> None:
         sock = self._socket()
         while self._backlog and not self.quiet:
-            datagram = self._backlog[0]
-            try:
-                sock.sendto(datagram, self.path)
-            except BlockingIOError:
-                break  # the receiver is behind: keep it for the next tick
-            except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
-                self.go_quiet()
-                return
-            except OSError:
-                self.dropped += datagram.count(b"\n") + 1
+            datagram, last_q, count = self._backlog[0]
+            if datagram:
+                try:
+                    sock.sendto(datagram, self.path)
+                except BlockingIOError:
+                    break  # the receiver is behind: keep it for the next tick
+                except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
+                    self.go_quiet()
+                    return
+                except OSError:
+                    self.dropped += count
             self._backlog.popleft()
+            if last_q and self.on_shipped is not None:
+                self.on_shipped(last_q)
         while len(self._backlog) > _MAX_BACKLOG:
-            self.dropped += self._backlog.popleft().count(b"\n") + 1
+            datagram, last_q, count = self._backlog.popleft()
+            if last_q:  # the ring still holds these: leave them to it rather than drop them
+                self._backlog.appendleft((datagram, last_q, count))
+                break
+            self.dropped += count
 
     def _socket(self) -> socket.socket:
         if self._sock is None:
@@ -201,8 +258,15 @@ class Sender:
         self._wake.set()
 
     def after_fork(self) -> None:
-        """In a forked child: own socket, own thread, own pid; nothing of the parent's queue."""
+        """In a forked child: own socket, own thread (started by the first value or record),
+        own pid; nothing of the parent's queue, whose records are the parent's to send."""
         self.pid = os.getpid()
+        self.dropped = self._reported_dropped = 0
+        if self._sock is not None:
+            try:
+                self._sock.close()  # the child's copy of the parent's socket
+            except OSError:
+                pass
         self._sock = None
         self._thread = None
         self._lock = threading.Lock()

@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import __version__, records
 from . import late_parts as parts
+from . import ring
 from .ingest import Ingest
 from .launcher import FORWARDED, ChildExit, Launcher, LaunchError, check_script, child_env
 from .live import LiveLoop
@@ -83,6 +84,7 @@ class Session:
         self.elapsed_s: float | None = None
         self.child_env: dict[str, str] | None = None
         self.observers = ObserverSet([], self.warn)
+        self.delivered = ring.Delivered()  # what the socket brought, to read the rest from rings
 
     # ---- 1 and 2 ----------------------------------------------------------------------------
 
@@ -95,7 +97,7 @@ class Session:
         )
         self.recorder.observers = self.observers
         try:
-            self.ingest = Ingest(self.recorder.accept)
+            self.ingest = Ingest(self.delivered.wrap(self.recorder.accept))
         except OSError as exc:
             self.warn("ingest", f"no ingest socket ({exc}); the agent cannot report")
         env = child_env(
@@ -224,7 +226,9 @@ class Session:
             self.live.stop(timeout=0.1)
         if self.ingest is not None:
             self.ingest.settle(max_s=self.grace_s, agents_alive=self._agents_alive)
+            rings = ring.open_rings(self.ingest.dir)  # before stop() removes the directory
             self.ingest.stop()
+            ring.recover(rings, self.delivered, self.recorder.accept)  # what a death kept back
         if self.live is not None:
             self.live.record_dropped()
             self.live.close_samplers()

@@ -21,9 +21,13 @@ trace), so they add no graph break, no guard and no recompile, and `fullgraph=Tr
 A root compiled in place is counted from outside its compiled call instead: `nn.Module.compile`
 is wrapped so the module's `_compiled_call_impl` goes through `_compiled_pre` first, eagerly.
 
-Nothing is sent from the hot path: the step hook publishes one immutable tuple of running totals,
-and the sender thread (`drain`) turns the difference since its last look into one `step` record
-per flush. The tuple is swapped in a single assignment, so the two threads never need a lock.
+Nothing is sent from the hot path: the step hook publishes one immutable `Totals` of running
+totals, and the sender thread (`drain`) turns the difference since its last look into one `step`
+record per flush. The tuple is swapped in a single assignment, so the two threads never need a
+lock. The hook also writes the same totals into the header of the process's ring (`agent.ring`,
+shared memory: a few index assignments), so the steps a killed process finished are still
+there for `tm` to read; the step count is written last, so a reader never sees a step whose
+tokens are missing.
 """
 
 from __future__ import annotations
@@ -35,9 +39,10 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import importhook
+from .. import ring as ring_module
 from ..sender import get_sender
 from ..state import STATE
 from . import guard
@@ -59,9 +64,28 @@ _p_real = 0
 _p_real_missing = 0
 _any_tokens = False
 
-# running totals published by the step hook: steps, tokens, real, real_missing, micro, t
-_committed: tuple[int, int, int, int, int, float] = (0, 0, 0, 0, 0, 0.0)
+
+
+class Totals(NamedTuple):
+    """Running totals of this process, published whole by the step hook."""
+
+    steps: int
+    tokens: int  # padding included
+    real: int  # padding excluded, summed over micro-batches whose padding could be read
+    real_missing: int  # micro-batches whose padding could not be read
+    micro: int
+    t: float  # monotonic time of the last step
+
+
+_new_totals = tuple.__new__  # Totals(...) runs a Python-level __new__: 4x the cost on the hot path
+_committed = Totals(0, 0, 0, 0, 0, 0.0)
 _sent = _committed
+
+# where the hook mirrors the totals: the ring's header once there is one, else a scratch list
+_H_STEPS, _H_TOKENS, _H_REAL = ring_module.H_STEPS, ring_module.H_TOKENS, ring_module.H_REAL
+_H_MISSING, _H_MICRO, _H_T = ring_module.H_REAL_MISSING, ring_module.H_MICRO, ring_module.H_STEP_T
+_hdr: Any = [0] * ring_module.HEADER_SLOTS
+_hdr_f: Any = _hdr
 
 #: Called once per root module at its first counted forward: f(root, token_tensor, args, kwargs).
 first_forward: list[Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], None]] = []
@@ -239,7 +263,9 @@ def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     tokens = tok.find(args, kwargs)
     if tokens is not None:
         _p_tokens += tokens.numel()
-        _any_tokens = True
+        if not _any_tokens:
+            _any_tokens = True
+            _hdr[ring_module.H_ANY_TOKENS] = 1
         real = _real(tokens, kwargs) if _real_on and kwargs else None
         if real is None:
             _p_real_missing += 1
@@ -293,16 +319,21 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
                 _start_discovery()
             return
         c = _committed
-        n = c[0] + 1
-        _committed = (
-            n,
-            c[1] + _p_tokens,
-            c[2] + _p_real,
-            c[3] + _p_real_missing,
-            c[4] + _p_micro,
-            time.monotonic(),
-        )
+        n = c.steps + 1
+        tokens = c.tokens + _p_tokens
+        real = c.real + _p_real
+        missing = c.real_missing + _p_real_missing
+        micro = c.micro + _p_micro
+        t = time.monotonic()
+        _committed = _new_totals(Totals, (n, tokens, real, missing, micro, t))
         _p_micro = _p_tokens = _p_real = _p_real_missing = 0
+        h = _hdr
+        h[_H_TOKENS] = tokens
+        h[_H_REAL] = real
+        h[_H_MISSING] = missing
+        h[_H_MICRO] = micro
+        _hdr_f[_H_T] = t
+        h[_H_STEPS] = n  # last: the step is finished once this is there
         STATE.step = n
         if step_listeners:
             for listener in tuple(step_listeners):
@@ -334,18 +365,35 @@ def drain() -> None:
     """Sender thread: one `step` record for the steps committed since the last call."""
     global _sent
     c, s = _committed, _sent
-    if c[0] == s[0]:
+    if c.steps == s.steps:
         return
     sender = get_sender()
     if sender is None:
         return
-    d: dict[str, Any] = {"k": c[0] - s[0], "n": c[0], "micro": c[4] - s[4]}
+    d: dict[str, Any] = {"k": c.steps - s.steps, "n": c.steps, "micro": c.micro - s.micro}
     if _any_tokens:
-        d["tokens"] = c[1] - s[1]
-        if c[3] == s[3] and c[4] > s[4]:
-            d["real_tokens"] = c[2] - s[2]
-    sender.send("step", d, t=c[5])
+        d["tokens"] = c.tokens - s.tokens
+        if c.real_missing == s.real_missing and c.micro > s.micro:
+            d["real_tokens"] = c.real - s.real
+    sender.send("step", d, t=c.t)
     _sent = c
+
+
+def _bind(ring: Any) -> None:
+    """A new ring (at attach, or in a forked child): mirror the totals there from now on. What
+    this process inherited at fork is its base, so `tm` counts only this process's steps."""
+    global _hdr, _hdr_f
+    h, c = ring.h, _committed
+    for at, value in (
+        (ring_module.H_BASE_STEPS, c.steps), (ring_module.H_BASE_TOKENS, c.tokens),
+        (ring_module.H_BASE_REAL, c.real), (ring_module.H_BASE_REAL_MISSING, c.real_missing),
+        (ring_module.H_BASE_MICRO, c.micro), (_H_TOKENS, c.tokens), (_H_REAL, c.real),
+        (_H_MISSING, c.real_missing), (_H_MICRO, c.micro), (_H_STEPS, c.steps),
+        (ring_module.H_ANY_TOKENS, int(_any_tokens)),
+    ):  # fmt: skip
+        h[at] = value
+    ring.hd[_H_T] = c.t
+    _hdr, _hdr_f = h, ring.hd
 
 
 def _fail(exc: BaseException) -> None:
@@ -387,6 +435,10 @@ def attach(torch: Any) -> list[str]:
     sender = get_sender()
     if sender is not None:
         sender.add_drain(drain)
+        ring_module.on_new.append(_bind)
+        ring = ring_module.current()
+        if ring is not None:
+            _bind(ring)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_forget_after_fork)
     return ["steps", "tokens"]
