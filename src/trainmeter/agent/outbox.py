@@ -28,7 +28,9 @@ _CAPACITY = ring_module.CAPACITY
 
 _pending: list[tuple[str, float, str, int | None, float]] = []  # only when there is no ring
 _registered_for: object = None
-_templates: dict[int, tuple[str, bool]] = {}  # key id -> the record line with holes for t, value, step, q
+_templates: dict[
+    int, tuple[str, bool]
+] = {}  # key id -> the record line with holes for t, value, step, q
 _templates_for: object = None
 
 
@@ -43,7 +45,9 @@ def put(key: str, value: float, via: str, step: int | None, t: float | None = No
         sender._start()  # a forked child's first value starts its own sender
     if t is None:
         t = time.monotonic()
-    ring = ring_module._ring or ring_module.current()
+    ring = ring_module._ring
+    if ring is None or ring.owner is not sender:
+        ring = ring_module.current()
     if ring is None:
         _pending.append((key, value, via, step, t))
         return
@@ -101,7 +105,9 @@ def template(sender: object, via: str, key: str) -> str:
     jkey = json.dumps(key)
     if via == "emit" and key in FACT_KEYS:
         return head + f'"kind":"fact","d":{{"key":{jkey},"value":%r,"source":"emitted"%s}},"q":%d}}'
-    return head + f'"kind":"metric","d":{{"key":{jkey},"value":%r,"via":{json.dumps(via)}%s}},"q":%d}}'
+    return (
+        head + f'"kind":"metric","d":{{"key":{jkey},"value":%r,"via":{json.dumps(via)}%s}},"q":%d}}'
+    )
 
 
 def drain_lines(limit: int) -> tuple[list[bytes], list[int]]:
@@ -159,5 +165,6 @@ def pending() -> int:
 
 
 def clear() -> None:
-    """Forget what is queued (tests)."""
+    """Forget what is queued, and the ring (tests)."""
     _pending.clear()
+    ring_module.forget()

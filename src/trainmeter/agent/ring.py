@@ -10,7 +10,7 @@ file's pages whatever happens to the process; after the child exits `tm` reads e
 The file, all little-endian:
 
 - a header of int64 slots (`H_*` below): the process's running step totals, written by the step
-  hook with plain index assignments (a few tens of nanoseconds each), the totals it inherited
+  hook in one `struct.pack_into` (one C call: no other thread sees half), the totals it inherited
   at fork (`H_BASE_*`), the next sequence number hint and counts of values refused;
 - a key table: `[u16 length][via NUL key]` entries, an entry's index is the key's id;
 - `CAPACITY` slots of 36 bytes, one per accepted value: key id, step, time, value and, last,
@@ -46,6 +46,8 @@ SLOT_BYTES = SLOT.size
 CAPACITY = 1 << 20  # slots; the file is sparse, pages exist only once written
 SLOTS_AT = HEADER_BYTES + KEYS_BYTES
 KEY_LEN = struct.Struct("<H")
+TOTALS = struct.Struct("<qqqqdq")  # tokens, real, real_missing, micro, t, steps
+TOTALS_AT = 5 * 8  # H_TOKENS
 
 # header indices (int64 each)
 H_MAGIC = 0
@@ -53,12 +55,13 @@ H_LAYOUT = 1
 H_CAPACITY = 2
 H_PID = 3
 H_RANK = 4  # -1: unknown
-H_STEPS = 5
-H_TOKENS = 6
-H_REAL = 7
-H_REAL_MISSING = 8
-H_MICRO = 9
-H_STEP_T = 10  # a float64 in the same slot (read through the 'd' view)
+# the totals the step hook writes, in one `TOTALS.pack_into` (steps last, in memory order)
+H_TOKENS = 5
+H_REAL = 6
+H_REAL_MISSING = 7
+H_MICRO = 8
+H_STEP_T = 9  # a float64
+H_STEPS = 10
 H_ANY_TOKENS = 11
 H_BASE_STEPS = 12
 H_BASE_TOKENS = 13
@@ -108,6 +111,7 @@ class Ring:
         self.read = 1  # first value not yet taken by the sender thread
         self.mask = CAPACITY - 1
         self.skipped: set[int] = set()  # numbers given to values that were refused
+        self.owner: object = None  # the sender it was made for (a new sender: a new ring)
 
     def key_id(self, key: str, via: str) -> int:
         """The id of (via, key), adding it to the table the first time. -1: the table is full."""
@@ -192,10 +196,11 @@ def current() -> Ring | None:
     cannot be made (then values travel by the socket alone, and what is left at exit is
     counted)."""
     global _ring, _tried
-    if _ring is not None or _tried:
+    sender = get_sender()
+    if _ring is not None and _ring.owner is sender or _tried and _ring is None:
         return _ring
     _tried = True
-    sender = get_sender()
+    _ring = None
     if sender is None:
         return None
     try:
@@ -203,6 +208,7 @@ def current() -> Ring | None:
         ring = Ring(path_for(os.path.dirname(sender.path), pid), pid, sender.rank)
     except Exception:  # noqa: BLE001 - no room, no directory: the socket alone, counted
         return None
+    ring.owner = sender
     _ring = ring
     for listener in tuple(on_new):
         try:
@@ -210,6 +216,12 @@ def current() -> Ring | None:
         except Exception:  # noqa: BLE001 - promise 1
             pass
     return ring
+
+
+def forget() -> None:
+    """Drop this process's ring (tests: each gets its own sender and ring)."""
+    global _ring, _tried
+    _ring, _tried = None, False
 
 
 def _after_fork_in_child() -> None:

@@ -76,7 +76,9 @@ class Sender:
 
     # ---- the cheap side, called from the training loop ----------------------------------
 
-    def send(self, kind: str, d: dict[str, Any], src: str = "agent", t: float | None = None) -> None:
+    def send(
+        self, kind: str, d: dict[str, Any], src: str = "agent", t: float | None = None
+    ) -> None:
         """Queue one record. Costs a dict and a deque append."""
         if self.quiet:
             return

@@ -186,7 +186,9 @@ def _missing_values(
     out: list[dict[str, Any]] = []
     seq, gap = last_q + 1, 0
     while gap <= allowed_gap and seq - last_q <= capacity:
-        kid, step, t, value, written = unpack(mm, layout.SLOTS_AT + (seq & mask) * layout.SLOT_BYTES)
+        kid, step, t, value, written = unpack(
+            mm, layout.SLOTS_AT + (seq & mask) * layout.SLOT_BYTES
+        )
         seq += 1
         if written != seq - 1 or not 0 <= kid < len(keys):
             gap += 1
@@ -202,7 +204,9 @@ def _missing_values(
                 d["step"] = step
             kind = "metric"
         d["recovered"] = True
-        record = records.make(kind, d, t=t, src="emit" if via == "emit" else "agent", rank=rank, pid=pid)
+        record = records.make(
+            kind, d, t=t, src="emit" if via == "emit" else "agent", rank=rank, pid=pid
+        )
         record["q"] = written
         out.append(record)
     return out

@@ -109,7 +109,7 @@ def _open_live() -> None:
     mode = _counter_cls(display=False)
     mode.__enter__()
     _mode = mode
-    _start = (steps._committed[1], phases._totals["eval"][1])
+    _start = (steps.totals().tokens, phases._totals["eval"][1])
 
 
 def _close_live(n: int) -> None:
@@ -123,7 +123,7 @@ def _close_live(n: int) -> None:
         return
     mode.__exit__(None, None, None)
     _mode = None
-    tokens = steps._committed[1] - _start[0]
+    tokens = steps.totals().tokens - _start[0]
     if phases._totals["eval"][1] != _start[1] or phases.eval_open():
         _tries += 1
         if _tries >= MAX_TRIES:

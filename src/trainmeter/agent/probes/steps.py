@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import os
+import struct
 import sys
 import time
 import warnings
@@ -49,6 +50,7 @@ from . import guard
 from . import tokens as tok
 
 _NO_RESULT = object()
+_monotonic = time.monotonic
 
 _depth = 0
 _root: Any = None
@@ -65,7 +67,6 @@ _p_real_missing = 0
 _any_tokens = False
 
 
-
 class Totals(NamedTuple):
     """Running totals of this process, published whole by the step hook."""
 
@@ -77,15 +78,28 @@ class Totals(NamedTuple):
     t: float  # monotonic time of the last step
 
 
-_new_totals = tuple.__new__  # Totals(...) runs a Python-level __new__: 4x the cost on the hot path
-_committed = Totals(0, 0, 0, 0, 0, 0.0)
-_sent = _committed
+# The running totals live in the ring's header (shared memory), written by the step hook in one
+# `pack_into` and read whole by `totals()`: until there is a ring, a scratch buffer of the same
+# layout. The training thread keeps its own copy in plain ints (`_n_steps` ...) to add to.
+_pack_totals = ring_module.TOTALS.pack_into
+_unpack_totals = ring_module.TOTALS.unpack_from
+_TOTALS_AT = ring_module.TOTALS_AT
+_hdr: Any = bytearray(ring_module.HEADER_BYTES)
+_n_steps = _n_tokens = _n_real = _n_missing = _n_micro = 0
+_t = 0.0
+_sent = Totals(0, 0, 0, 0, 0, 0.0)
 
-# where the hook mirrors the totals: the ring's header once there is one, else a scratch list
-_H_STEPS, _H_TOKENS, _H_REAL = ring_module.H_STEPS, ring_module.H_TOKENS, ring_module.H_REAL
-_H_MISSING, _H_MICRO, _H_T = ring_module.H_REAL_MISSING, ring_module.H_MICRO, ring_module.H_STEP_T
-_hdr: Any = [0] * ring_module.HEADER_SLOTS
-_hdr_f: Any = _hdr
+
+def totals() -> Totals:
+    """The running totals as the step hook last published them (any thread)."""
+    tokens, real, missing, micro, t, steps = _unpack_totals(_hdr, _TOTALS_AT)
+    return Totals(steps, tokens, real, missing, micro, t)
+
+
+def _mine() -> Totals:
+    """The totals from the training thread's own copy (private memory, safe after fork)."""
+    return Totals(_n_steps, _n_tokens, _n_real, _n_missing, _n_micro, _t)
+
 
 #: Called once per root module at its first counted forward: f(root, token_tensor, args, kwargs).
 first_forward: list[Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], None]] = []
@@ -265,7 +279,7 @@ def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         _p_tokens += tokens.numel()
         if not _any_tokens:
             _any_tokens = True
-            _hdr[ring_module.H_ANY_TOKENS] = 1
+            _mark_tokens()
         real = _real(tokens, kwargs) if _real_on and kwargs else None
         if real is None:
             _p_real_missing += 1
@@ -302,7 +316,8 @@ def _real(tokens: Any, kwargs: dict[str, Any]) -> int | None:
 
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
-    global _committed, _p_micro, _p_tokens, _p_real, _p_real_missing, _last_optimizer
+    global _n_steps, _n_tokens, _n_real, _n_missing, _n_micro, _t, _last_optimizer
+    global _p_micro, _p_tokens, _p_real, _p_real_missing
     if _compiling():
         # a compiled optimizer step: this hook is being traced, and counting here would need a
         # graph break. Say so once, at compile time, instead of counting nothing silently
@@ -318,22 +333,16 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
             if _last_optimizer == previous and not _discovery:
                 _start_discovery()
             return
-        c = _committed
-        n = c.steps + 1
-        tokens = c.tokens + _p_tokens
-        real = c.real + _p_real
-        missing = c.real_missing + _p_real_missing
-        micro = c.micro + _p_micro
-        t = time.monotonic()
-        _committed = _new_totals(Totals, (n, tokens, real, missing, micro, t))
+        _n_steps += 1
+        _n_tokens += _p_tokens
+        _n_real += _p_real
+        _n_missing += _p_real_missing
+        _n_micro += _p_micro
         _p_micro = _p_tokens = _p_real = _p_real_missing = 0
-        h = _hdr
-        h[_H_TOKENS] = tokens
-        h[_H_REAL] = real
-        h[_H_MISSING] = missing
-        h[_H_MICRO] = micro
-        _hdr_f[_H_T] = t
-        h[_H_STEPS] = n  # last: the step is finished once this is there
+        # the one publication: a single C call, steps last in memory (see agent.ring)
+        _t = _monotonic()
+        _pack_totals(_hdr, _TOTALS_AT, _n_tokens, _n_real, _n_missing, _n_micro, _t, _n_steps)
+        n = _n_steps
         STATE.step = n
         if step_listeners:
             for listener in tuple(step_listeners):
@@ -364,7 +373,7 @@ def _compiled_step(ctx: Any = None) -> None:
 def drain() -> None:
     """Sender thread: one `step` record for the steps committed since the last call."""
     global _sent
-    c, s = _committed, _sent
+    c, s = totals(), _sent
     if c.steps == s.steps:
         return
     sender = get_sender()
@@ -379,21 +388,23 @@ def drain() -> None:
     _sent = c
 
 
+def _mark_tokens() -> None:
+    _hdr[ring_module.H_ANY_TOKENS * 8] = 1  # the low byte of a little-endian int64
+
+
 def _bind(ring: Any) -> None:
-    """A new ring (at attach, or in a forked child): mirror the totals there from now on. What
+    """A new ring (at attach, or in a forked child): publish the totals there from now on. What
     this process inherited at fork is its base, so `tm` counts only this process's steps."""
-    global _hdr, _hdr_f
-    h, c = ring.h, _committed
-    for at, value in (
-        (ring_module.H_BASE_STEPS, c.steps), (ring_module.H_BASE_TOKENS, c.tokens),
-        (ring_module.H_BASE_REAL, c.real), (ring_module.H_BASE_REAL_MISSING, c.real_missing),
-        (ring_module.H_BASE_MICRO, c.micro), (_H_TOKENS, c.tokens), (_H_REAL, c.real),
-        (_H_MISSING, c.real_missing), (_H_MICRO, c.micro), (_H_STEPS, c.steps),
-        (ring_module.H_ANY_TOKENS, int(_any_tokens)),
-    ):  # fmt: skip
-        h[at] = value
-    ring.hd[_H_T] = c.t
-    _hdr, _hdr_f = h, ring.hd
+    global _hdr
+    c = _mine()
+    base = struct.Struct(f"<{ring_module.H_BASE_MICRO - ring_module.H_BASE_STEPS + 1}q")
+    base.pack_into(
+        ring.mm, ring_module.H_BASE_STEPS * 8, c.steps, c.tokens, c.real, c.real_missing, c.micro
+    )
+    _pack_totals(ring.mm, _TOTALS_AT, c.tokens, c.real, c.real_missing, c.micro, c.t, c.steps)
+    _hdr = ring.mm
+    if _any_tokens:
+        _mark_tokens()
 
 
 def _fail(exc: BaseException) -> None:
@@ -404,8 +415,13 @@ def _fail(exc: BaseException) -> None:
 
 def _forget_after_fork() -> None:
     """A forked child (a DataLoader worker) must not resend its parent's unsent steps."""
-    global _sent, _p_micro, _p_tokens, _p_real, _p_real_missing
-    _sent = _committed
+    global _sent, _p_micro, _p_tokens, _p_real, _p_real_missing, _hdr
+    ring = ring_module._ring
+    if ring is None or _hdr is not ring.mm:  # never write into the parent's ring
+        c = _mine()
+        _hdr = bytearray(ring_module.HEADER_BYTES)
+        _pack_totals(_hdr, _TOTALS_AT, c.tokens, c.real, c.real_missing, c.micro, c.t, c.steps)
+    _sent = _mine()
     _p_micro = _p_tokens = _p_real = _p_real_missing = 0
 
 
