@@ -72,7 +72,7 @@ def test_emit_inside_tm_sends_every_value_batched(collector) -> None:
         assert w.grad.item() == 3.0
         """
     )
-    result = collector.run(code)
+    result = collector.run_code(code)
     assert result.returncode == 0, result.stderr
     assert "Warning" not in result.stderr
     metrics = collector.of_kind("metric")
@@ -95,7 +95,7 @@ def test_emit_skips_non_numbers_and_warns_once_per_key(collector) -> None:
             emit(note="text", train_loss=1.5, other=[1])
         """
     )
-    result = collector.run(code)
+    result = collector.run_code(code)
     assert result.returncode == 0
     assert result.stderr.count("emit(note=...) skipped") == 1
     assert result.stderr.count("emit(other=...) skipped") == 1
@@ -142,7 +142,7 @@ def test_a_forked_child_sends_on_its_own_socket(collector) -> None:
         emit(parent_after=3)
         """
     )
-    result = collector.run(code)
+    result = collector.run_code(code)
     assert result.returncode == 0, result.stderr
     by_key = {m["d"]["key"]: m for m in collector.of_kind("metric")}
     assert set(by_key) == {"parent_before", "child", "parent_after"}
