@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import read_events, run_dirs, run_tm
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"

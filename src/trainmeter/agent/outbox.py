@@ -80,6 +80,17 @@ def _register(sender: object) -> None:
     sender.on_shipped = _shipped  # type: ignore[attr-defined]
     sender.ring_pending = _ring_pending  # type: ignore[attr-defined]
     sender.pending_count = pending  # type: ignore[attr-defined]
+    sender.ring_dropped = _ring_dropped  # type: ignore[attr-defined]
+
+
+def _ring_dropped(sender_dropped: int) -> int:
+    """Keep the sender's drop count in the ring's header; return the values the ring refused."""
+    ring = ring_module._ring
+    if ring is None:
+        return 0
+    h = ring.h
+    h[ring_module.H_DROPPED_SENDER] = sender_dropped
+    return h[ring_module.H_DROPPED_FULL] + h[ring_module.H_DROPPED_KEYS]
 
 
 def _shipped(last_q: int) -> None:

@@ -67,6 +67,8 @@ class Sender:
         self.on_shipped: Callable[[int], None] | None = None
         self.ring_pending: Callable[[], int] | None = None
         self.pending_count: Callable[[], int] | None = None
+        #: Set by the outbox: store this sender's drop count in the ring, return the ring's own
+        self.ring_dropped: Callable[[int], int] | None = None
         self.at_exit_left = 0
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
@@ -134,12 +136,13 @@ class Sender:
                 drain()
             except Exception:  # noqa: BLE001 - a broken aggregator is dropped, the rest go on
                 self._drains.remove(drain)
-        if self.dropped != self._reported_dropped:
-            self._reported_dropped = self.dropped
+        total = self.dropped_total()
+        if total != self._reported_dropped:
+            self._reported_dropped = total
             self._queue.append(
                 records.make(
                     "fact",
-                    {"key": "agent_dropped_records", "value": self.dropped, "source": "detected"},
+                    {"key": "agent_dropped_records", "value": total, "source": "detected"},
                     t=time.monotonic(),
                     src="agent",
                     rank=self.rank,
@@ -199,13 +202,26 @@ class Sender:
             self.flush()
         if self.quiet:
             return
-        left = sum(n for _, q, n in self._backlog if not q) + self.pending_values(ring=False)
+        left = sum(n for _, q, n in self._backlog if not q) + len(self._queue)
+        left += self.pending_values(ring=False)
         if left:
             self.dropped += left
+            self.dropped_total()  # into the ring's header first: tm reads it whatever happens
             self._backlog.clear()
             self._queue.clear()
             self.flush()  # only the count now: one short datagram
         self.at_exit_left = left
+
+    def dropped_total(self) -> int:
+        """Records this process dropped (here) or refused (its ring full), kept in the ring's
+        header too, so `tm` learns the count even when the last datagram cannot go."""
+        refused = 0
+        try:
+            if self.ring_dropped is not None:
+                refused = self.ring_dropped(self.dropped)
+        except Exception:  # noqa: BLE001
+            pass
+        return self.dropped + refused
 
     def pending_values(self, ring: bool = True) -> int:
         """Values accepted and not yet shipped (with `ring`, counting those the ring holds)."""

@@ -48,7 +48,13 @@ class Delivered:
         if type(q) is int and q > self.last_q.get(pid, 0):  # type: ignore[arg-type]
             self.last_q[pid] = q  # type: ignore[index]
             return
-        if record.get("kind") != "step" or record.get("src") != "agent":
+        kind = record.get("kind")
+        if kind == "fact":
+            d = record.get("d") or {}
+            if d.get("key") == "agent_dropped_records" and type(d.get("value")) is int:
+                self.dropped_reported[pid] = d["value"]  # type: ignore[index]
+            return
+        if kind != "step" or record.get("src") != "agent":
             return
         d = record.get("d") or {}
         totals = self.steps.get(pid)  # type: ignore[arg-type]
@@ -134,16 +140,20 @@ def _missing(mm: mmap.mmap, delivered: Delivered) -> list[dict[str, Any]]:
     if step is not None:
         out.append(records.make("step", step, t=header["step_t"], src="agent", rank=rank, pid=pid))
     out.extend(_missing_values(mm, h, pid, rank, delivered.last_q.get(pid, 0)))
-    refused = h[layout.H_DROPPED_FULL] + h[layout.H_DROPPED_KEYS]
-    if refused:
+    full, keys, sender = (
+        h[layout.H_DROPPED_FULL],
+        h[layout.H_DROPPED_KEYS],
+        h[layout.H_DROPPED_SENDER],
+    )
+    if full + keys + sender > delivered.dropped_reported.get(pid, 0):
         fact = {
             "key": "agent_dropped_records",
-            "value": refused,
+            "value": full + keys + sender,
             "source": "detected",
             "note": (
-                f"{h[layout.H_DROPPED_FULL]} values refused with the agent's ring full (the "
-                f"receiver fell behind by {layout.CAPACITY} values), "
-                f"{h[layout.H_DROPPED_KEYS]} with its key table full"
+                f"{full} values refused with the agent's ring full (the receiver fell "
+                f"{layout.CAPACITY} values behind), {keys} with its key table full, "
+                f"{sender} records the sender could not deliver (receiver full at exit, or gone)"
             ),
         }
         t = out[-1]["t"] if out else header["step_t"]
