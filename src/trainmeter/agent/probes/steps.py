@@ -21,13 +21,13 @@ trace), so they add no graph break, no guard and no recompile, and `fullgraph=Tr
 A root compiled in place is counted from outside its compiled call instead: `nn.Module.compile`
 is wrapped so the module's `_compiled_call_impl` goes through `_compiled_pre` first, eagerly.
 
-Nothing is sent from the hot path: the step hook publishes one immutable `Totals` of running
-totals, and the sender thread (`drain`) turns the difference since its last look into one `step`
-record per flush. The tuple is swapped in a single assignment, so the two threads never need a
-lock. The hook also writes the same totals into the header of the process's ring (`agent.ring`,
-shared memory: a few index assignments), so the steps a killed process finished are still
-there for `tm` to read; the step count is written last, so a reader never sees a step whose
-tokens are missing.
+Nothing is sent from the hot path: the step hook publishes the running totals in one
+`struct.pack_into` into the header of the process's ring (`agent.ring`, shared memory that
+outlives the process, so the steps a killed process finished are still there for `tm`). One C
+call is one assignment as far as other threads can tell: the sender thread reads the totals
+whole (`totals()`, a `Totals`) and turns the difference since its last look into one `step`
+record per flush, with no lock. The step count sits last in memory, so even a reader of a
+process killed mid-write never sees a step whose tokens are missing.
 """
 
 from __future__ import annotations
