@@ -104,6 +104,14 @@ def main() -> None:
             hook(opt, (), {})
         hcost.append((time.perf_counter() - t0) / n * 1e6 - base[-1])
     rows.append(("step hook (totals + ring header)", hcost))
+    pack, mm, at = steps._pack_totals, ring_now.mm, steps._TOTALS_AT
+    wcost = []
+    for _rep in range(args.repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            pack(mm, at, 1, 2, 3, 4, 1.5, 6)
+        wcost.append((time.perf_counter() - t0) / n * 1e6 - base[-1])
+    rows.append(("  of which the ring write (pack_into)", wcost))
 
     print(f"{n} calls a repeat, {args.repeats} repeats, per call:")
     for name, samples in rows:

@@ -29,6 +29,7 @@ import itertools
 import mmap
 import os
 import struct
+import threading
 
 from .sender import get_sender
 
@@ -111,14 +112,19 @@ class Ring:
         self.read = 1  # first value not yet taken by the sender thread
         self.mask = CAPACITY - 1
         self.skipped: set[int] = set()  # numbers given to values that were refused
+        self._key_lock = threading.Lock()
         self.owner: object = None  # the sender it was made for (a new sender: a new ring)
 
     def key_id(self, key: str, via: str) -> int:
         """The id of (via, key), adding it to the table the first time. -1: the table is full."""
-        entry = (via, key)
+        with self._key_lock:  # rare (a key's first value), and two threads may race to it
+            return self._add_key((via, key))
+
+    def _add_key(self, entry: tuple[str, str]) -> int:
         kid = self.keys.get(entry)
         if kid is not None:
             return kid
+        via, key = entry
         data = f"{via}\0{key}".encode("utf-8", "replace")
         used = self.h[H_KEYS_USED]
         if len(data) > 0xFFFF or used + 2 + len(data) > KEYS_BYTES:

@@ -117,8 +117,12 @@ def recover(
     for mm in maps:
         try:
             for record in _missing(mm, delivered):
-                line = records.encode(record)
-                accept(line.encode("utf-8"), records.decode(line))
+                try:
+                    line = records.encode(record)
+                except records.RecordError:
+                    continue  # a damaged slot (not a finite number): that one value only
+                # JSON-native types only, so the dict is what a replay parses from the line
+                accept(line.encode("utf-8"), record)
                 written += 1
         except Exception:  # noqa: BLE001 - one damaged ring must not cost the others
             continue
