@@ -6,7 +6,8 @@ A loop's few microseconds of agent cost drown in this machine's noise when timed
 training step; timed alone, over many calls, they do not. This runs inside one process with the
 agent set up as under `tm` (a bound socket, the ring beside it) and prints, per call:
 
-- `emit(train_loss=x)`: the sender thread parked, so the figure is the call alone;
+- `emit(train_loss=x)`: the sender thread parked, so the figure is the call alone, beside a
+  plain `dict.update(train_loss=x)` timed in the same rounds (the yardstick: "a dict update");
 - the step hook (`optimizer.step()`'s post-hook body: totals swapped, ring header written);
 - a loop calling an empty function, whose cost is subtracted from both.
 
@@ -72,7 +73,8 @@ def main() -> None:
         return None
 
     rows: list[tuple[str, list[float]]] = []
-    base, cost = [], []
+    base, cost, upd = [], [], []
+    box: dict[str, float] = {}
     for _rep in range(args.repeats):
         t0 = time.perf_counter()
         for _ in range(n):
@@ -82,8 +84,13 @@ def main() -> None:
         for _ in range(n):
             emit(train_loss=1.5)
         cost.append((time.perf_counter() - t0) / n * 1e6 - base[-1])
+        t0 = time.perf_counter()
+        for _ in range(n):
+            box.update(train_loss=1.5)
+        upd.append((time.perf_counter() - t0) / n * 1e6 - base[-1])
         drain()
     rows.append(("emit(train_loss=x), one key", cost))
+    rows.append(("  for scale: dict.update(train_loss=x)", upd))
 
     import torch  # noqa: F401 - the step probe binds to torch's optimizer module
 

@@ -19,7 +19,7 @@ import sys
 import time
 
 from .agent.outbox import FACT_KEYS  # noqa: F401 - part of the public surface
-from .agent.outbox import put as _put
+from .agent.outbox import put_for as _put
 from .agent.sender import get_sender as _get_sender
 from .agent.state import STATE
 from .agent.values import as_number
@@ -36,7 +36,8 @@ def emit(**values: Any) -> None:
     """Record named numbers for this run: series such as `train_loss`, or facts such as
     `tokens_per_step`. A no-op outside `tm`."""
     try:
-        if _get_sender() is None:
+        sender = _get_sender()
+        if sender is None:
             return
         t = _monotonic()
         step = STATE.step
@@ -44,11 +45,14 @@ def emit(**values: Any) -> None:
         return
     for key, value in values.items():
         try:
-            number = as_number(value)
-            if number is None:
-                _skip(key)
-                continue
-            _put(key, number, "emit", step, t)
+            if type(value) is float and value - value == 0.0:
+                number = value  # the common case, finite, without a call
+            else:
+                number = as_number(value)
+                if number is None:
+                    _skip(key)
+                    continue
+            _put(sender, key, number, "emit", step, t)
         except Exception:  # noqa: BLE001 - promise 1: this key is lost to us, not the others
             _skip(key)
 

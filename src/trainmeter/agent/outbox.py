@@ -26,6 +26,10 @@ _SLOTS_AT = ring_module.SLOTS_AT
 _SLOT_BYTES = ring_module.SLOT_BYTES
 _CAPACITY = ring_module.CAPACITY
 
+TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
+if TYPE_CHECKING:
+    from typing import Any
+
 _pending: list[tuple[str, float, str, int | None, float]] = []  # only when there is no ring
 _registered_for: object = None
 _templates: dict[
@@ -39,30 +43,28 @@ def put(key: str, value: float, via: str, step: int | None, t: float | None = No
     sender = get_sender()
     if sender is None:
         return  # outside tm, or the supervisor is gone: nothing to tell
-    if _registered_for is not sender:
-        _register(sender)
-    if sender._thread is None:
-        sender._start()  # a forked child's first value starts its own sender
-    if t is None:
-        t = time.monotonic()
+    put_for(sender, key, value, via, step, time.monotonic() if t is None else t)
+
+
+def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: float) -> None:
+    """`put` for a caller that already holds the live sender (`emit`: one look-up a call)."""
     ring = ring_module._ring
-    if ring is None or ring.owner is not sender:
-        ring = ring_module.current()
-    if ring is None:
-        _pending.append((key, value, via, step, t))
-        return
+    if ring is None or ring.owner is not sender or sender._thread is None:
+        ring = _first_value(sender)
+        if ring is None:
+            _pending.append((key, value, via, step, t))
+            return
     kid = ring.keys.get((via, key))
     if kid is None:
         kid = ring.key_id(key, via)
     seq = next(ring.seq)
-    mm = ring.mm
     if kid < 0 or seq - ring.tail >= _CAPACITY:
         # refused and counted: the number stays unused, and both readers step over it
         ring.h[ring_module.H_DROPPED_KEYS if kid < 0 else ring_module.H_DROPPED_FULL] += 1
         ring.skipped.add(seq)
         return
     _pack(
-        mm,
+        ring.mm,
         _SLOTS_AT + (seq & ring.mask) * _SLOT_BYTES,
         kid,
         -1 if step is None else step,
@@ -70,6 +72,16 @@ def put(key: str, value: float, via: str, step: int | None, t: float | None = No
         value,
         seq,
     )
+
+
+def _first_value(sender: Any) -> ring_module.Ring | None:
+    """The first value of a sender (a new process, a forked child, a test): hook the outbox
+    into it, start its thread, and find or make the ring."""
+    if _registered_for is not sender:
+        _register(sender)
+    if sender._thread is None:
+        sender._start()  # a forked child's first value starts its own sender
+    return ring_module.current()
 
 
 def _register(sender: object) -> None:
