@@ -179,6 +179,9 @@ class Sender:
         batch: list[bytes] = []
         size = 0
         for line in lines:
+            if len(line) > records.MAX_DATAGRAM:
+                self.dropped += 1  # one value under a key of tens of kilobytes: counted
+                continue
             if size + len(line) + 1 > records.MAX_DATAGRAM and batch:
                 self._backlog.append((b"\n".join(batch), 0, len(batch)))
                 batch, size = [], 0
