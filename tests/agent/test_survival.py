@@ -70,6 +70,14 @@ def test_forked_and_spawned_workers_deliver_each_value_once(workdir, method) -> 
         expected["loader_value"] = 64  # DataLoader workers, num_workers=2
     assert by_key == expected
     assert set(seen.values()) == {1}  # nothing twice: the parent's unsent values stay its own
+    if method == "fork":  # a forked trainer: its 7 steps counted once, apart from the parent's
+        steps = [r for r in _log(workdir) if r["kind"] == "step"]
+        assert sum(r["d"]["k"] for r in steps) == 15
+        assert sum(r["d"]["tokens"] for r in steps) == 15 * 4
+        by_pid = collections.Counter()
+        for r in steps:
+            by_pid[r["pid"]] += r["d"]["k"]
+        assert sorted(by_pid.values()) == [7, 8]
 
 
 def test_a_tight_loop_of_100k_emits_reaches_the_log_whole(workdir) -> None:

@@ -28,6 +28,33 @@ def loader_values() -> None:
     assert sorted(int(b) for b in loader) == list(range(64))
 
 
+def forked_trainer() -> None:
+    """5 steps here, 7 in a forked child that leaves by os._exit, 3 more here."""
+    import os
+
+    import torch
+
+    model = torch.nn.Embedding(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ids = torch.randint(0, 8, (1, 4))
+
+    def step() -> None:
+        model(ids).sum().backward()
+        opt.step()
+        opt.zero_grad()
+
+    for _ in range(5):
+        step()
+    pid = os.fork()
+    if pid == 0:
+        for _ in range(7):
+            step()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    for _ in range(3):
+        step()
+
+
 if __name__ == "__main__":
     method = sys.argv[1]
     for i in range(50):
@@ -36,4 +63,5 @@ if __name__ == "__main__":
         assert sorted(pool.map(work, range(100))) == list(range(100))
     if method == "fork":
         loader_values()  # DataLoader workers fork, and leave by os._exit
+        forked_trainer()
     print("DONE", flush=True)
