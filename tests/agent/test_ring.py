@@ -78,3 +78,10 @@ def test_drops_at_exit_are_counted_in_the_ring_when_the_socket_is_full(collector
     facts = [r for r in collector.recovered if r["d"].get("key") == "agent_dropped_records"]
     assert [f["d"]["value"] for f in facts] == [3]
     assert "could not deliver" in facts[0]["d"]["note"]
+
+
+def test_odd_keys_travel_as_written(collector) -> None:
+    keys = ['acc%', 'a"b', "loss/é", "x%s%d", "tab\there"]
+    emit(**{key: 1.0 for key in keys})
+    got = [r["d"]["key"] for r in collector.records() if r["kind"] == "metric"]
+    assert got == keys

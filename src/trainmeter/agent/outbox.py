@@ -32,9 +32,8 @@ if TYPE_CHECKING:
 
 _pending: list[tuple[str, float, str, int | None, float]] = []  # only when there is no ring
 _registered_for: object = None
-_templates: dict[
-    int, tuple[str, bool]
-] = {}  # key id -> the record line with holes for t, value, step, q
+#: key id -> (the record line with holes for t, value, step and q; whether it takes a step)
+_templates: dict[int, tuple[str, bool]] = {}
 _templates_for: object = None
 
 
@@ -125,12 +124,11 @@ def template(sender: object, via: str, key: str) -> str:
     rank = "null" if sender.rank is None else str(int(sender.rank))  # type: ignore[attr-defined]
     head = f'{{"v":1,"t":%r,"src":"{"emit" if via == "emit" else "agent"}","rank":{rank},'
     head += f'"pid":{int(sender.pid)},'  # type: ignore[attr-defined]
-    jkey = json.dumps(key)
+    jkey = json.dumps(key).replace("%", "%%")  # a key's own "%" is no hole
+    jvia = json.dumps(via).replace("%", "%%")
     if via == "emit" and key in FACT_KEYS:
         return head + f'"kind":"fact","d":{{"key":{jkey},"value":%r,"source":"emitted"%s}},"q":%d}}'
-    return (
-        head + f'"kind":"metric","d":{{"key":{jkey},"value":%r,"via":{json.dumps(via)}%s}},"q":%d}}'
-    )
+    return head + f'"kind":"metric","d":{{"key":{jkey},"value":%r,"via":{jvia}%s}},"q":%d}}'
 
 
 def drain_lines(limit: int) -> tuple[list[bytes], list[int]]:
@@ -157,7 +155,10 @@ def drain_lines(limit: int) -> tuple[list[bytes], list[int]]:
             entry = _templates[kid] = (template(sender, via, key), stepped)
         form, stepped = entry
         extra = f',"step":{step}' if stepped and step >= 0 else ""
-        lines.append((form % (t, value, extra, seq)).encode("utf-8"))
+        try:
+            lines.append((form % (t, value, extra, seq)).encode("utf-8"))
+        except (TypeError, ValueError):  # cannot happen for a float; if it did: counted
+            sender.dropped += 1
     return lines, numbers
 
 
