@@ -19,10 +19,10 @@ import sys
 import time
 
 from .agent.outbox import FACT_KEYS  # noqa: F401 - part of the public surface
-from .agent.outbox import put_for as _put
+from .agent.outbox import put_emitted as _put
 from .agent.sender import get_sender as _get_sender
 from .agent.state import STATE
-from .agent.values import as_number
+from .agent.values import as_number  # noqa: F401 - part of the public surface (tests)
 
 TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
 if TYPE_CHECKING:
@@ -41,20 +41,9 @@ def emit(**values: Any) -> None:
             return
         t = _monotonic()
         step = STATE.step
+        _put(sender, values, step, t, _skip)
     except Exception:  # noqa: BLE001 - promise 1: never raise into the training loop
         return
-    for key, value in values.items():
-        try:
-            if type(value) is float and value - value == 0.0:
-                number = value  # the common case, finite, without a call
-            else:
-                number = as_number(value)
-                if number is None:
-                    _skip(key)
-                    continue
-            _put(sender, key, number, "emit", step, t)
-        except Exception:  # noqa: BLE001 - promise 1: this key is lost to us, not the others
-            _skip(key)
 
 
 def _skip(key: str) -> None:

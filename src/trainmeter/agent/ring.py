@@ -105,6 +105,7 @@ class Ring:
         h[H_RANK] = -1 if rank is None else rank
         h[H_MAGIC] = MAGIC  # last: a reader trusts the header only once this is there
         self.keys: dict[tuple[str, str], int] = {}
+        self.emit_ids: dict[str, int] = {}  # emit's own look-up: by key alone
         self.key_names: list[tuple[str, str]] = []
         # numbered from 1, so a never-written (zero) slot can never pass for a value
         self.seq = itertools.count(1)  # next(): atomic under the GIL, so threads never share one
