@@ -85,3 +85,28 @@ def test_odd_keys_travel_as_written(collector) -> None:
     emit(**{key: 1.0 for key in keys})
     got = [r["d"]["key"] for r in collector.records() if r["kind"] == "metric"]
     assert got == keys
+
+
+def test_giving_up_at_exit_leaves_the_rest_to_the_ring_and_ships_nothing_past_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    col = SocketCollector(rcvbuf=4096)  # a receiver that is soon full
+    monkeypatch.setenv(sender_module.SOCKET_ENV, col.path)
+    monkeypatch.setattr(sender_module, "_sender", None)
+    monkeypatch.setattr(sender_module, "_sender_checked", False)
+    outbox.clear()
+    sender = sender_module.get_sender()
+    sender.interval = 3600.0
+    try:
+        for i in range(30000):  # more than the receiver's queue of datagrams holds
+            emit(x=float(i))
+        sender.flush_at_exit(timeout=0.0)  # full at once: gives up
+        col.receive_now()  # the receiver catches up ...
+        sender.flush()  # ... and the sender thread ticks once more during shutdown
+        col.finish()
+        assert _values(col.all()) == [float(i) for i in range(30000)]  # each once, none lost
+        assert col.recovered  # the part the socket could not take came from the ring
+    finally:
+        sender.go_quiet()
+        outbox.clear()
+        col.close()

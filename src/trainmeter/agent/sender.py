@@ -70,6 +70,7 @@ class Sender:
         #: Set by the outbox: store this sender's drop count in the ring, return the ring's own
         self.ring_dropped: Callable[[int], int] | None = None
         self.at_exit_left = 0
+        self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -166,7 +167,7 @@ class Sender:
         source = self.ring_source
         # values from the ring while the receiver keeps up: what it cannot take yet stays in
         # the ring (shared memory), not in this process, so nothing waits here to be lost
-        while source is not None and not self._backlog and not self.quiet:
+        while source is not None and not self._backlog and not self.quiet and not self._ring_closed:
             ring_lines, numbers = source(_RING_BATCH)
             if not numbers:
                 break
@@ -174,8 +175,9 @@ class Sender:
             self._ship()
 
     def _pack(self, lines: list[bytes], last_q: int) -> None:
-        """Join lines into datagrams of at most MAX_DATAGRAM bytes; the last one carries
-        `last_q`, the highest ring number among them (0: none), to release when shipped."""
+        """Join lines into datagrams of at most MAX_DATAGRAM bytes. With lines from the ring
+        (`last_q` > 0) every datagram is marked -1 ("the ring's") and the last one carries
+        `last_q`, the highest number among them, to release when shipped; 0: not the ring's."""
         batch: list[bytes] = []
         size = 0
         for line in lines:
@@ -183,7 +185,7 @@ class Sender:
                 self.dropped += 1  # one value under a key of tens of kilobytes: counted
                 continue
             if size + len(line) + 1 > records.MAX_DATAGRAM and batch:
-                self._backlog.append((b"\n".join(batch), 0, len(batch)))
+                self._backlog.append((b"\n".join(batch), -1 if last_q else 0, len(batch)))
                 batch, size = [], 0
             batch.append(line)
             size += len(line) + 1
@@ -207,12 +209,16 @@ class Sender:
             return
         left = sum(n for _, q, n in self._backlog if not q) + len(self._queue)
         left += self.pending_values(ring=False)
-        if left:
+        if left or self._backlog:
+            # Giving up. Values the ring holds stay there for tm, which takes every number
+            # above the last it received: so no later value may be shipped past them now
+            self._ring_closed = True
             self.dropped += left
             self.dropped_total()  # into the ring's header first: tm reads it whatever happens
             self._backlog.clear()
             self._queue.clear()
-            self.flush()  # only the count now: one short datagram
+            if left:
+                self.flush()  # only the count now: one short datagram
         self.at_exit_left = left
 
     def dropped_total(self) -> int:
@@ -249,9 +255,11 @@ class Sender:
                     self.go_quiet()
                     return
                 except OSError:
+                    if last_q:
+                        break  # the ring's: never skip past it (tm would then skip it too)
                     self.dropped += count
             self._backlog.popleft()
-            if last_q and self.on_shipped is not None:
+            if last_q > 0 and self.on_shipped is not None:
                 self.on_shipped(last_q)
         while len(self._backlog) > _MAX_BACKLOG:
             datagram, last_q, count = self._backlog.popleft()
@@ -283,6 +291,7 @@ class Sender:
         own pid; nothing of the parent's queue, whose records are the parent's to send."""
         self.pid = os.getpid()
         self.dropped = self._reported_dropped = 0
+        self._ring_closed = False
         if self._sock is not None:
             try:
                 self._sock.close()  # the child's copy of the parent's socket
