@@ -110,3 +110,10 @@ def test_giving_up_at_exit_leaves_the_rest_to_the_ring_and_ships_nothing_past_it
         sender.go_quiet()
         outbox.clear()
         col.close()
+
+
+def test_a_step_no_slot_can_hold_never_stalls_the_values_after_it(collector) -> None:
+    outbox.put("loss", 0.5, "wandb", 10**20)  # a tracker's absurd step: the value still goes
+    emit(x=1.0)
+    got = [r for r in collector.records() if r["kind"] == "metric"]
+    assert [(r["d"]["key"], "step" in r["d"]) for r in got] == [("loss", False), ("x", True)]

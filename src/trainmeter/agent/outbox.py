@@ -49,7 +49,7 @@ def put(key: str, value: float, via: str, step: int | None, t: float | None = No
 
 
 def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: float) -> None:
-    """`put` for a caller that already holds the live sender (`emit`: one look-up a call)."""
+    """`put` for a caller that already holds the live sender."""
     ring = ring_module._ring
     if ring is None or ring.owner is not sender or sender._thread is None:
         ring = _first_value(sender)
@@ -63,15 +63,12 @@ def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: 
     if kid < 0 or seq - ring.tail >= _CAPACITY:
         _refuse(ring, seq, kid)  # counted; both readers step over the unused number
         return
-    _pack(
-        ring.mm,
-        _SLOTS_AT + (seq & ring.mask) * _SLOT_BYTES,
-        kid,
-        -1 if step is None else step,
-        t,
-        value,
-        seq,
-    )
+    if step is None or not -1 <= step < 1 << 63:
+        step = -1  # none, or a tracker's step no slot can hold: the value still goes
+    try:
+        _pack(ring.mm, _SLOTS_AT + (seq & _MASK) * _SLOT_BYTES, kid, step, t, value, seq)
+    except Exception:  # noqa: BLE001 - never leave a number unwritten: readers wait on it
+        _refuse(ring, seq, -1)
 
 
 def put_emitted(
@@ -103,7 +100,11 @@ def put_emitted(
             if kid < 0 or seq - ring.tail >= _CAPACITY:
                 _refuse(ring, seq, kid)
                 continue
-            _pack(ring.mm, _SLOTS_AT + (seq & _MASK) * _SLOT_BYTES, kid, step, t, number, seq)
+            try:
+                _pack(ring.mm, _SLOTS_AT + (seq & _MASK) * _SLOT_BYTES, kid, step, t, number, seq)
+            except Exception:  # noqa: BLE001 - never leave a number unwritten: readers wait on it
+                _refuse(ring, seq, -1)
+                raise
         except Exception:  # noqa: BLE001 - promise 1: this key is lost to us, not the others
             skip(key)
 

@@ -156,7 +156,7 @@ def _missing(mm: mmap.mmap, delivered: Delivered) -> list[dict[str, Any]]:
             "source": "detected",
             "note": (
                 f"{full} values refused with the agent's ring full (the receiver fell "
-                f"{layout.CAPACITY} values behind), {keys} with its key table full, "
+                f"{layout.CAPACITY} values behind), {keys} with its key table full or not storable, "
                 f"{sender} records the sender could not deliver (receiver full at exit, or gone)"
             ),
         }
