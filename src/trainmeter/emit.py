@@ -3,12 +3,14 @@
     from trainmeter import emit
     emit(train_loss=loss.item())
 
-Outside `tm` it does nothing. Inside, it appends the values to a buffer that the agent's sender
-thread ships with the step records, so a call costs about a dict update and no value is lost to
-a per-call datagram. It returns None, never raises, and never converts a tensor that lives on an
-accelerator: numbers and 0-dimensional CPU tensors only (a tensor that requires grad is read
-through `detach()` so autograd is left alone). Keys in `FACT_KEYS` are facts about the run, not
-series.
+Outside `tm` it does nothing. Inside, each value is written to the agent's ring (shared memory
+the sender thread ships from, and `tm` reads after the process ends), so a call costs about a
+dict update, no value is lost to a full socket or a killed process, and none is sent twice.
+It returns None, never raises, and never converts a tensor that lives on an accelerator:
+numbers, NumPy scalars and 0-d arrays, and 0-dimensional CPU tensors only (a tensor that
+requires grad is read through `detach()` so autograd is left alone). Each key stands alone: one
+that is not a finite number is skipped with one warning and the others go through. Keys in
+`FACT_KEYS` are facts about the run, not series.
 """
 
 from __future__ import annotations
@@ -16,37 +18,42 @@ from __future__ import annotations
 import sys
 import time
 
-from .agent import outbox
 from .agent.outbox import FACT_KEYS  # noqa: F401 - part of the public surface
-from .agent.sender import get_sender
+from .agent.outbox import put_emitted as _put
+from .agent.sender import get_sender as _get_sender
 from .agent.state import STATE
-from .agent.values import as_number
+from .agent.values import as_number  # noqa: F401 - part of the public surface (tests)
 
 TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
 if TYPE_CHECKING:
     from typing import Any
 
 _warned: set[str] = set()
+_monotonic = time.monotonic
 
 
 def emit(**values: Any) -> None:
     """Record named numbers for this run: series such as `train_loss`, or facts such as
     `tokens_per_step`. A no-op outside `tm`."""
     try:
-        if get_sender() is None:
+        sender = _get_sender()
+        if sender is None:
             return
-        t = time.monotonic()
+        t = _monotonic()
         step = STATE.step
-        for key, value in values.items():
-            number = as_number(value)
-            if number is None:
-                if key not in _warned:
-                    _warned.add(key)
-                    print(
-                        f"trainmeter: emit({key}=...) skipped: not a finite number on the host",
-                        file=sys.stderr,
-                    )
-                continue
-            outbox.put(key, number, "emit", step, t)
+        _put(sender, values, step, t, _skip)
     except Exception:  # noqa: BLE001 - promise 1: never raise into the training loop
         return
+
+
+def _skip(key: str) -> None:
+    """One warning per key that was refused."""
+    try:
+        if key not in _warned:
+            _warned.add(key)
+            print(
+                f"trainmeter: emit({key}=...) skipped: not a finite number on the host",
+                file=sys.stderr,
+            )
+    except Exception:  # noqa: BLE001 - stderr closed: stay silent
+        pass

@@ -6,7 +6,9 @@ the training process), and strict on the way in: a reader gets either a well-for
 `RecordError` with a reason it can count, never a half-trusted dict.
 
 A record is ``{"v": 1, "t": <monotonic s>, "src": str, "rank": int|None, "pid": int|None,
-"kind": str, "d": {...}}``.
+"kind": str, "d": {...}}``, and, on a value `emit` or a tap accepted, ``"q": int``: its number
+in its process (from 1, in order), by which `tm` tells the values the socket delivered from
+those it reads from the process's ring after the process ended (`agent/ring.py`).
 """
 
 from __future__ import annotations

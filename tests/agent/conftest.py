@@ -1,23 +1,18 @@
 """Run a real Python process under the agent without `tm`, and collect what it sent.
 
-The test plays the supervisor's ingest part: it binds its own AF_UNIX datagram socket in a
-private temporary directory, points TRAINMETER_SOCKET at it, puts the agent's bootstrap on
-PYTHONPATH (as `tm` does) and reads every datagram until the process has exited.
+The test plays the supervisor's ingest part with the shared `tests.socket_collector`: a socket in
+a private temporary directory, TRAINMETER_SOCKET pointing at it, the agent's bootstrap on
+PYTHONPATH (as `tm` does), every datagram read until the process has exited, then the rings.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.socket_collector import SocketCollector
 
 REPO = Path(__file__).resolve().parents[2]
 BOOTSTRAP = REPO / "src" / "trainmeter" / "agent" / "bootstrap"
@@ -85,42 +80,15 @@ def run_agent(
     extra_pythonpath: str = "",
     **extra_env: str,
 ) -> AgentRun:
-    """Run `argv` (a command; "python" is this interpreter) and collect the agent's records."""
-    if argv and argv[0] == "python":
-        argv = [sys.executable, *argv[1:]]
-    sock_dir = tempfile.mkdtemp(prefix="tm-agent-")  # short: AF_UNIX paths are limited
-    path = os.path.join(sock_dir, "ingest")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-    sock.bind(path)
-    sock.settimeout(0.1)
-    datagrams: list[bytes] = []
-    done = threading.Event()
-
-    def read() -> None:
-        while True:
-            try:
-                datagrams.append(sock.recv(1 << 20))
-            except TimeoutError:
-                if done.is_set():
-                    return
-            except OSError:
-                return
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    """Run `argv` (a command; "python" is this interpreter) and collect what the agent sent,
+    plus what its rings kept after the process ended (as `tm` logs it)."""
+    collector = SocketCollector()
     try:
-        env = agent_env(path if agent else None, extra_pythonpath, **extra_env)
-        proc = subprocess.run(
-            argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-        )
+        env = agent_env(collector.path if agent else None, extra_pythonpath, **extra_env)
+        proc = collector.run(argv, cwd=cwd, env=env, timeout=timeout)
+        return AgentRun(proc.returncode, proc.stdout, proc.stderr, collector.all())
     finally:
-        done.set()
-        reader.join(5)
-        sock.close()
-        shutil.rmtree(sock_dir, ignore_errors=True)
-    records = [json.loads(line) for d in datagrams for line in d.split(b"\n") if line]
-    return AgentRun(proc.returncode, proc.stdout, proc.stderr, records)
+        collector.close()
 
 
 def run_tiny_lm(cwd: Path, *flags: str, agent: bool = True, **env: str) -> AgentRun:

@@ -2,45 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import socket
 import sys
-import tempfile
 import types
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.socket_collector import SocketCollector
 from trainmeter.agent import outbox, taps
 from trainmeter.agent import sender as sender_module
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "trainmeter"
 
 
-class Collector:
-    """The receiving end of the agent's socket, read synchronously after a flush."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(path)
-        self.sock.setblocking(False)
-        self.seen: list[dict] = []
-
-    def records(self) -> list[dict]:
-        sender = sender_module.get_sender()
-        if sender is not None:
-            sender.flush()
-        while True:
-            try:
-                datagram = self.sock.recv(1 << 20)
-            except BlockingIOError:
-                break
-            self.seen.extend(json.loads(line) for line in datagram.splitlines() if line)
-        return list(self.seen)
+class Collector(SocketCollector):
+    """The shared socket stand-in, read in this process after a flush."""
 
     def metrics(self, via: str | None = None) -> list[dict]:
         return [
@@ -53,10 +30,8 @@ class Collector:
 @pytest.fixture
 def collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[Collector]:
     """A bound socket, TRAINMETER_SOCKET pointing at it, and a fresh process sender."""
-    directory = tempfile.mkdtemp(prefix="tmtap")  # short: Unix socket paths stop at 108 bytes
-    path = os.path.join(directory, "s")
-    col = Collector(path)
-    monkeypatch.setenv(sender_module.SOCKET_ENV, path)
+    col = Collector()
+    monkeypatch.setenv(sender_module.SOCKET_ENV, col.path)
     monkeypatch.setattr(sender_module, "_sender", None)
     monkeypatch.setattr(sender_module, "_sender_checked", False)
     outbox.clear()  # nothing queued by an earlier test leaks into this one
@@ -66,8 +41,7 @@ def collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[Collector]:
         live = sender_module._sender
         if live is not None:
             live.go_quiet()  # stops its thread; the next test gets its own sender
-        col.sock.close()
-        shutil.rmtree(directory, ignore_errors=True)
+        col.close()
 
 
 @pytest.fixture(autouse=True)

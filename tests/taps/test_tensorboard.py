@@ -32,10 +32,20 @@ def test_install_registers_every_tap_without_importing_trackers() -> None:
     assert SummaryWriter.add_scalar.__doc__ == SummaryWriter.add_scalar.__wrapped__.__doc__
 
 
-def test_no_tap_env_installs_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_tap_env_is_read_in_one_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainmeter.agent import boot
+
     monkeypatch.setenv("TRAINMETER_NO_TAP", "1")
-    assert taps.install_all() == []
+    assert boot.taps_wanted() is False  # boot then never calls install_all
     assert not hasattr(SummaryWriter.add_scalar, "__trainmeter_tap__")
+    monkeypatch.delenv("TRAINMETER_NO_TAP")
+    assert boot.taps_wanted() is True
+    sources = [
+        path.read_text()
+        for path in Path(boot.__file__).parent.rglob("*.py")
+        if "NO_TAP" in path.read_text()
+    ]
+    assert len(sources) == 1  # boot.py alone reads the switch
 
 
 def test_add_scalar_forwarded_and_recorded(tmp_path: Path, collector) -> None:

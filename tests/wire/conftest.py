@@ -1,10 +1,10 @@
 import pytest
 
-from .collector import Collector
+from tests.socket_collector import SocketCollector
 
 
 @pytest.fixture
 def collector():
-    c = Collector()
+    c = SocketCollector()
     yield c
     c.close()

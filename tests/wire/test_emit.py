@@ -72,7 +72,7 @@ def test_emit_inside_tm_sends_every_value_batched(collector) -> None:
         assert w.grad.item() == 3.0
         """
     )
-    result = collector.run(code)
+    result = collector.run_code(code)
     assert result.returncode == 0, result.stderr
     assert "Warning" not in result.stderr
     metrics = collector.of_kind("metric")
@@ -95,7 +95,7 @@ def test_emit_skips_non_numbers_and_warns_once_per_key(collector) -> None:
             emit(note="text", train_loss=1.5, other=[1])
         """
     )
-    result = collector.run(code)
+    result = collector.run_code(code)
     assert result.returncode == 0
     assert result.stderr.count("emit(note=...) skipped") == 1
     assert result.stderr.count("emit(other=...) skipped") == 1
@@ -142,7 +142,7 @@ def test_a_forked_child_sends_on_its_own_socket(collector) -> None:
         emit(parent_after=3)
         """
     )
-    result = collector.run(code)
+    result = collector.run_code(code)
     assert result.returncode == 0, result.stderr
     by_key = {m["d"]["key"]: m for m in collector.of_kind("metric")}
     assert set(by_key) == {"parent_before", "child", "parent_after"}
@@ -152,3 +152,36 @@ def test_a_forked_child_sends_on_its_own_socket(collector) -> None:
 
 def test_emit_in_this_process_outside_tm_is_harmless() -> None:
     assert emit(train_loss=1.0) is None
+
+
+def test_as_number_takes_numpy_scalars_and_0d_arrays_and_never_raises() -> None:
+    import numpy as np
+
+    assert as_number(np.array(2.5)) == 2.5  # 0-d array: NumPy 2 says device "cpu" (a string)
+    assert as_number(np.float16(0.5)) == 0.5
+    assert as_number(np.int64(7)) == 7.0
+    assert as_number(np.array(3, dtype=np.int32)) == 3.0
+    assert as_number(np.bool_(True)) is None
+    assert as_number(np.array(True)) is None
+    assert as_number(np.array(1 + 2j)) is None
+    assert as_number(np.array([1.0])) is None  # 1-d, not a scalar
+    assert as_number(np.float64("nan")) is None
+    assert as_number(10**400) is None  # too large for a float: refused, not an OverflowError
+    assert as_number(-(10**400)) is None
+
+
+def test_each_key_stands_alone(collector) -> None:
+    code = textwrap.dedent(
+        """
+        import numpy as np
+        from trainmeter import emit
+        emit(a=10**400, loss=1.0)
+        emit(a=10**400, loss=2.0, n=np.float32(0.25), m=np.array(4.0))
+        """
+    )
+    result = collector.run_code(code)
+    assert result.returncode == 0, result.stderr
+    got = [(m["d"]["key"], m["d"]["value"]) for m in collector.of_kind("metric")]
+    assert got == [("loss", 1.0), ("loss", 2.0), ("n", 0.25), ("m", 4.0)]
+    warnings = [line for line in result.stderr.splitlines() if "trainmeter" in line]
+    assert warnings == ["trainmeter: emit(a=...) skipped: not a finite number on the host"]

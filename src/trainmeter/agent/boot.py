@@ -137,6 +137,11 @@ def _install_taps() -> None:
     _armed[:] = [name for name in names or () if isinstance(name, str)]
 
 
+def taps_wanted() -> bool:
+    """The one place the no-tap switch (`tm --no-tap`) is read."""
+    return os.environ.get(NO_TAP_ENV) != "1"
+
+
 def start() -> None:
     """Say hello and wait for torch. A no-op outside `tm` or with TRAINMETER_DISABLE=1."""
     global _started
@@ -145,7 +150,7 @@ def start() -> None:
     if get_sender() is None:
         return
     _started = True
-    STATE.taps_enabled = os.environ.get(NO_TAP_ENV) != "1"
+    STATE.taps_enabled = taps_wanted()
     if STATE.taps_enabled:
         _install_taps()
     say_hello()

@@ -1,37 +1,211 @@
-"""The buffer named values wait in until the sender thread ships them: `emit()` and the taps.
+"""Where named values wait until the sender thread ships them: `emit()` and the taps.
 
-Both are called on the training thread, once per logged value, so they only append a tuple here;
-the sender thread turns the buffer into `metric` (or, for a fact key passed to `emit`, `fact`)
-records when it drains. No JSON and no datagram per value, and no value lost to a full socket.
+Both are called on the training thread, once per logged value, so `put` does the least that
+keeps the value safe: it writes the value into this process's ring (`agent.ring`, shared memory
+that survives any death of the process) and returns. No JSON, no datagram, no lock.
+
+The sender thread takes the written values in order (`drain_lines`) and turns each into one
+line of JSON with its sequence number `q`; `tm` uses the number to take from the ring, after the
+process ended, exactly the values the socket did not deliver. Without a ring (the file could not
+be made) values wait in a list instead, and what is left of it at exit is counted as dropped.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
+from . import ring as ring_module
 from .sender import get_sender
+from .values import as_number
 
 #: Keys that `emit()` takes as facts about the run rather than as series.
 FACT_KEYS = frozenset({"tokens_per_step"})
 
-_pending: list[tuple[str, float, str, int | None, float]] = []
-_drain_registered_for: object = None
+_pack = ring_module.SLOT.pack_into
+_SLOTS_AT = ring_module.SLOTS_AT
+_SLOT_BYTES = ring_module.SLOT_BYTES
+_CAPACITY = ring_module.CAPACITY
+_MASK = ring_module.CAPACITY - 1
+
+TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+_pending: list[tuple[str, float, str, int | None, float]] = []  # only when there is no ring
+_registered_for: object = None
+#: key id -> (the record line with holes for t, value, step and q; whether it takes a step)
+_templates: dict[int, tuple[str, bool]] = {}
+_templates_for: object = None
 
 
 def put(key: str, value: float, via: str, step: int | None, t: float | None = None) -> None:
-    """Queue one value (`via` is `emit` or a tap's name). A no-op outside `tm`."""
-    global _drain_registered_for
+    """Keep one value (`via` is `emit` or a tap's name). A no-op outside `tm`."""
     sender = get_sender()
     if sender is None:
         return  # outside tm, or the supervisor is gone: nothing to tell
-    if _drain_registered_for is not sender:
-        _drain_registered_for = sender
-        sender.add_drain(_drain)
-    _pending.append((key, value, via, step, time.monotonic() if t is None else t))
+    put_for(sender, key, value, via, step, time.monotonic() if t is None else t)
 
 
-def _drain() -> None:
-    """Called by the sender thread: turn the queued values into records, in order."""
+def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: float) -> None:
+    """`put` for a caller that already holds the live sender."""
+    ring = ring_module._ring
+    if ring is None or ring.owner is not sender or sender._thread is None:
+        ring = _first_value(sender)
+        if ring is None:
+            _pending.append((key, value, via, step, t))
+            return
+    kid = ring.keys.get((via, key))
+    if kid is None:
+        kid = ring.key_id(key, via)
+    seq = next(ring.seq)
+    if kid < 0 or seq - ring.tail >= _CAPACITY:
+        _refuse(ring, seq, kid)  # counted; both readers step over the unused number
+        return
+    if step is None or not -1 <= step < 1 << 63:
+        step = -1  # none, or a tracker's step no slot can hold: the value still goes
+    try:
+        _pack(ring.mm, _SLOTS_AT + (seq & _MASK) * _SLOT_BYTES, kid, step, t, value, seq)
+    except Exception:  # noqa: BLE001 - never leave a number unwritten: readers wait on it
+        _refuse(ring, seq, -1)
+
+
+def put_emitted(
+    sender: Any, values: dict[str, Any], step: int, t: float, skip: Callable[[str], None]
+) -> None:
+    """`emit`'s keyword arguments into the ring, each key alone (`skip(key)` for one that is
+    not a finite number): the whole hot path of `emit` in one call, nothing looked up twice."""
+    ring = ring_module._ring
+    if ring is None or ring.owner is not sender or sender._thread is None:
+        ring = _first_value(sender)
+    for key, value in values.items():
+        try:
+            if type(value) is float and value - value == 0.0:
+                number = value  # the common case, finite, without a call
+            else:
+                number = as_number(value)
+                if number is None:
+                    skip(key)
+                    continue
+            if ring is None:
+                _pending.append((key, number, "emit", step, t))
+                continue
+            kid = ring.emit_ids.get(key)
+            if kid is None:
+                kid = ring.key_id(key, "emit")
+                if kid >= 0:
+                    ring.emit_ids[key] = kid
+            seq = next(ring.seq)
+            if kid < 0 or seq - ring.tail >= _CAPACITY:
+                _refuse(ring, seq, kid)
+                continue
+            try:
+                _pack(ring.mm, _SLOTS_AT + (seq & _MASK) * _SLOT_BYTES, kid, step, t, number, seq)
+            except Exception:  # noqa: BLE001 - never leave a number unwritten: readers wait on it
+                _refuse(ring, seq, -1)
+                raise
+        except Exception:  # noqa: BLE001 - promise 1: this key is lost to us, not the others
+            skip(key)
+
+
+def _refuse(ring: ring_module.Ring, seq: int, kid: int) -> None:
+    """The ring is full (or its key table): count the value; its number stays unused."""
+    ring.h[ring_module.H_DROPPED_KEYS if kid < 0 else ring_module.H_DROPPED_FULL] += 1
+    ring.skipped.add(seq)
+
+
+def _first_value(sender: Any) -> ring_module.Ring | None:
+    """The first value of a sender (a new process, a forked child, a test): hook the outbox
+    into it, start its thread, and find or make the ring."""
+    if _registered_for is not sender:
+        _register(sender)
+    if sender._thread is None:
+        sender._start()  # a forked child's first value starts its own sender
+    return ring_module.current()
+
+
+def _register(sender: object) -> None:
+    global _registered_for
+    _registered_for = sender
+    sender.add_drain(_drain_pending)  # type: ignore[attr-defined]
+    sender.ring_source = drain_lines  # type: ignore[attr-defined]
+    sender.on_shipped = _shipped  # type: ignore[attr-defined]
+    sender.ring_pending = _ring_pending  # type: ignore[attr-defined]
+    sender.pending_count = pending  # type: ignore[attr-defined]
+    sender.ring_dropped = _ring_dropped  # type: ignore[attr-defined]
+
+
+def _ring_dropped(sender_dropped: int) -> int:
+    """Keep the sender's drop count in the ring's header; return the values the ring refused."""
+    ring = ring_module._ring
+    if ring is None:
+        return 0
+    h = ring.h
+    h[ring_module.H_DROPPED_SENDER] = sender_dropped
+    return h[ring_module.H_DROPPED_FULL] + h[ring_module.H_DROPPED_KEYS]
+
+
+def _shipped(last_q: int) -> None:
+    """Values up to `last_q` left in a datagram: their slots may be reused."""
+    ring = ring_module._ring
+    if ring is not None and last_q >= ring.tail:
+        ring.tail = last_q + 1
+
+
+def _ring_pending() -> int:
+    """Values written to the ring and not yet shipped (a peek at the counter, no advance)."""
+    ring = ring_module._ring
+    if ring is None:
+        return 0
+    return max(int(repr(ring.seq)[6:-1]) - ring.tail, 0)  # "count(N)": N, not advanced
+
+
+def template(sender: object, via: str, key: str) -> str:
+    """The JSON line of one value, with %-holes for t, value, step and q (in that order)."""
+    rank = "null" if sender.rank is None else str(int(sender.rank))  # type: ignore[attr-defined]
+    head = f'{{"v":1,"t":%r,"src":"{"emit" if via == "emit" else "agent"}","rank":{rank},'
+    head += f'"pid":{int(sender.pid)},'  # type: ignore[attr-defined]
+    jkey = json.dumps(key).replace("%", "%%")  # a key's own "%" is no hole
+    jvia = json.dumps(via).replace("%", "%%")
+    if via == "emit" and key in FACT_KEYS:
+        return head + f'"kind":"fact","d":{{"key":{jkey},"value":%r,"source":"emitted"%s}},"q":%d}}'
+    return head + f'"kind":"metric","d":{{"key":{jkey},"value":%r,"via":{jvia}%s}},"q":%d}}'
+
+
+def drain_lines(limit: int) -> tuple[list[bytes], list[int]]:
+    """Sender thread: up to `limit` values from the ring as record lines, and their numbers."""
+    global _templates_for
+    sender = get_sender()
+    ring = ring_module._ring
+    if sender is None or ring is None:
+        return [], []
+    if _templates_for is not ring:
+        _templates_for = ring
+        _templates.clear()
+    lines: list[bytes] = []
+    numbers: list[int] = []
+    names = ring.key_names
+    for seq, kid, step, t, value in ring.take(limit):
+        numbers.append(seq)
+        if kid < 0:
+            continue  # a refused value's tombstone: counted already, nothing to send
+        entry = _templates.get(kid)
+        if entry is None:
+            via, key = names[kid]
+            stepped = not (via == "emit" and key in FACT_KEYS)
+            entry = _templates[kid] = (template(sender, via, key), stepped)
+        form, stepped = entry
+        extra = f',"step":{step}' if stepped and step >= 0 else ""
+        try:
+            lines.append((form % (t, value, extra, seq)).encode("utf-8"))
+        except (TypeError, ValueError):  # cannot happen for a float; if it did: counted
+            sender.dropped += 1
+    return lines, numbers
+
+
+def _drain_pending() -> None:
+    """Without a ring: turn the listed values into records, in order."""
     sender = get_sender()
     if sender is None or not _pending:
         return
@@ -51,6 +225,12 @@ def _drain() -> None:
         sender.send("metric", d, src, t)
 
 
+def pending() -> int:
+    """Values listed without a ring and not yet turned into records (counted at exit)."""
+    return len(_pending)
+
+
 def clear() -> None:
-    """Forget what is queued (tests)."""
+    """Forget what is queued, and the ring (tests)."""
     _pending.clear()
+    ring_module.forget()

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 SOCKET_ENV = ENV_SOCKET
 INTERVAL_S = 0.05
 _MAX_BACKLOG = 256  # datagrams kept while the receiver is full, then dropped and counted
+_RING_BATCH = 2048  # values taken from the ring per datagram batch
 
 
 def _rank_from_env() -> int | None:
@@ -59,7 +60,17 @@ class Sender:
         self._reported_dropped = 0
         self._queue: collections.deque[dict[str, Any]] = collections.deque()
         self._drains: list[Callable[[], None]] = []
-        self._backlog: collections.deque[bytes] = collections.deque()
+        self._backlog: collections.deque[tuple[bytes, int, int]] = collections.deque()
+        #: Set by the outbox: take up to n values from the ring as (lines, their numbers);
+        #: called after a datagram holding numbers up to q was sent; how many wait.
+        self.ring_source: Callable[[int], tuple[list[bytes], list[int]]] | None = None
+        self.on_shipped: Callable[[int], None] | None = None
+        self.ring_pending: Callable[[], int] | None = None
+        self.pending_count: Callable[[], int] | None = None
+        #: Set by the outbox: store this sender's drop count in the ring, return the ring's own
+        self.ring_dropped: Callable[[int], int] | None = None
+        self.at_exit_left = 0
+        self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -68,7 +79,9 @@ class Sender:
 
     # ---- the cheap side, called from the training loop ----------------------------------
 
-    def send(self, kind: str, d: dict[str, Any], src: str = "agent", t: float | None = None) -> None:
+    def send(
+        self, kind: str, d: dict[str, Any], src: str = "agent", t: float | None = None
+    ) -> None:
         """Queue one record. Costs a dict and a deque append."""
         if self.quiet:
             return
@@ -124,12 +137,13 @@ class Sender:
                 drain()
             except Exception:  # noqa: BLE001 - a broken aggregator is dropped, the rest go on
                 self._drains.remove(drain)
-        if self.dropped != self._reported_dropped:
-            self._reported_dropped = self.dropped
+        total = self.dropped_total()
+        if total != self._reported_dropped:
+            self._reported_dropped = total
             self._queue.append(
                 records.make(
                     "fact",
-                    {"key": "agent_dropped_records", "value": self.dropped, "source": "detected"},
+                    {"key": "agent_dropped_records", "value": total, "source": "detected"},
                     t=time.monotonic(),
                     src="agent",
                     rank=self.rank,
@@ -137,7 +151,6 @@ class Sender:
                 )
             )
         lines: list[bytes] = []
-        size = 0
         while self._queue:
             record = self._queue.popleft()
             try:
@@ -148,39 +161,112 @@ class Sender:
             if len(line) > records.MAX_DATAGRAM:
                 self.dropped += 1
                 continue
-            if size + len(line) + 1 > records.MAX_DATAGRAM and lines:
-                self._backlog.append(b"\n".join(lines))
-                lines, size = [], 0
             lines.append(line)
-            size += len(line) + 1
-        if lines:
-            self._backlog.append(b"\n".join(lines))
+        self._pack(lines, 0)
         self._ship()
+        source = self.ring_source
+        # values from the ring while the receiver keeps up: what it cannot take yet stays in
+        # the ring (shared memory), not in this process, so nothing waits here to be lost
+        while source is not None and not self._backlog and not self.quiet and not self._ring_closed:
+            ring_lines, numbers = source(_RING_BATCH)
+            if not numbers:
+                break
+            self._pack(ring_lines, numbers[-1])
+            self._ship()
+
+    def _pack(self, lines: list[bytes], last_q: int) -> None:
+        """Join lines into datagrams of at most MAX_DATAGRAM bytes. With lines from the ring
+        (`last_q` > 0) every datagram is marked -1 ("the ring's") and the last one carries
+        `last_q`, the highest number among them, to release when shipped; 0: not the ring's."""
+        batch: list[bytes] = []
+        size = 0
+        for line in lines:
+            if len(line) > records.MAX_DATAGRAM:
+                self.dropped += 1  # one value under a key of tens of kilobytes: counted
+                continue
+            if size + len(line) + 1 > records.MAX_DATAGRAM and batch:
+                self._backlog.append((b"\n".join(batch), -1 if last_q else 0, len(batch)))
+                batch, size = [], 0
+            batch.append(line)
+            size += len(line) + 1
+        if batch or last_q:
+            self._backlog.append((b"\n".join(batch), last_q, len(batch)))
 
     def flush_at_exit(self, timeout: float = 2.0) -> None:
-        """The last flush: wait (briefly) for a busy receiver instead of dropping the tail."""
+        """The last flush: wait (briefly) for a busy receiver instead of dropping the tail.
+
+        What the ring holds needs no wait: `tm` reads it after the process ends. What is held
+        only here (no ring, or records the ring does not keep) and cannot be sent in time is
+        counted, and the count goes out in one last small datagram."""
         deadline = time.monotonic() + timeout
         self.flush()
-        while self._backlog and not self.quiet and time.monotonic() < deadline:
+        while (self._backlog or self.pending_values()) and not self.quiet:
+            if time.monotonic() >= deadline:
+                break
             time.sleep(0.005)
             self.flush()
+        if self.quiet:
+            return
+        left = sum(n for _, q, n in self._backlog if not q) + len(self._queue)
+        left += self.pending_values(ring=False)
+        if left or self._backlog:
+            # Giving up. Values the ring holds stay there for tm, which takes every number
+            # above the last it received: so no later value may be shipped past them now
+            self._ring_closed = True
+            self.dropped += left
+            self.dropped_total()  # into the ring's header first: tm reads it whatever happens
+            self._backlog.clear()
+            self._queue.clear()
+            if left:
+                self.flush()  # only the count now: one short datagram
+        self.at_exit_left = left
+
+    def dropped_total(self) -> int:
+        """Records this process dropped (here) or refused (its ring full), kept in the ring's
+        header too, so `tm` learns the count even when the last datagram cannot go."""
+        refused = 0
+        try:
+            if self.ring_dropped is not None:
+                refused = self.ring_dropped(self.dropped)
+        except Exception:  # noqa: BLE001
+            pass
+        return self.dropped + refused
+
+    def pending_values(self, ring: bool = True) -> int:
+        """Values accepted and not yet shipped (with `ring`, counting those the ring holds)."""
+        try:
+            count = self.pending_count() if self.pending_count is not None else 0
+            if ring and self.ring_pending is not None:
+                count += self.ring_pending()
+            return count
+        except Exception:  # noqa: BLE001
+            return 0
 
     def _ship(self) -> None:
         sock = self._socket()
         while self._backlog and not self.quiet:
-            datagram = self._backlog[0]
-            try:
-                sock.sendto(datagram, self.path)
-            except BlockingIOError:
-                break  # the receiver is behind: keep it for the next tick
-            except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
-                self.go_quiet()
-                return
-            except OSError:
-                self.dropped += datagram.count(b"\n") + 1
+            datagram, last_q, count = self._backlog[0]
+            if datagram:
+                try:
+                    sock.sendto(datagram, self.path)
+                except BlockingIOError:
+                    break  # the receiver is behind: keep it for the next tick
+                except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
+                    self.go_quiet()
+                    return
+                except OSError:
+                    if last_q:
+                        break  # the ring's: never skip past it (tm would then skip it too)
+                    self.dropped += count
             self._backlog.popleft()
+            if last_q > 0 and self.on_shipped is not None:
+                self.on_shipped(last_q)
         while len(self._backlog) > _MAX_BACKLOG:
-            self.dropped += self._backlog.popleft().count(b"\n") + 1
+            datagram, last_q, count = self._backlog.popleft()
+            if last_q:  # the ring still holds these: leave them to it rather than drop them
+                self._backlog.appendleft((datagram, last_q, count))
+                break
+            self.dropped += count
 
     def _socket(self) -> socket.socket:
         if self._sock is None:
@@ -201,8 +287,16 @@ class Sender:
         self._wake.set()
 
     def after_fork(self) -> None:
-        """In a forked child: own socket, own thread, own pid; nothing of the parent's queue."""
+        """In a forked child: own socket, own thread (started by the first value or record),
+        own pid; nothing of the parent's queue, whose records are the parent's to send."""
         self.pid = os.getpid()
+        self.dropped = self._reported_dropped = 0
+        self._ring_closed = False
+        if self._sock is not None:
+            try:
+                self._sock.close()  # the child's copy of the parent's socket
+            except OSError:
+                pass
         self._sock = None
         self._thread = None
         self._lock = threading.Lock()

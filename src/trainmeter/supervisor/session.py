@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, records
-from . import job
+from . import job, ring
 from . import late_parts as parts
 from .decode import log_summary
 from .ingest import Ingest
@@ -94,6 +94,7 @@ class Session:
         self.child_env: dict[str, str] | None = None
         self.observers = ObserverSet([], self.warn)
         self.launched = False  # the command started (a LaunchError leaves nothing to explain)
+        self.delivered = ring.Delivered()  # what the socket brought, to read the rest from rings
 
     # ---- 1 and 2 ----------------------------------------------------------------------------
 
@@ -106,7 +107,7 @@ class Session:
         )
         self.recorder.observers = self.observers
         try:
-            self.ingest = Ingest(self.recorder.accept)
+            self.ingest = Ingest(self.delivered.wrap(self.recorder.accept))
         except OSError as exc:
             self.warn("ingest", f"no ingest socket ({exc}); the agent cannot report")
         env = child_env(
@@ -239,7 +240,9 @@ class Session:
             self.live.stop(timeout=0.1)
         if self.ingest is not None:
             self.ingest.settle(max_s=self.grace_s, agents_alive=self._agents_alive)
+            rings = ring.open_rings(self.ingest.dir)  # before stop() removes the directory
             self.ingest.stop()
+            ring.recover(rings, self.delivered, self.recorder.accept)  # what a death kept back
         if self.live is not None:
             self.live.record_dropped()
             self.live.close_samplers()

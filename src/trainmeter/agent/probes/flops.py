@@ -122,7 +122,7 @@ on_step.probe = "flops"  # type: ignore[attr-defined]
 def _send_samples() -> None:
     """Samples per step on this rank: the first batch's leading dimension x the micro-batches
     of the first step (only shapes are read)."""
-    micro = steps._committed[4]
+    micro = steps.totals().micro
     if micro > 0:
         sender = get_sender()
         if sender is not None:
@@ -187,7 +187,7 @@ def _open_live() -> None:
     mode = counter()
     mode.__enter__()
     _mode = mode
-    _start = (steps._committed[1], phases._totals["eval"][1])
+    _start = (steps.totals().tokens, phases._totals["eval"][1])
 
 
 def _close_live(n: int) -> None:
@@ -201,7 +201,7 @@ def _close_live(n: int) -> None:
         return
     mode.__exit__(None, None, None)
     _mode = None
-    tokens = steps._committed[1] - _start[0]
+    tokens = steps.totals().tokens - _start[0]
     if phases._totals["eval"][1] != _start[1] or phases.eval_open():
         _tries += 1
         if _tries >= MAX_TRIES:

@@ -21,29 +21,36 @@ trace), so they add no graph break, no guard and no recompile, and `fullgraph=Tr
 A root compiled in place is counted from outside its compiled call instead: `nn.Module.compile`
 is wrapped so the module's `_compiled_call_impl` goes through `_compiled_pre` first, eagerly.
 
-Nothing is sent from the hot path: the step hook publishes one immutable tuple of running totals,
-and the sender thread (`drain`) turns the difference since its last look into one `step` record
-per flush. The tuple is swapped in a single assignment, so the two threads never need a lock.
+Nothing is sent from the hot path: the step hook publishes the running totals in one
+`struct.pack_into` into the header of the process's ring (`agent.ring`, shared memory that
+outlives the process, so the steps a killed process finished are still there for `tm`). One C
+call is one assignment as far as other threads can tell: the sender thread reads the totals
+whole (`totals()`, a `Totals`) and turns the difference since its last look into one `step`
+record per flush, with no lock. The step count sits last in memory, so even a reader of a
+process killed mid-write never sees a step whose tokens are missing.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import struct
 import sys
 import time
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import importhook
+from .. import ring as ring_module
 from ..sender import get_sender
 from ..state import STATE
 from . import guard
 from . import tokens as tok
 
 _NO_RESULT = object()
+_monotonic = time.monotonic
 
 _depth = 0
 _root: Any = None
@@ -59,9 +66,40 @@ _p_real = 0
 _p_real_missing = 0
 _any_tokens = False
 
-# running totals published by the step hook: steps, tokens, real, real_missing, micro, t
-_committed: tuple[int, int, int, int, int, float] = (0, 0, 0, 0, 0, 0.0)
-_sent = _committed
+
+class Totals(NamedTuple):
+    """Running totals of this process, published whole by the step hook."""
+
+    steps: int
+    tokens: int  # padding included
+    real: int  # padding excluded, summed over micro-batches whose padding could be read
+    real_missing: int  # micro-batches whose padding could not be read
+    micro: int
+    t: float  # monotonic time of the last step
+
+
+# The running totals live in the ring's header (shared memory), written by the step hook in one
+# `pack_into` and read whole by `totals()`: until there is a ring, a scratch buffer of the same
+# layout. The training thread keeps its own copy in plain ints (`_n_steps` ...) to add to.
+_pack_totals = ring_module.TOTALS.pack_into
+_unpack_totals = ring_module.TOTALS.unpack_from
+_TOTALS_AT = ring_module.TOTALS_AT
+_hdr: Any = bytearray(ring_module.HEADER_BYTES)
+_n_steps = _n_tokens = _n_real = _n_missing = _n_micro = 0
+_t = 0.0
+_sent = Totals(0, 0, 0, 0, 0, 0.0)
+
+
+def totals() -> Totals:
+    """The running totals as the step hook last published them (any thread)."""
+    tokens, real, missing, micro, t, steps = _unpack_totals(_hdr, _TOTALS_AT)
+    return Totals(steps, tokens, real, missing, micro, t)
+
+
+def _mine() -> Totals:
+    """The totals from the training thread's own copy (private memory, safe after fork)."""
+    return Totals(_n_steps, _n_tokens, _n_real, _n_missing, _n_micro, _t)
+
 
 #: Called once per root module at its first counted forward: f(root, token_tensor, args, kwargs).
 first_forward: list[Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], None]] = []
@@ -239,7 +277,9 @@ def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     tokens = tok.find(args, kwargs)
     if tokens is not None:
         _p_tokens += tokens.numel()
-        _any_tokens = True
+        if not _any_tokens:
+            _any_tokens = True
+            _mark_tokens()
         real = _real(tokens, kwargs) if _real_on and kwargs else None
         if real is None:
             _p_real_missing += 1
@@ -276,7 +316,8 @@ def _real(tokens: Any, kwargs: dict[str, Any]) -> int | None:
 
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
-    global _committed, _p_micro, _p_tokens, _p_real, _p_real_missing, _last_optimizer
+    global _n_steps, _n_tokens, _n_real, _n_missing, _n_micro, _t, _last_optimizer
+    global _p_micro, _p_tokens, _p_real, _p_real_missing
     if _compiling():
         # a compiled optimizer step: this hook is being traced, and counting here would need a
         # graph break. Say so once, at compile time, instead of counting nothing silently
@@ -292,17 +333,16 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
             if _last_optimizer == previous and not _discovery:
                 _start_discovery()
             return
-        c = _committed
-        n = c[0] + 1
-        _committed = (
-            n,
-            c[1] + _p_tokens,
-            c[2] + _p_real,
-            c[3] + _p_real_missing,
-            c[4] + _p_micro,
-            time.monotonic(),
-        )
+        _n_steps += 1
+        _n_tokens += _p_tokens
+        _n_real += _p_real
+        _n_missing += _p_real_missing
+        _n_micro += _p_micro
         _p_micro = _p_tokens = _p_real = _p_real_missing = 0
+        # the one publication: a single C call, steps last in memory (see agent.ring)
+        _t = _monotonic()
+        _pack_totals(_hdr, _TOTALS_AT, _n_tokens, _n_real, _n_missing, _n_micro, _t, _n_steps)
+        n = _n_steps
         STATE.step = n
         if step_listeners:
             for listener in tuple(step_listeners):
@@ -333,19 +373,38 @@ def _compiled_step(ctx: Any = None) -> None:
 def drain() -> None:
     """Sender thread: one `step` record for the steps committed since the last call."""
     global _sent
-    c, s = _committed, _sent
-    if c[0] == s[0]:
+    c, s = totals(), _sent
+    if c.steps == s.steps:
         return
     sender = get_sender()
     if sender is None:
         return
-    d: dict[str, Any] = {"k": c[0] - s[0], "n": c[0], "micro": c[4] - s[4]}
+    d: dict[str, Any] = {"k": c.steps - s.steps, "n": c.steps, "micro": c.micro - s.micro}
     if _any_tokens:
-        d["tokens"] = c[1] - s[1]
-        if c[3] == s[3] and c[4] > s[4]:
-            d["real_tokens"] = c[2] - s[2]
-    sender.send("step", d, t=c[5])
+        d["tokens"] = c.tokens - s.tokens
+        if c.real_missing == s.real_missing and c.micro > s.micro:
+            d["real_tokens"] = c.real - s.real
+    sender.send("step", d, t=c.t)
     _sent = c
+
+
+def _mark_tokens() -> None:
+    _hdr[ring_module.H_ANY_TOKENS * 8] = 1  # the low byte of a little-endian int64
+
+
+def _bind(ring: Any) -> None:
+    """A new ring (at attach, or in a forked child): publish the totals there from now on. What
+    this process inherited at fork is its base, so `tm` counts only this process's steps."""
+    global _hdr
+    c = _mine()
+    base = struct.Struct(f"<{ring_module.H_BASE_MICRO - ring_module.H_BASE_STEPS + 1}q")
+    base.pack_into(
+        ring.mm, ring_module.H_BASE_STEPS * 8, c.steps, c.tokens, c.real, c.real_missing, c.micro
+    )
+    _pack_totals(ring.mm, _TOTALS_AT, c.tokens, c.real, c.real_missing, c.micro, c.t, c.steps)
+    _hdr = ring.mm
+    if _any_tokens:
+        _mark_tokens()
 
 
 def _fail(exc: BaseException) -> None:
@@ -356,8 +415,13 @@ def _fail(exc: BaseException) -> None:
 
 def _forget_after_fork() -> None:
     """A forked child (a DataLoader worker) must not resend its parent's unsent steps."""
-    global _sent, _p_micro, _p_tokens, _p_real, _p_real_missing
-    _sent = _committed
+    global _sent, _p_micro, _p_tokens, _p_real, _p_real_missing, _hdr
+    ring = ring_module._ring
+    if ring is None or _hdr is not ring.mm:  # never write into the parent's ring
+        c = _mine()
+        _hdr = bytearray(ring_module.HEADER_BYTES)
+        _pack_totals(_hdr, _TOTALS_AT, c.tokens, c.real, c.real_missing, c.micro, c.t, c.steps)
+    _sent = _mine()
     _p_micro = _p_tokens = _p_real = _p_real_missing = 0
 
 
@@ -387,6 +451,10 @@ def attach(torch: Any) -> list[str]:
     sender = get_sender()
     if sender is not None:
         sender.add_drain(drain)
+        ring_module.on_new.append(_bind)
+        ring = ring_module.current()
+        if ring is not None:
+            _bind(ring)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_forget_after_fork)
     return ["steps", "tokens"]

@@ -9,10 +9,8 @@ nothing. A tap joins `STATE.probes` (and so `hello`'s `probes`) only when it att
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
-from ...records import ENV_NO_TAP
 from . import _base, lightning, mlflow, tensorboard, transformers, wandb
 from ._base import Tap
 
@@ -25,10 +23,9 @@ def taps() -> list[Tap]:
 
 
 def install_all(on_attach: Callable[[str], None] | None = None) -> list[str]:
-    """Register every tap's import hook; the names of those armed (none with --no-tap).
-    `on_attach(name)` is called when a tap attaches (its tracker imported and wrapped)."""
-    if os.environ.get(ENV_NO_TAP) == "1":
-        return []
+    """Register every tap's import hook; the names of those armed. `on_attach(name)` is called
+    when a tap attaches (its tracker imported and wrapped). Whether taps are wanted at all
+    (`tm --no-tap`) is decided once, by `boot.taps_wanted()`, before this is called."""
     if on_attach is not None:
         _base.on_attach = on_attach
     names: list[str] = []

@@ -1,0 +1,245 @@
+"""The durable half of delivery: a small shared-memory file that outlives the training process.
+
+The socket is how records reach `tm` while the run lives; it cannot help with what was still in
+the process when it died (SIGKILL, `os._exit`, a default SIGTERM that skips `atexit`). So each
+process that counts steps or accepts values also writes them, as it goes, into a memory-mapped
+file beside the socket (`ring.<pid>` in the private socket directory). The kernel keeps the
+file's pages whatever happens to the process; after the child exits `tm` reads every ring
+(`trainmeter.supervisor.ring`) and logs what the socket never delivered, once.
+
+The file, all little-endian:
+
+- a header of int64 slots (`H_*` below): the process's running step totals, written by the step
+  hook in one `struct.pack_into` (one C call: no other thread sees half), the totals it inherited
+  at fork (`H_BASE_*`), the next sequence number hint and counts of values refused;
+- a key table: `[u16 length][via NUL key]` entries, an entry's index is the key's id;
+- `CAPACITY` slots of 36 bytes, one per accepted value: key id, step, time, value and, last,
+  the value's per-process sequence number (the slot is valid when that number says so).
+
+Values are numbered in the order they are accepted; the sender thread ships them in that order
+with the number (`q`) on each record, so `tm` keeps, per process, the highest number it received
+and takes from the ring only what lies above it. A slot is reused only after the sender shipped
+its value (`tail`), so what `tm` may still need is never overwritten; a value that finds the ring
+full is refused and counted (`H_DROPPED_FULL`), never silently lost, and its number is skipped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import os
+import struct
+import threading
+
+from .sender import get_sender
+
+TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+MAGIC = 0x31474E49524D54  # "TMRING1", little-endian
+LAYOUT = 1
+HEADER_BYTES = 4096
+KEYS_BYTES = 1 << 16
+SLOT = struct.Struct("<iqddq")  # key id, step (-1: none), t, value, seq (written last)
+SLOT_BYTES = SLOT.size
+CAPACITY = 1 << 20  # slots; the file is sparse, pages exist only once written
+SLOTS_AT = HEADER_BYTES + KEYS_BYTES
+KEY_LEN = struct.Struct("<H")
+TOTALS = struct.Struct("<qqqqdq")  # tokens, real, real_missing, micro, t, steps
+TOTALS_AT = 5 * 8  # H_TOKENS
+
+# header indices (int64 each)
+H_MAGIC = 0
+H_LAYOUT = 1
+H_CAPACITY = 2
+H_PID = 3
+H_RANK = 4  # -1: unknown
+# the totals the step hook writes, in one `TOTALS.pack_into` (steps last, in memory order)
+H_TOKENS = 5
+H_REAL = 6
+H_REAL_MISSING = 7
+H_MICRO = 8
+H_STEP_T = 9  # a float64
+H_STEPS = 10
+H_ANY_TOKENS = 11
+H_BASE_STEPS = 12
+H_BASE_TOKENS = 13
+H_BASE_REAL = 14
+H_BASE_REAL_MISSING = 15
+H_BASE_MICRO = 16
+H_DROPPED_SENDER = 17  # records the sender dropped (a receiver gone quiet, at exit)
+H_DROPPED_FULL = 18  # values refused because the ring was full
+H_DROPPED_KEYS = 19  # values refused because the key table was full
+H_KEYS_USED = 20  # bytes of the key table in use
+H_KEYS_COUNT = 21
+HEADER_SLOTS = 22
+
+FILE_PREFIX = "ring."
+
+
+def path_for(directory: str, pid: int) -> str:
+    return os.path.join(directory, f"{FILE_PREFIX}{pid}")
+
+
+class Ring:
+    """One process's ring. Created by the process itself; never shared with a forked child."""
+
+    def __init__(self, path: str, pid: int, rank: int | None) -> None:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.ftruncate(fd, SLOTS_AT + CAPACITY * SLOT_BYTES)
+            self.mm = mmap.mmap(fd, SLOTS_AT + CAPACITY * SLOT_BYTES)
+        finally:
+            os.close(fd)
+        self.path = path
+        self.pid = pid
+        header = memoryview(self.mm)[:HEADER_BYTES]
+        self.h = header.cast("q")  # the step hook writes here: h[H_STEPS] = n
+        self.hd = header.cast("d")
+        h = self.h
+        h[H_LAYOUT] = LAYOUT
+        h[H_CAPACITY] = CAPACITY
+        h[H_PID] = pid
+        h[H_RANK] = -1 if rank is None else rank
+        h[H_MAGIC] = MAGIC  # last: a reader trusts the header only once this is there
+        self.keys: dict[tuple[str, str], int] = {}
+        self.emit_ids: dict[str, int] = {}  # emit's own look-up: by key alone
+        self.key_names: list[tuple[str, str]] = []
+        # numbered from 1, so a never-written (zero) slot can never pass for a value
+        self.seq = itertools.count(1)  # next(): atomic under the GIL, so threads never share one
+        self.tail = 1  # first value not yet shipped (the sender thread moves it)
+        self.read = 1  # first value not yet taken by the sender thread
+        self.mask = CAPACITY - 1
+        self.skipped: set[int] = set()  # numbers given to values that were refused
+        self._key_lock = threading.Lock()
+        self.owner: object = None  # the sender it was made for (a new sender: a new ring)
+
+    def key_id(self, key: str, via: str) -> int:
+        """The id of (via, key), adding it to the table the first time. -1: the table is full."""
+        with self._key_lock:  # rare (a key's first value), and two threads may race to it
+            return self._add_key((via, key))
+
+    def _add_key(self, entry: tuple[str, str]) -> int:
+        kid = self.keys.get(entry)
+        if kid is not None:
+            return kid
+        via, key = entry
+        data = f"{via}\0{key}".encode("utf-8", "replace")
+        used = self.h[H_KEYS_USED]
+        if len(data) > 0xFFFF or used + 2 + len(data) > KEYS_BYTES:
+            return -1
+        at = HEADER_BYTES + used
+        KEY_LEN.pack_into(self.mm, at, len(data))
+        self.mm[at + 2 : at + 2 + len(data)] = data
+        kid = len(self.key_names)
+        self.key_names.append(entry)
+        self.h[H_KEYS_USED] = used + 2 + len(data)
+        self.h[H_KEYS_COUNT] = kid + 1  # after the bytes: a reader never sees half an entry
+        self.keys[entry] = kid
+        return kid
+
+    def take(self, limit: int) -> list[tuple[int, int, int, float, float]]:
+        """Sender thread: up to `limit` written values from `read` on, in order, as
+        (seq, key id, step, t, value); stops at the first slot not yet written."""
+        out = []
+        mm, unpack, mask, seq = self.mm, SLOT.unpack_from, self.mask, self.read
+        while len(out) < limit:
+            kid, step, t, value, written = unpack(mm, SLOTS_AT + (seq & mask) * SLOT_BYTES)
+            if written != seq:
+                if seq in self.skipped:  # refused (ring or key table full): counted already
+                    self.skipped.discard(seq)
+                    out.append((seq, -1, -1, 0.0, 0.0))
+                    seq += 1
+                    continue
+                break
+            out.append((seq, kid, step, t, value))
+            seq += 1
+        self.read = seq
+        return out
+
+    def close(self) -> None:
+        try:
+            self.h.release()
+            self.hd.release()
+            self.mm.close()
+        except Exception:  # noqa: BLE001 - a view still exported: leave it to the collector
+            pass
+
+
+def read_header(mm: Any) -> dict[str, Any] | None:
+    """The header of a ring file as a dict, or None when it is not one of ours."""
+    if len(mm) < SLOTS_AT:
+        return None
+    h = struct.unpack_from(f"<{HEADER_SLOTS}q", mm, 0)
+    if h[H_MAGIC] != MAGIC or h[H_LAYOUT] != LAYOUT:
+        return None
+    (step_t,) = struct.unpack_from("<d", mm, H_STEP_T * 8)
+    return {"h": h, "step_t": step_t}
+
+
+def read_keys(mm: Any, count: int) -> list[tuple[str, str]]:
+    names = []
+    at = HEADER_BYTES
+    for _ in range(count):
+        (length,) = KEY_LEN.unpack_from(mm, at)
+        via, _, key = bytes(mm[at + 2 : at + 2 + length]).decode("utf-8", "replace").partition("\0")
+        names.append((via, key))
+        at += 2 + length
+    return names
+
+
+# ---- the process's ring ---------------------------------------------------------------------
+
+_ring: Ring | None = None
+_tried = False
+#: Called with each new ring (the step probe points its totals there). Never raise out.
+on_new: list[Callable[[Ring], None]] = []
+
+
+def current() -> Ring | None:
+    """This process's ring, made on first use inside `tm`; None outside `tm` or when the file
+    cannot be made (then values travel by the socket alone, and what is left at exit is
+    counted)."""
+    global _ring, _tried
+    sender = get_sender()
+    if _ring is not None and _ring.owner is sender or _tried and _ring is None:
+        return _ring
+    _tried = True
+    _ring = None
+    if sender is None:
+        return None
+    try:
+        pid = os.getpid()
+        ring = Ring(path_for(os.path.dirname(sender.path), pid), pid, sender.rank)
+    except Exception:  # noqa: BLE001 - no room, no directory: the socket alone, counted
+        return None
+    ring.owner = sender
+    _ring = ring
+    for listener in tuple(on_new):
+        try:
+            listener(ring)
+        except Exception:  # noqa: BLE001 - promise 1
+            pass
+    return ring
+
+
+def forget() -> None:
+    """Drop this process's ring (tests: each gets its own sender and ring)."""
+    global _ring, _tried
+    _ring, _tried = None, False
+
+
+def _after_fork_in_child() -> None:
+    """A forked child writes its own ring, never its parent's: the parent's unsent values stay
+    the parent's to send. The parent's mapping is left alone (its views may still be held)."""
+    global _ring, _tried
+    had = _ring is not None
+    _ring, _tried = None, False
+    if had:
+        current()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,231 @@
+"""After the child exits: log what the agents' rings hold and the socket never delivered.
+
+Every process the agent runs in keeps its running step totals and its accepted values in a
+memory-mapped file beside the ingest socket (`trainmeter.agent.ring` writes it). A process
+killed by SIGKILL, leaving by `os._exit` or by a default SIGTERM never sends its last
+records; the file still has them. So `tm`:
+
+1. watches the records the socket delivers (`Delivered`, wrapped around the ingest sink): per
+   process, the highest value number `q` and the step totals received;
+2. maps every ring file before the socket directory is removed (`open_rings`);
+3. once the socket is drained, writes for each process the steps and values above what was
+   delivered (`recover`), marked `"recovered": true`, before `run.end`.
+
+Each value carries its number, and the socket keeps order, so "above the highest received" is
+exactly "never delivered": nothing is logged twice. Steps are running totals: the missing part
+is the ring's total less what the step records delivered. Values the agent refused because its
+ring was full are counted there and logged as `agent_dropped_records`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from .. import records
+from ..agent import ring as layout
+from ..agent.outbox import FACT_KEYS
+
+_GAP = 64  # numbers a writer may have taken and not filled (killed between the two)
+
+
+class Delivered:
+    """What the socket delivered, per process id. Cheap: called for every record."""
+
+    def __init__(self) -> None:
+        self.last_q: dict[int, int] = {}
+        #: pid -> [highest n, tokens, real tokens, micro-batches] from its step records
+        self.steps: dict[int, list[int]] = {}
+        self.dropped_reported: dict[int, int] = {}
+
+    def see(self, record: dict[str, Any]) -> None:
+        pid = record.get("pid")
+        q = record.get("q")
+        if type(q) is int and q > self.last_q.get(pid, 0):  # type: ignore[arg-type]
+            self.last_q[pid] = q  # type: ignore[index]
+            return
+        kind = record.get("kind")
+        if kind == "fact":
+            d = record.get("d") or {}
+            if d.get("key") == "agent_dropped_records" and type(d.get("value")) is int:
+                self.dropped_reported[pid] = d["value"]  # type: ignore[index]
+            return
+        if kind != "step" or record.get("src") != "agent":
+            return
+        d = record.get("d") or {}
+        totals = self.steps.get(pid)  # type: ignore[arg-type]
+        if totals is None:
+            totals = self.steps[pid] = [0, 0, 0, 0]  # type: ignore[index]
+        n = d.get("n")
+        if type(n) is int and n > totals[0]:
+            totals[0] = n
+        for at, name in ((1, "tokens"), (2, "real_tokens"), (3, "micro")):
+            value = d.get(name)
+            if type(value) is int:
+                totals[at] += value
+
+    def wrap(self, sink: Callable[[bytes, dict[str, Any]], None]) -> Callable[..., None]:
+        """The ingest sink, watched."""
+
+        def watched(line: bytes, record: dict[str, Any]) -> None:
+            try:
+                self.see(record)
+            except Exception:  # noqa: BLE001 - a forged record must not stop the ingest
+                pass
+            sink(line, record)
+
+        return watched
+
+
+def open_rings(directory: str) -> list[mmap.mmap]:
+    """Map every ring file in the socket directory (read-only), so they can be read after the
+    directory is gone. A file that is not a ring, or cannot be read, is left out."""
+    maps: list[mmap.mmap] = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return maps
+    for name in names:
+        if not name.startswith(layout.FILE_PREFIX):
+            continue
+        try:
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            if os.fstat(fd).st_size >= layout.SLOTS_AT:
+                maps.append(mmap.mmap(fd, 0, access=mmap.ACCESS_READ))
+        except (OSError, ValueError):
+            pass
+        finally:
+            os.close(fd)
+    return maps
+
+
+def recover(
+    maps: list[mmap.mmap],
+    delivered: Delivered,
+    accept: Callable[[bytes, dict[str, Any]], None],
+) -> int:
+    """Write, through `accept`, each ring's steps and values the socket never delivered.
+    Returns how many records were written. Never raises."""
+    written = 0
+    for mm in maps:
+        try:
+            for record in _missing(mm, delivered):
+                try:
+                    line = records.encode(record)
+                except records.RecordError:
+                    continue  # a damaged slot (not a finite number): that one value only
+                # JSON-native types only, so the dict is what a replay parses from the line
+                accept(line.encode("utf-8"), record)
+                written += 1
+        except Exception:  # noqa: BLE001 - one damaged ring must not cost the others
+            continue
+        finally:
+            with contextlib.suppress(Exception):
+                mm.close()
+    return written
+
+
+def _missing(mm: mmap.mmap, delivered: Delivered) -> list[dict[str, Any]]:
+    header = layout.read_header(mm)
+    if header is None:
+        return []
+    h = header["h"]
+    pid = h[layout.H_PID]
+    rank = h[layout.H_RANK] if h[layout.H_RANK] >= 0 else None
+    out: list[dict[str, Any]] = []
+    step = _missing_step(h, header["step_t"], delivered.steps.get(pid))
+    if step is not None:
+        out.append(records.make("step", step, t=header["step_t"], src="agent", rank=rank, pid=pid))
+    out.extend(_missing_values(mm, h, pid, rank, delivered.last_q.get(pid, 0)))
+    full, keys, sender = (
+        h[layout.H_DROPPED_FULL],
+        h[layout.H_DROPPED_KEYS],
+        h[layout.H_DROPPED_SENDER],
+    )
+    if full + keys + sender > delivered.dropped_reported.get(pid, 0):
+        fact = {
+            "key": "agent_dropped_records",
+            "value": full + keys + sender,
+            "source": "detected",
+            "note": (
+                f"{full} values refused with the agent's ring full (the receiver fell "
+                f"{layout.CAPACITY} values behind), {keys} with its key table full or not storable, "
+                f"{sender} records the sender could not deliver (receiver full at exit, or gone)"
+            ),
+        }
+        t = out[-1]["t"] if out else header["step_t"]
+        out.append(records.make("fact", fact, t=t, src="agent", rank=rank, pid=pid))
+    return out
+
+
+def _missing_step(h: tuple[int, ...], t: float, got: list[int] | None) -> dict[str, Any] | None:
+    """One step record for the steps finished after the last one delivered, or None."""
+    steps = h[layout.H_STEPS]
+    base = h[layout.H_BASE_STEPS]
+    last_n, tokens, real, micro = got if got is not None else (base, 0, 0, 0)
+    k = steps - max(last_n, base)
+    if k <= 0:
+        return None
+    d: dict[str, Any] = {
+        "k": k,
+        "n": steps,
+        "micro": max(h[layout.H_MICRO] - h[layout.H_BASE_MICRO] - micro, 0),
+        "recovered": True,
+    }
+    if h[layout.H_ANY_TOKENS]:
+        d["tokens"] = max(h[layout.H_TOKENS] - h[layout.H_BASE_TOKENS] - tokens, 0)
+        if h[layout.H_REAL_MISSING] == h[layout.H_BASE_REAL_MISSING]:
+            d["real_tokens"] = max(h[layout.H_REAL] - h[layout.H_BASE_REAL] - real, 0)
+    return d
+
+
+def _missing_values(
+    mm: mmap.mmap, h: tuple[int, ...], pid: int, rank: int | None, last_q: int
+) -> list[dict[str, Any]]:
+    """The values numbered above `last_q`, in order, as records."""
+    capacity = h[layout.H_CAPACITY]
+    if capacity != layout.CAPACITY:
+        return []
+    keys = layout.read_keys(mm, h[layout.H_KEYS_COUNT])
+    unpack = layout.SLOT.unpack_from
+    mask = capacity - 1
+    allowed_gap = _GAP + h[layout.H_DROPPED_FULL] + h[layout.H_DROPPED_KEYS]
+    out: list[dict[str, Any]] = []
+    seq, gap = last_q + 1, 0
+    while gap <= allowed_gap and seq - last_q <= capacity:
+        kid, step, t, value, written = unpack(
+            mm, layout.SLOTS_AT + (seq & mask) * layout.SLOT_BYTES
+        )
+        seq += 1
+        if written != seq - 1 or not 0 <= kid < len(keys):
+            gap += 1
+            continue
+        gap = 0
+        via, key = keys[kid]
+        if via == "emit" and key in FACT_KEYS:
+            d: dict[str, Any] = {"key": key, "value": value, "source": "emitted"}
+            kind = "fact"
+        else:
+            d = {"key": key, "value": value, "via": via}
+            if step >= 0:
+                d["step"] = step
+            kind = "metric"
+        d["recovered"] = True
+        record = records.make(
+            kind, d, t=t, src="emit" if via == "emit" else "agent", rank=rank, pid=pid
+        )
+        record["q"] = written
+        out.append(record)
+    return out
+
+
+def unpack_header(data: bytes) -> tuple[int, ...]:
+    """The header slots of a ring image (tests)."""
+    return struct.unpack_from(f"<{layout.HEADER_SLOTS}q", data, 0)

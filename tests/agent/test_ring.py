@@ -1,0 +1,119 @@
+"""The ring in one process: values numbered once, taken by `tm` exactly above what the socket
+delivered, refusals counted, the sender's drops kept where `tm` reads them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from tests.socket_collector import SocketCollector
+
+from trainmeter.agent import outbox, ring
+from trainmeter.agent import sender as sender_module
+from trainmeter.emit import emit
+
+
+@pytest.fixture
+def collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[SocketCollector]:
+    col = SocketCollector()
+    monkeypatch.setenv(sender_module.SOCKET_ENV, col.path)
+    monkeypatch.setattr(sender_module, "_sender", None)
+    monkeypatch.setattr(sender_module, "_sender_checked", False)
+    outbox.clear()
+    sender = sender_module.get_sender()
+    sender.interval = 3600.0  # the test flushes by hand
+    try:
+        yield col
+    finally:
+        sender.go_quiet()
+        outbox.clear()
+        col.close()
+
+
+def _values(records: list[dict], key: str = "x") -> list[float]:
+    return [r["d"]["value"] for r in records if r["kind"] == "metric" and r["d"]["key"] == key]
+
+
+def test_tm_takes_from_the_ring_exactly_what_the_socket_did_not_bring(collector) -> None:
+    for i in range(10):
+        emit(x=float(i))
+    collector.records()  # flushed: 1..10 delivered by the socket
+    for i in range(10, 15):
+        emit(x=float(i))  # accepted, never sent: the process "dies" here
+    collector.finish()
+    assert _values(collector.received) == [float(i) for i in range(10)]
+    assert _values(collector.recovered) == [float(i) for i in range(10, 15)]
+    assert [r["q"] for r in collector.recovered] == [11, 12, 13, 14, 15]
+    assert all(r["d"]["recovered"] is True for r in collector.recovered)
+
+
+def test_a_full_ring_refuses_counts_and_never_stalls(collector, monkeypatch) -> None:
+    emit(x=0.0)
+    the_ring = ring.current()
+    assert the_ring is not None
+    the_ring.tail -= ring.CAPACITY  # as if a whole ring of values were still unshipped
+    emit(x=1.0, y=2.0)  # both refused: counted, numbers 2 and 3 skipped
+    the_ring.tail += ring.CAPACITY
+    emit(x=3.0)
+    got = collector.records()
+    assert _values(got) == [0.0, 3.0]
+    assert [r["q"] for r in got if r["kind"] == "metric"] == [1, 4]
+    dropped = [r["d"]["value"] for r in got if r["d"].get("key") == "agent_dropped_records"]
+    assert dropped == [2]
+    assert the_ring.h[ring.H_DROPPED_FULL] == 2
+
+
+def test_drops_at_exit_are_counted_in_the_ring_when_the_socket_is_full(collector) -> None:
+    sender = sender_module.get_sender()
+    emit(x=1.0)
+    collector.records()
+    # a record only the socket carries, and a receiver that takes nothing more
+    sender.send("phase", {"name": "data", "s": 0.5, "n": 1})
+    sender.flush = lambda: None  # type: ignore[method-assign]  # every send "fails"
+    sender._queue.append({"v": 1})  # stands for one record still waiting
+    sender._backlog.append((b"{}", 0, 1))  # and one datagram the receiver refused
+    sender.flush_at_exit(timeout=0.05)
+    assert sender.at_exit_left == 3  # the phase, the waiting record, the refused datagram
+    collector.finish()
+    facts = [r for r in collector.recovered if r["d"].get("key") == "agent_dropped_records"]
+    assert [f["d"]["value"] for f in facts] == [3]
+    assert "could not deliver" in facts[0]["d"]["note"]
+
+
+def test_odd_keys_travel_as_written(collector) -> None:
+    keys = ['acc%', 'a"b', "loss/é", "x%s%d", "tab\there"]
+    emit(**{key: 1.0 for key in keys})
+    got = [r["d"]["key"] for r in collector.records() if r["kind"] == "metric"]
+    assert got == keys
+
+
+def test_giving_up_at_exit_leaves_the_rest_to_the_ring_and_ships_nothing_past_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    col = SocketCollector(rcvbuf=4096)  # a receiver that is soon full
+    monkeypatch.setenv(sender_module.SOCKET_ENV, col.path)
+    monkeypatch.setattr(sender_module, "_sender", None)
+    monkeypatch.setattr(sender_module, "_sender_checked", False)
+    outbox.clear()
+    sender = sender_module.get_sender()
+    sender.interval = 3600.0
+    try:
+        for i in range(30000):  # more than the receiver's queue of datagrams holds
+            emit(x=float(i))
+        sender.flush_at_exit(timeout=0.0)  # full at once: gives up
+        col.receive_now()  # the receiver catches up ...
+        sender.flush()  # ... and the sender thread ticks once more during shutdown
+        col.finish()
+        assert _values(col.all()) == [float(i) for i in range(30000)]  # each once, none lost
+        assert col.recovered  # the part the socket could not take came from the ring
+    finally:
+        sender.go_quiet()
+        outbox.clear()
+        col.close()
+
+
+def test_a_step_no_slot_can_hold_never_stalls_the_values_after_it(collector) -> None:
+    outbox.put("loss", 0.5, "wandb", 10**20)  # a tracker's absurd step: the value still goes
+    emit(x=1.0)
+    got = [r for r in collector.records() if r["kind"] == "metric"]
+    assert [(r["d"]["key"], "step" in r["d"]) for r in got] == [("loss", False), ("x", True)]

@@ -1,0 +1,88 @@
+"""Nothing finished is lost, nothing is sent twice, however the training process ends
+(promise 10). Real `tm` runs and real processes; each test is one short script."""
+
+from __future__ import annotations
+
+import collections
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+from tests.conftest import read_events, run_dirs, run_tm
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+def _log(cwd: Path) -> list[dict]:
+    dirs = run_dirs(cwd)
+    assert dirs, "no run directory"
+    return read_events(dirs[-1])
+
+
+@pytest.mark.parametrize(
+    ("steps", "how", "status"),
+    [
+        (300, "KILL", 128 + signal.SIGKILL),
+        (40, "KILL", 128 + signal.SIGKILL),
+        (120, "TERM", 128 + signal.SIGTERM),
+        (120, "HUP", 128 + signal.SIGHUP),
+        (120, "INT", None),  # KeyboardInterrupt: Python's own exit status for it
+    ],
+)
+def test_every_finished_step_and_value_survives_the_death(workdir, steps, how, status) -> None:
+    """SIGKILL after 300 and after 40 steps; SIGTERM and SIGHUP (Python's default: no atexit);
+    SIGINT. (os._exit is the forked workers' way out, below.)"""
+    out = run_tm(
+        ["-q", "--no-web", "--", sys.executable, str(SCRIPTS / "die_after.py"), str(steps), how],
+        workdir,
+    )
+    assert f"DONE {steps}" in out.stdout, out.stderr
+    if status is not None:
+        assert out.returncode == status, out.stderr
+    events = _log(workdir)
+    step_records = [r for r in events if r["kind"] == "step"]
+    assert sum(r["d"]["k"] for r in step_records) == steps
+    assert max(r["d"]["n"] for r in step_records) == steps
+    # 2 x 8 token ids a step, every one of them counted once
+    assert sum(r["d"].get("tokens", 0) for r in step_records) == steps * 16
+    losses = [r for r in events if r["kind"] == "metric" and r["d"]["key"] == "loss"]
+    assert len(losses) == steps
+    assert sorted(r["q"] for r in losses) == list(range(1, steps + 1))  # each once, in order
+    assert events[-1]["kind"] == "run.end"
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_forked_and_spawned_workers_deliver_each_value_once(workdir, method) -> None:
+    out = run_tm(
+        ["-q", "--no-web", "--", sys.executable, str(SCRIPTS / "forking_trainer.py"), method],
+        workdir,
+    )
+    assert out.returncode == 0 and "DONE" in out.stdout, out.stderr
+    seen = collections.Counter(
+        (r["d"]["key"], r["d"]["value"])
+        for r in _log(workdir)
+        if r["kind"] == "metric"
+    )
+    by_key = collections.Counter(key for key, _ in seen)
+    expected = {"parent_value": 50, "worker_value": 100}
+    if method == "fork":
+        expected["loader_value"] = 64  # DataLoader workers, num_workers=2
+    assert by_key == expected
+    assert set(seen.values()) == {1}  # nothing twice: the parent's unsent values stay its own
+    if method == "fork":  # a forked trainer: its 7 steps counted once, apart from the parent's
+        steps = [r for r in _log(workdir) if r["kind"] == "step"]
+        assert sum(r["d"]["k"] for r in steps) == 15
+        assert sum(r["d"]["tokens"] for r in steps) == 15 * 4
+        by_pid = collections.Counter()
+        for r in steps:
+            by_pid[r["pid"]] += r["d"]["k"]
+        assert sorted(by_pid.values()) == [7, 8]
+
+
+def test_a_tight_loop_of_100k_emits_reaches_the_log_whole(workdir) -> None:
+    code = "from trainmeter import emit\nfor i in range(100000): emit(x=float(i))\n"
+    out = run_tm(["-q", "--no-web", "--", sys.executable, "-c", code], workdir)
+    assert out.returncode == 0, out.stderr
+    values = [r["d"]["value"] for r in _log(workdir) if r["kind"] == "metric"]
+    assert values == [float(i) for i in range(100000)]  # all, once, in order
