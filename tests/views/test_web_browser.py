@@ -419,7 +419,8 @@ def test_model_without_tokens_samples_tiles_waterfall_and_advice(browser, scheme
         assert snap["absent"]["tokens_per_s"] in _tile(page, "tokens_per_s").inner_text()
         mfu_tile.click()
         page.locator("#explain").wait_for(state="visible")
-        assert snap["explain"]["samples_mfu"]["formula"] in page.locator("#explain-body").inner_text()
+        explained = page.locator("#explain-body").inner_text()
+        assert snap["explain"]["samples_mfu"]["formula"] in explained
         page.keyboard.press("Escape")
         end = page.locator("#waterfall .wf-row.wf-end")
         assert float(end.get_attribute("data-value")) == snap["waterfall"]["value"]
