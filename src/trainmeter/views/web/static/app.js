@@ -462,7 +462,8 @@
     var box = clear(byId("waterfall"));
     var wf = S.snap.waterfall;
     if (!wf || !wf.factors) {
-      box.appendChild(el("p", { class: "empty", "data-reason": "1", text: absentReason("waterfall") || (S.snap.mfu ? "This snapshot has no waterfall (an engine without it, or a joined job)." : "No MFU yet: the waterfall ends at the MFU.") }));
+      var joined = S.snap.job && Array.isArray(S.snap.job.node_list);
+      box.appendChild(el("p", { class: "empty", "data-reason": "1", text: absentReason("waterfall") || (joined ? "Several nodes joined as one job: each node's counters are its own, so the waterfall is per node (tm view of one node's run directory shows it)." : S.snap.mfu ? "This snapshot has no waterfall (an engine without it)." : "No MFU yet: the waterfall ends at the MFU.") }));
       return;
     }
     var factors = wf.factors.slice(), absent = wf.absent || {};
@@ -515,7 +516,8 @@
     var box = clear(byId("advice"));
     var adv = S.snap.advice;
     if (!Array.isArray(adv)) {
-      box.appendChild(el("p", { class: "empty", "data-reason": "1", text: absentReason("advice") || "This snapshot carries no advice (an engine without it, or a joined job)." }));
+      var joinedJob = S.snap.job && Array.isArray(S.snap.job.node_list);
+      box.appendChild(el("p", { class: "empty", "data-reason": "1", text: absentReason("advice") || (joinedJob ? "Several nodes joined as one job: advice is per node (tm view of one node's run directory shows it)." : "This snapshot carries no advice (an engine without it).") }));
       return;
     }
     if (!adv.length) {
