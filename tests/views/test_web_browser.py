@@ -233,6 +233,74 @@ def test_both_themes_render(browser, live_run, tmp_path, scheme, dark):
     page.close()
 
 
+def _factor_values(page) -> dict[str, float]:
+    return page.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('#waterfall .wf-row[data-factor]')]"
+        ".filter(r => r.dataset.value).map(r => [r.dataset.factor, Number(r.dataset.value)]))"
+    )
+
+
+def test_live_waterfall_card_shows_the_engines_factors(browser, live_run):
+    """On the fake H100 (GPM) under megatron, every factor of snap["waterfall"] is a row with
+    the engine's value, the chain ends at the MFU, and a click opens its explanation."""
+    _, url, _ = live_run
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    page.wait_for_selector('#waterfall .wf-row[data-factor="gpu_idle"][data-value]', timeout=60_000)
+    # before the megatron MFU has its first average the waterfall ends at the counted one;
+    # wait for the run's own convention, then read the page and /api/state at one snapshot
+    _wait(page, "/megatron/.test(document.querySelector('#waterfall .wf-end').textContent)")
+    for _ in range(100):
+        seq = int(page.evaluate("document.body.dataset.seq"))
+        shown = _factor_values(page)
+        state = _state(page, url)
+        if state["seq"] == seq == int(page.evaluate("document.body.dataset.seq")):
+            snap = state["snapshot"]
+            break
+        page.wait_for_timeout(100)
+    else:
+        raise AssertionError("the page never settled on one snapshot")
+    wf = snap["waterfall"]
+    assert wf["convention"] == "megatron"
+    names = [f["name"] for f in wf["factors"]]
+    # GPM and a tensor clock on the H100 fixture: every factor is measured, none absent
+    assert names == [
+        "time_outside_window",
+        "time_outside_steps",
+        "gpu_idle",
+        "tensor_share",
+        "clocks",
+        "model_vs_executed",
+    ]
+    assert wf["absent"] == {}
+    assert shown == {f["name"]: f["value"] for f in wf["factors"]}
+    end = page.locator("#waterfall .wf-row.wf-end")
+    assert float(end.get_attribute("data-value")) == wf["value"] == snap["mfu"]["value"]
+    assert "megatron" in end.inner_text()
+    card = page.locator("#waterfall").inner_text()
+    for f in wf["factors"]:
+        assert f["label"] in card  # its name,
+        assert f["source"].split(":")[0] in card  # its provenance
+    assert "over the whole run" in card.lower() and "within the training window" in card.lower()
+    page.locator('#waterfall .wf-row[data-factor="tensor_share"]').click()
+    page.locator("#explain").wait_for(state="visible")
+    assert page.locator("#explain-body").get_attribute("data-name") == "waterfall"
+    body = page.locator("#explain-body").inner_text()
+    assert snap["explain"]["waterfall"]["formula"] in body
+    for item in snap["explain"]["waterfall"]["inputs"]:
+        assert page.locator(f'#explain-body tr[data-input="{item["name"]}"]').count() == 1
+    page.keyboard.press("Escape")
+    # What to try: the fake H100's GPU 0 is power-capped, and the advice says so with its numbers
+    kinds = [a["kind"] for a in snap["advice"]]
+    assert "clocks_held" in kinds
+    item = page.locator('#advice [data-advice="clocks_held"]')
+    advice = next(a for a in snap["advice"] if a["kind"] == "clocks_held")
+    assert advice["message"] in item.inner_text()
+    for ev in advice["evidence"]:
+        assert item.locator(f'tr[data-evidence="{ev["name"]}"]').count() == 1
+    page.close()
+
+
 @pytest.fixture(scope="module")
 def viewed_run(live_run):
     """The live run stopped, then `tm view` of it, and `tm summary --json` of it."""
@@ -322,74 +390,6 @@ def test_explain_panel_shows_formula_inputs_and_peak(browser):
         page.close()
     finally:
         stop(srv)
-
-
-def _factor_values(page) -> dict[str, float]:
-    return page.evaluate(
-        "Object.fromEntries([...document.querySelectorAll('#waterfall .wf-row[data-factor]')]"
-        ".filter(r => r.dataset.value).map(r => [r.dataset.factor, Number(r.dataset.value)]))"
-    )
-
-
-def test_live_waterfall_card_shows_the_engines_factors(browser, live_run):
-    """On the fake H100 (GPM) under megatron, every factor of snap["waterfall"] is a row with
-    the engine's value, the chain ends at the MFU, and a click opens its explanation."""
-    _, url, _ = live_run
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(url)
-    page.wait_for_selector('#waterfall .wf-row[data-factor="gpu_idle"][data-value]', timeout=60_000)
-    # before the megatron MFU has its first average the waterfall ends at the counted one;
-    # wait for the run's own convention, then read the page and /api/state at one snapshot
-    _wait(page, "/megatron/.test(document.querySelector('#waterfall .wf-end').textContent)")
-    for _ in range(100):
-        seq = int(page.evaluate("document.body.dataset.seq"))
-        shown = _factor_values(page)
-        state = _state(page, url)
-        if state["seq"] == seq == int(page.evaluate("document.body.dataset.seq")):
-            snap = state["snapshot"]
-            break
-        page.wait_for_timeout(100)
-    else:
-        raise AssertionError("the page never settled on one snapshot")
-    wf = snap["waterfall"]
-    assert wf["convention"] == "megatron"
-    names = [f["name"] for f in wf["factors"]]
-    # GPM and a tensor clock on the H100 fixture: every factor is measured, none absent
-    assert names == [
-        "time_outside_window",
-        "time_outside_steps",
-        "gpu_idle",
-        "tensor_share",
-        "clocks",
-        "model_vs_executed",
-    ]
-    assert wf["absent"] == {}
-    assert shown == {f["name"]: f["value"] for f in wf["factors"]}
-    end = page.locator("#waterfall .wf-row.wf-end")
-    assert float(end.get_attribute("data-value")) == wf["value"] == snap["mfu"]["value"]
-    assert "megatron" in end.inner_text()
-    card = page.locator("#waterfall").inner_text()
-    for f in wf["factors"]:
-        assert f["label"] in card  # its name,
-        assert f["source"].split(":")[0] in card  # its provenance
-    assert "over the whole run" in card.lower() and "within the training window" in card.lower()
-    page.locator('#waterfall .wf-row[data-factor="tensor_share"]').click()
-    page.locator("#explain").wait_for(state="visible")
-    assert page.locator("#explain-body").get_attribute("data-name") == "waterfall"
-    body = page.locator("#explain-body").inner_text()
-    assert snap["explain"]["waterfall"]["formula"] in body
-    for item in snap["explain"]["waterfall"]["inputs"]:
-        assert page.locator(f'#explain-body tr[data-input="{item["name"]}"]').count() == 1
-    page.keyboard.press("Escape")
-    # What to try: the fake H100's GPU 0 is power-capped, and the advice says so with its numbers
-    kinds = [a["kind"] for a in snap["advice"]]
-    assert "clocks_held" in kinds
-    item = page.locator('#advice [data-advice="clocks_held"]')
-    advice = next(a for a in snap["advice"] if a["kind"] == "clocks_held")
-    assert advice["message"] in item.inner_text()
-    for ev in advice["evidence"]:
-        assert item.locator(f'tr[data-evidence="{ev["name"]}"]').count() == 1
-    page.close()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
