@@ -433,7 +433,7 @@
     if (opts.absent) valueCell.appendChild(el("span", { class: "na", text: "n/a" }));
     else if (opts.kind === "factor") {
       valueCell.appendChild(el("b", { text: "×" + sig(opts.value, 3) }));
-      var lossText = !isNum(opts.loss) ? "" : opts.loss >= 0 ? "−" + (opts.loss > 0.999 && opts.loss < 1 ? (opts.loss * 100).toPrecision(5) + "%" : pct(opts.loss)) : "+" + pct(-opts.loss);
+      var lossText = !isNum(opts.loss) ? "" : opts.loss >= 0 ? "−" + (opts.loss > 0.999 && opts.loss < 1 ? (opts.loss * 100).toFixed(Math.max(1, Math.ceil(-Math.log10(1 - opts.loss)) - 1)) + "%" : pct(opts.loss)) : "+" + pct(-opts.loss);
       valueCell.appendChild(el("small", { text: lossText }));
     } else valueCell.appendChild(el("b", { text: pct(opts.after) }));
     var head = [el("span", { class: "wf-label", text: opts.label })];
