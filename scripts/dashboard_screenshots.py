@@ -2,7 +2,8 @@
 
 Runs the example under `tm` on the fake H100 (the NVML fixture the tests use) with a step
 budget, waits until the run is past a third of it, and photographs the live page in headless
-Chromium with the light and then the dark system setting, plus the explain panel of MFU.
+Chromium with the light and then the dark system setting, plus the MFU waterfall with What to
+try, and the explain panel of MFU.
 
     python scripts/dashboard_screenshots.py [--out docs/img]
 
@@ -73,6 +74,14 @@ def main() -> int:
                     page.wait_for_timeout(1200)  # charts redraw with the theme's colours
                     page.screenshot(path=str(out / f"dashboard-{scheme}.png"), full_page=True)
                     print(out / f"dashboard-{scheme}.png")
+                # the MFU waterfall and What to try, side by side (light)
+                page.emulate_media(color_scheme="light")
+                page.wait_for_timeout(1200)
+                insight = page.locator("section.grid2", has=page.locator("#waterfall"))
+                page.evaluate("document.querySelector('.top').style.position = 'static'")
+                insight.screenshot(path=str(out / "dashboard-waterfall.png"))
+                page.evaluate("document.querySelector('.top').style.position = ''")
+                print(out / "dashboard-waterfall.png")
                 if not page.evaluate("!!document.body.dataset.explained"):
                     print("no explanations in this engine's snapshot: no explain screenshot")
                 else:

@@ -233,6 +233,74 @@ def test_both_themes_render(browser, live_run, tmp_path, scheme, dark):
     page.close()
 
 
+def _factor_values(page) -> dict[str, float]:
+    return page.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('#waterfall .wf-row[data-factor]')]"
+        ".filter(r => r.dataset.value).map(r => [r.dataset.factor, Number(r.dataset.value)]))"
+    )
+
+
+def test_live_waterfall_card_shows_the_engines_factors(browser, live_run):
+    """On the fake H100 (GPM) under megatron, every factor of snap["waterfall"] is a row with
+    the engine's value, the chain ends at the MFU, and a click opens its explanation."""
+    _, url, _ = live_run
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    page.wait_for_selector('#waterfall .wf-row[data-factor="gpu_idle"][data-value]', timeout=60_000)
+    # before the megatron MFU has its first average the waterfall ends at the counted one;
+    # wait for the run's own convention, then read the page and /api/state at one snapshot
+    _wait(page, "/megatron/.test(document.querySelector('#waterfall .wf-end').textContent)")
+    for _ in range(100):
+        seq = int(page.evaluate("document.body.dataset.seq"))
+        shown = _factor_values(page)
+        state = _state(page, url)
+        if state["seq"] == seq == int(page.evaluate("document.body.dataset.seq")):
+            snap = state["snapshot"]
+            break
+        page.wait_for_timeout(100)
+    else:
+        raise AssertionError("the page never settled on one snapshot")
+    wf = snap["waterfall"]
+    assert wf["convention"] == "megatron"
+    names = [f["name"] for f in wf["factors"]]
+    # GPM and a tensor clock on the H100 fixture: every factor is measured, none absent
+    assert names == [
+        "time_outside_window",
+        "time_outside_steps",
+        "gpu_idle",
+        "tensor_share",
+        "clocks",
+        "model_vs_executed",
+    ]
+    assert wf["absent"] == {}
+    assert shown == {f["name"]: f["value"] for f in wf["factors"]}
+    end = page.locator("#waterfall .wf-row.wf-end")
+    assert float(end.get_attribute("data-value")) == wf["value"] == snap["mfu"]["value"]
+    assert "megatron" in end.inner_text()
+    card = page.locator("#waterfall").inner_text()
+    for f in wf["factors"]:
+        assert f["label"] in card  # its name,
+        assert f["source"].split(":")[0] in card  # its provenance
+    assert "over the whole run" in card.lower() and "within the training window" in card.lower()
+    page.locator('#waterfall .wf-row[data-factor="tensor_share"]').click()
+    page.locator("#explain").wait_for(state="visible")
+    assert page.locator("#explain-body").get_attribute("data-name") == "waterfall"
+    body = page.locator("#explain-body").inner_text()
+    assert snap["explain"]["waterfall"]["formula"] in body
+    for item in snap["explain"]["waterfall"]["inputs"]:
+        assert page.locator(f'#explain-body tr[data-input="{item["name"]}"]').count() == 1
+    page.keyboard.press("Escape")
+    # What to try: the fake H100's GPU 0 is power-capped, and the advice says so with its numbers
+    kinds = [a["kind"] for a in snap["advice"]]
+    assert "clocks_held" in kinds
+    item = page.locator('#advice [data-advice="clocks_held"]')
+    advice = next(a for a in snap["advice"] if a["kind"] == "clocks_held")
+    assert advice["message"] in item.inner_text()
+    for ev in advice["evidence"]:
+        assert item.locator(f'tr[data-evidence="{ev["name"]}"]').count() == 1
+    page.close()
+
+
 @pytest.fixture(scope="module")
 def viewed_run(live_run):
     """The live run stopped, then `tm view` of it, and `tm summary --json` of it."""
@@ -319,6 +387,97 @@ def test_explain_panel_shows_formula_inputs_and_peak(browser):
         # the engine's notes on reading the numbers, one click away
         page.locator("#alerts details.notes summary").click()
         assert snap["warnings"][0] in page.locator("#alerts details.notes").inner_text()
+        page.close()
+    finally:
+        stop(srv)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_model_without_tokens_samples_tiles_waterfall_and_advice(browser, scheme):
+    """A recorded snapshot of scripts/small_cnn.py (100 steps, a 2 ms-an-item DataLoader, no
+    workers) on the fake H100: samples/s and the counted MFU in tiles, tokens/s absent with its
+    reason, the waterfall ending at the counted MFU, the data-wait advice with its number."""
+    from trainmeter.views.web.server import serve, stop
+    from trainmeter.views.web.state import DashboardState
+
+    snap = json.loads((REPO / "tests" / "fixtures" / "web" / "snapshot_cnn.json").read_text())
+    state = DashboardState(mode="view", run_dir="/runs/cnn")
+    state.on_finish(snap)
+    srv = serve(state, 0)
+    try:
+        page = browser.new_page(color_scheme=scheme, viewport={"width": 1400, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(srv.url)
+        page.wait_for_selector('[data-tile="samples_per_s"][data-value]')
+        samples = snap["samples"]
+        assert float(_tile(page, "samples_per_s").get_attribute("data-value")) == samples["per_s"]
+        assert "16 samples a step (detected)" in _tile(page, "samples_per_s").inner_text()
+        mfu_tile = _tile(page, "samples_mfu")
+        assert float(mfu_tile.get_attribute("data-value")) == samples["mfu"]["value"]
+        assert "counted" in mfu_tile.inner_text()
+        assert snap["absent"]["tokens_per_s"] in _tile(page, "tokens_per_s").inner_text()
+        mfu_tile.click()
+        page.locator("#explain").wait_for(state="visible")
+        explained = page.locator("#explain-body").inner_text()
+        assert snap["explain"]["samples_mfu"]["formula"] in explained
+        page.keyboard.press("Escape")
+        end = page.locator("#waterfall .wf-row.wf-end")
+        assert float(end.get_attribute("data-value")) == snap["waterfall"]["value"]
+        assert snap["waterfall"]["value"] == samples["mfu"]["value"]
+        assert "counted" in end.inner_text()
+        wait = page.locator('#advice [data-advice="data_wait"]')
+        assert "25%" in wait.inner_text()  # 4.2 s of data wait, 24.8% of compute + wait
+        assert wait.locator('tr[data-evidence="data_wait_share"]').inner_text().count("24.8%") == 1
+        bg = page.evaluate("getComputedStyle(document.querySelector('.card')).backgroundColor")
+        rgb = [int(x) for x in re.findall(r"\d+", bg)[:3]]
+        assert (sum(rgb) / 3 < 80) == (scheme == "dark"), bg
+        assert not errors
+        page.close()
+    finally:
+        stop(srv)
+
+
+def test_absent_waterfall_factor_and_no_waterfall_show_their_reasons(browser):
+    """No GPM (an A100): tensor_share is absent with its reason, in its place in the chain; a
+    snapshot without a waterfall shows the engine's reason, and empty advice says so."""
+    from trainmeter.views.web.server import serve, stop
+    from trainmeter.views.web.state import DashboardState
+
+    snap = json.loads((REPO / "tests" / "fixtures" / "web" / "snapshot_cnn.json").read_text())
+    wf = snap["waterfall"]
+    wf["factors"] = [f for f in wf["factors"] if f["name"] != "tensor_share"]
+    wf["absent"] = {"tensor_share": "no GPM on this GPU: tensor active is not measured"}
+    state = DashboardState(mode="view", run_dir="/runs/cnn")
+    state.on_finish(snap)
+    srv = serve(state, 0)
+    try:
+        page = browser.new_page()
+        page.goto(srv.url)
+        row = page.locator('#waterfall .wf-row[data-factor="tensor_share"]')
+        row.wait_for()
+        assert "n/a" in row.inner_text() and row.get_attribute("data-value") is None
+        names = page.evaluate(
+            "[...document.querySelectorAll('#waterfall .wf-row[data-factor]')]"
+            ".map(r => r.dataset.factor)"
+        )
+        assert names.index("gpu_idle") < names.index("tensor_share") < names.index("clocks")
+        assert wf["absent"]["tensor_share"] in page.locator("#waterfall").inner_text()
+        page.close()
+    finally:
+        stop(srv)
+    bare = {k: v for k, v in snap.items() if k not in ("waterfall",)}
+    bare["absent"] = {**snap["absent"], "waterfall": "no MFU: a CPU run"}
+    bare["advice"] = []
+    state = DashboardState(mode="view", run_dir="/runs/cpu")
+    state.on_finish(bare)
+    srv = serve(state, 0)
+    try:
+        page = browser.new_page()
+        page.goto(srv.url)
+        page.wait_for_selector("#waterfall [data-reason]")
+        assert "no MFU: a CPU run" in page.locator("#waterfall").inner_text()
+        assert page.locator("#advice [data-advice-none]").count() == 1
         page.close()
     finally:
         stop(srv)

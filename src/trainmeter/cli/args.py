@@ -30,7 +30,7 @@ usage: tm [options] script.py [script args]     run a Python training script and
        (`tm python train.py`, `tm torchrun ...`: a program on PATH is run as after `--`)
        tm summary [RUN] [--json]                a finished run's summary, replayed from its log
        tm top [RUN]                             a run on one full terminal, live while it runs
-       tm view [RUN] [--port N]                 a finished run in the web dashboard
+       tm view [RUN ...] [--port N]             a finished run in the web dashboard
        tm doctor | hardware | attach PID        what tm can see here, the node, a running PID
        tm runs | compare A B                    the runs here; two runs side by side
        tm passport | report | export [RUN]      a run's passport, HTML report, W&B/CSV/Parquet

@@ -96,6 +96,7 @@ def families(snap: dict[str, Any], labels: dict[str, str]) -> list[Any]:
         for rung in LADDER_RUNGS:
             f.add("gpu_ladder_ratio", "Utilization ladder per GPU: gpu_util, sm_active, "
                   "tensor_active, ofu, mfu (0..1)", (rungs or {}).get(rung), gpu=gpu, rung=rung)  # fmt: skip
+    _waterfall(f, snap)
     f.add("progress_ratio", "Share of the budget done (0..1)", snap.get("progress"))
     f.add("eta_seconds", "Seconds left at the current pace", snap.get("eta_s"))
     time_split = snap.get("time") if isinstance(snap.get("time"), dict) else {}
@@ -124,6 +125,28 @@ def families(snap: dict[str, Any], labels: dict[str, str]) -> list[Any]:
     for kind, n in sorted(counts.items()):
         f.add("alert", "Alerts standing now, by kind", n, kind=kind)
     return list(f.families.values())
+
+
+def _waterfall(f: _Families, snap: dict[str, Any]) -> None:
+    """The MFU waterfall's factors (docs/waterfall.md), one sample per measured factor.
+
+    The `steps` factors multiply to the MFU under `convention`; the `run` factor (window /
+    elapsed) scales the peak to the training window. A factor the waterfall lists as absent has
+    no sample (its loss is inside `model_vs_executed`, whose `merged` label names them)."""
+    wf = snap.get("waterfall") if isinstance(snap.get("waterfall"), dict) else None
+    if not wf:
+        return
+    convention = wf.get("convention") or "declared"
+    for factor in wf.get("factors") or []:
+        if not isinstance(factor, dict) or not isinstance(factor.get("name"), str):
+            continue
+        f.add("mfu_waterfall_factor", "MFU waterfall: the share of the dense peak each factor "
+              "keeps (the steps-scope factors multiply to the MFU; above 1 is not clipped)",
+              factor.get("value"), factor=factor["name"], scope=factor.get("scope") or "steps",
+              convention=convention, merged=",".join(factor.get("merged") or []))  # fmt: skip
+    f.add("mfu_waterfall_whole_run_ratio", "window / elapsed x MFU: the model FLOPs of the "
+          "whole run as a share of the peak, at the steady rate",
+          (wf.get("whole_run") or {}).get("value"), convention=convention)  # fmt: skip
 
 
 class _Collector:

@@ -99,7 +99,10 @@
     if (typeof v === "string") return v;
     if (!isNum(v)) return v == null ? "—" : String(v);
     switch (unit) {
-      case "ratio": case "fraction": return pct(v);
+      case "ratio": case "fraction": case "fraction of dense peak": return pct(v);
+      case "factor": return "×" + sig(v, 4);
+      case "samples/s": return si(v, "") + " samples/s";
+      case "MHz": return sig(v, 4) + " MHz";
       case "1": case "": return Math.abs(v) >= 1e4 ? si(v, "") : sig(v, 4);
       case "J/token": return (Math.abs(v) < 1 ? sig(v * 1000, 3) + " mJ" : sig(v, 3) + " J") + "/token";
       case "FLOP/token": return si(v, "") + " FLOP/token";
@@ -246,6 +249,16 @@
       sub: isNum(snap.tokens_per_s) ? (snap.padding && isNum(snap.padding.share) ? "real tokens only; " + pct(snap.padding.share) + " of the batch was padding" : (snap.tokens_counted ? "tokens counted: " + snap.tokens_counted : "")) : null,
       absent: absentReason("tokens_per_s"),
     });
+    // A model without tokens is measured in samples (the engine's `samples`).
+    var smp = snap.samples, noTokens = !isNum(snap.tokens_per_s);
+    if (smp && noTokens) {
+      tiles.push({
+        id: "samples_per_s", label: "Samples / s", explain: "samples_per_s",
+        raw: smp.per_s, value: isNum(smp.per_s) ? si(smp.per_s, "") : null,
+        sub: isNum(smp.per_step) ? count(smp.per_step) + " samples a step (" + (smp.source || "?") + ")" : null,
+        absent: absentReason("samples_per_s"),
+      });
+    }
     tiles.push({
       id: "step_time_s", label: "Step time", explain: "step_time_s",
       raw: snap.step_time_s, value: isNum(snap.step_time_s) ? dur(snap.step_time_s) : null,
@@ -258,6 +271,15 @@
       sub: isNum(mfu.value) ? (mfu.convention || "") + " convention" + (mfu.peak ? " · " + mfu.peak : "") : null,
       absent: absentReason("mfu"), alerting: /mfu_impossible/.test(alertKinds),
     });
+    if (smp && noTokens) {
+      var sm = smp.mfu || {};
+      tiles.push({
+        id: "samples_mfu", label: "MFU (counted)", explain: "samples_mfu",
+        raw: sm.value, value: isNum(sm.value) ? pct(sm.value) : null,
+        sub: isNum(sm.value) ? "counted convention: FLOPs per step" + (isNum(smp.flops_per_step) ? " " + si(smp.flops_per_step, "FLOP") : "") + " × steps/s" : null,
+        absent: absentReason("samples_mfu") || absentReason("flops_per_step"),
+      });
+    }
     tiles.push({
       id: "ofu", label: "OFU", explain: "ofu",
       raw: ofu.value, value: isNum(ofu.value) ? pct(ofu.value) : null,
@@ -379,6 +401,145 @@
     if (gap && isNum(gap.value)) {
       box.appendChild(el("p", { class: "hint", text: "OFU − MFU = " + pct(gap.value) + ": FLOPs the GPU ran that the model's formula does not count (recompute, padding, attention the convention leaves out)." }));
     }
+  }
+
+  // ---------------------------------------------------------------- MFU waterfall
+  // The engine's chain (docs/waterfall.md): the `run` factor takes the peak over the wall time
+  // to the training window; the `steps` factors multiply to the MFU exactly. Each row is a
+  // floating bar from the level before it to the level after; the page only places the bars.
+  var WF_ORDER = ["time_outside_window", "time_outside_steps", "gpu_idle", "tensor_share", "clocks", "model_vs_executed"];
+  var WF_LABELS = {
+    time_outside_window: "Startup and compile, after the last step", time_outside_steps: "Data wait, eval, checkpoints between steps",
+    gpu_idle: "GPU idle within steps", tensor_share: "SM work that is not tensor work", clocks: "Clocks below the tensor clock",
+    model_vs_executed: "Executed vs model FLOPs",
+  };
+  function wfRow(opts) {
+    // opts: {name, label, before, after, scale, value, loss, source, formula, note, absent, cls, explain, kind}
+    var scale = opts.scale || 1;
+    var track = el("div", { class: "track" });
+    if (!opts.absent) {
+      var lo = Math.min(opts.before, opts.after), hi = Math.max(opts.before, opts.after);
+      var kept = el("div", { class: "wf-kept", style: "width:" + (Math.min(opts.before, opts.after) / scale * 100) + "%" });
+      track.appendChild(kept);
+      if (opts.kind === "factor") {
+        var up = opts.after > opts.before;
+        track.appendChild(el("div", { class: "wf-step" + (up ? " wf-up" : ""), style: "left:" + (lo / scale * 100) + "%;width:" + ((hi - lo) / scale * 100) + "%" }));
+      } else {
+        kept.className = "wf-total";
+        kept.style.width = (opts.after / scale * 100) + "%";
+      }
+    }
+    var valueCell = el("div", { class: "wf-val num" });
+    if (opts.absent) valueCell.appendChild(el("span", { class: "na", text: "n/a" }));
+    else if (opts.kind === "factor") {
+      valueCell.appendChild(el("b", { text: "×" + sig(opts.value, 3) }));
+      var lossText = !isNum(opts.loss) ? "" : opts.loss >= 0 ? "−" + (opts.loss > 0.999 && opts.loss < 1 ? (opts.loss * 100).toFixed(Math.max(1, Math.ceil(-Math.log10(1 - opts.loss)) - 1)) + "%" : pct(opts.loss)) : "+" + pct(-opts.loss);
+      valueCell.appendChild(el("small", { text: lossText }));
+    } else valueCell.appendChild(el("b", { text: pct(opts.after) }));
+    var head = [el("span", { class: "wf-label", text: opts.label })];
+    if (opts.explain) head.push(el("span", { class: "q", text: "?" }));
+    var meta = el("div", { class: "wf-meta" });
+    if (opts.name) meta.appendChild(el("span", { class: "mono", text: opts.name }));
+    if (opts.source) {
+      // provenance: "measured: the time split" as a short badge and its detail
+      var cut = opts.source.indexOf(":");
+      meta.appendChild(srcBadge(cut > 0 ? opts.source.slice(0, cut) : opts.source));
+      if (cut > 0) meta.appendChild(el("span", { class: "wf-src", text: opts.source.slice(cut + 1).trim() }));
+    }
+    var attrs = {
+      class: "wf-row" + (opts.explain ? " derived" : "") + (opts.absent ? " na" : "") + (opts.cls ? " " + opts.cls : ""),
+      "data-factor": opts.name || null, "data-value": isNum(opts.value) ? String(opts.value) : (isNum(opts.after) && opts.kind !== "factor" ? String(opts.after) : null),
+      "data-explain": opts.explain || null, tabindex: opts.explain ? "0" : null,
+      title: isNum(opts.after) && !opts.absent ? "level after: " + pct(opts.after) + " of the peak" : null,
+    };
+    var row = el("div", attrs, [el("div", { class: "wf-name" }, [el("div", null, head), meta]), track, valueCell]);
+    var notes = [];
+    if (opts.absent) notes.push(el("div", { class: "wf-note", "data-reason": "1", text: opts.absent }));
+    if (opts.note) notes.push(el("div", { class: "wf-note wf-above", text: opts.note }));
+    return notes.length ? el("div", { class: "wf-group" }, [row].concat(notes)) : row;
+  }
+  function renderWaterfall() {
+    var box = clear(byId("waterfall"));
+    var wf = S.snap.waterfall;
+    if (!wf || !wf.factors) {
+      var joined = S.snap.job && Array.isArray(S.snap.job.node_list);
+      box.appendChild(el("p", { class: "empty", "data-reason": "1", text: absentReason("waterfall") || (joined ? "Several nodes joined as one job: each node's counters are its own, so the waterfall is per node (tm view of one node's run directory shows it)." : S.snap.mfu ? "This snapshot has no waterfall (an engine without it)." : "No MFU yet: the waterfall ends at the MFU.") }));
+      return;
+    }
+    var factors = wf.factors.slice(), absent = wf.absent || {};
+    var runF = factors.filter(function (f) { return f.scope === "run"; });
+    var stepF = factors.filter(function (f) { return f.scope !== "run"; });
+    // absent factors in their place along the chain, each with its reason
+    var rows = [];
+    WF_ORDER.forEach(function (n) {
+      var f = stepF.filter(function (x) { return x.name === n; })[0];
+      if (f) rows.push(f);
+      else if (absent[n] && n !== "time_outside_window") rows.push({ name: n, absent: absent[n] });
+    });
+    stepF.forEach(function (f) { if (WF_ORDER.indexOf(f.name) < 0) rows.push(f); });
+    var levels = [1], lvl = 1;
+    rows.forEach(function (f) { if (!f.absent && isNum(f.value)) lvl *= f.value; levels.push(lvl); });
+    var scale = Math.max(1, Math.max.apply(null, levels));
+    var conv = wf.convention ? wf.convention + " convention" : "";
+    if (runF.length || absent.time_outside_window) {
+      box.appendChild(el("h3", { class: "wf-scope", text: "Over the whole run" }));
+      runF.forEach(function (f) {
+        box.appendChild(wfRow({ kind: "factor", name: f.name, label: f.label || WF_LABELS[f.name] || f.name, before: 1, after: f.value, value: f.value, loss: f.loss, scale: Math.max(1, f.value), source: f.source, explain: "waterfall", note: f.above_one }));
+      });
+      if (!runF.length) box.appendChild(wfRow({ kind: "factor", name: "time_outside_window", label: WF_LABELS.time_outside_window, absent: absent.time_outside_window }));
+    }
+    box.appendChild(el("h3", { class: "wf-scope", text: "Within the training window" }));
+    box.appendChild(wfRow({ kind: "total", label: "Dense peak", before: 1, after: 1, scale: scale, cls: "wf-peak", source: S.snap.peak && S.snap.peak.name ? S.snap.peak.name : null }));
+    rows.forEach(function (f, i) {
+      if (f.absent) { box.appendChild(wfRow({ kind: "factor", name: f.name, label: WF_LABELS[f.name] || f.name, absent: f.absent })); return; }
+      box.appendChild(wfRow({ kind: "factor", name: f.name, label: f.label || WF_LABELS[f.name] || f.name, before: levels[i], after: levels[i + 1], value: f.value, loss: f.loss, scale: scale, source: f.source, explain: "waterfall", note: f.above_one }));
+    });
+    box.appendChild(wfRow({ kind: "total", name: null, label: "MFU" + (conv ? " (" + conv + ")" : ""), before: wf.value, after: wf.value, scale: scale, cls: "wf-end", explain: "waterfall" }));
+    var foot = el("div", { class: "wf-foot" });
+    var whole = wf.whole_run;
+    if (whole && isNum(whole.value)) {
+      foot.appendChild(el("button", { class: "fact derived", "data-explain": "waterfall", "data-whole-run": String(whole.value), type: "button" }, [
+        el("div", { class: "k", text: "Whole run: " + (whole.formula || "window / elapsed × MFU") }),
+        el("div", { class: "v num" }, [pct(whole.value), el("small", { text: whole.note ? " " + whole.note : "" }), el("span", { class: "q", text: "?" })]),
+      ]));
+    }
+    if (foot.childNodes.length) box.appendChild(foot);
+    if (wf.window) box.appendChild(el("p", { class: "hint", text: "Windows: " + wf.window + "." }));
+  }
+
+  // ---------------------------------------------------------------- advice
+  var ADVICE_TITLES = {
+    data_wait: "Data wait", non_tensor_work: "Work outside matmuls", clocks_held: "Clocks held down",
+    slow_rank: "A slow rank", padding: "Padding", eval: "Evaluation time", checkpoint: "Checkpoint time",
+  };
+  function renderAdvice() {
+    var box = clear(byId("advice"));
+    var adv = S.snap.advice;
+    if (!Array.isArray(adv)) {
+      var joinedJob = S.snap.job && Array.isArray(S.snap.job.node_list);
+      box.appendChild(el("p", { class: "empty", "data-reason": "1", text: absentReason("advice") || (joinedJob ? "Several nodes joined as one job: advice is per node (tm view of one node's run directory shows it)." : "This snapshot carries no advice (an engine without it).") }));
+      return;
+    }
+    if (!adv.length) {
+      box.appendChild(el("p", { class: "empty", "data-advice-none": "1", text: "Nothing to try: no measured number in this run points to a change." }));
+      return;
+    }
+    adv.forEach(function (a) {
+      var tb = el("tbody");
+      (a.evidence || []).forEach(function (e) {
+        tb.appendChild(el("tr", { "data-evidence": e.name }, [
+          el("td", { class: "mono", text: e.name }),
+          el("td", { class: "num", text: fmtUnit(e.value, e.unit) }),
+          el("td", { class: "src-cell", text: e.source || "" }),
+        ]));
+      });
+      box.appendChild(el("div", { class: "advice", "data-advice": a.kind || "" }, [
+        el("div", { class: "advice-head" }, [el("span", { class: "advice-kind", text: ADVICE_TITLES[a.kind] || a.kind || "advice" }), el("span", { class: "mono hint", text: a.kind || "" })]),
+        el("p", { class: "advice-msg", text: a.message || "" }),
+        tb.childNodes.length ? el("div", { class: "table-wrap" }, [el("table", { class: "evidence" }, [
+          el("thead", null, [el("tr", null, [el("th", { text: "Measured" }), el("th", { text: "Value" }), el("th", { style: "text-align:left", text: "Source" })])]), tb])]) : null,
+      ]));
+    });
   }
 
   // ---------------------------------------------------------------- time split
@@ -588,7 +749,8 @@
     tokens_per_s: "Tokens per second", step_time_s: "Step time", flops_per_token: "FLOPs per token",
     mfu: "Model FLOPs utilization (MFU)", ofu: "Observed FLOPs utilization (OFU)", arithmetic_intensity: "Arithmetic intensity",
     flops_observed: "FLOPs observed", energy_per_token: "Energy per token", progress: "Progress", eta_s: "Time to finish (ETA)",
-    goodput: "Goodput", plan: "Plan vs actual",
+    goodput: "Goodput", plan: "Plan vs actual", waterfall: "Where the peak went (the MFU waterfall)",
+    samples_per_s: "Samples per second", samples_mfu: "MFU from counted FLOPs per step",
   };
   var EXPLAIN_UNITS = { tokens_per_s: "tokens/s", step_time_s: "s", mfu: "ratio", ofu: "ratio", goodput: "ratio", progress: "ratio", eta_s: "s", energy_per_token: "J", flops_per_token: "FLOP" };
   // Where the number itself sits in the snapshot, for the fallback when no explanation came.
@@ -596,6 +758,8 @@
     var s = S.snap;
     switch (name) {
       case "goodput": return s.time ? { value: s.time.goodput, parts: s.time.parts } : null;
+      case "samples_per_s": return s.samples ? { value: s.samples.per_s, per_step: s.samples.per_step, source: s.samples.source } : null;
+      case "samples_mfu": return s.samples ? s.samples.mfu || null : null;
       case "energy_per_token": return s.energy ? { value: s.energy.joules_per_token, joules: s.energy.joules, source: s.energy.source } : null;
       default: return s[name] !== undefined ? s[name] : null;
     }
@@ -941,7 +1105,7 @@
 
   // ---------------------------------------------------------------- wiring
   function renderAll() {
-    var parts = [renderHeader, renderAlerts, renderProgress, renderTiles, renderLadder, renderTimeSplit,
+    var parts = [renderHeader, renderAlerts, renderProgress, renderTiles, renderLadder, renderTimeSplit, renderWaterfall, renderAdvice,
       renderConventions, renderRanks, renderGpus, renderNode, renderAbsent, renderDetails, renderCharts];
     parts.forEach(function (f) {
       try { f(); } catch (e) { if (window.console) console.error(f.name, e); }
