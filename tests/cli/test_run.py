@@ -236,14 +236,23 @@ def test_tm_inside_tm_with_a_missing_script_is_127(tmp_path: Path) -> None:
 
 
 def test_a_reserved_command_word_is_never_run_as_a_program(tmp_path: Path) -> None:
+    """`tm runs` is tm's command even when a program called `runs` is on PATH."""
     from trainmeter.cli.main import COMMANDS, SUBCOMMANDS
 
-    missing = [w for w in SUBCOMMANDS if w not in COMMANDS]
-    if not missing:
-        pytest.skip("every command is built in this branch")
-    result = run_tm([missing[0]], tmp_path)
-    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
-    assert not (tmp_path / ".trainmeter").exists()
+    assert set(SUBCOMMANDS) <= set(COMMANDS)  # every reserved word is a command that exists
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    marker = tmp_path / "the-program-ran"
+    program = bin_dir / "runs"
+    program.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    program.chmod(0o755)
+    env = tm_env(PATH=f"{bin_dir}:{os.environ.get('PATH', '')}")
+    result = run_tm(["runs"], tmp_path, env=env)
+    assert not marker.exists(), "tm ran the program instead of its own command"
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / ".trainmeter" / "runs").exists() or not any(
+        (tmp_path / ".trainmeter" / "runs").iterdir()
+    )  # listing runs starts none
 
 
 @pytest.mark.parametrize("kind", ["file", "dangling symlink"])
