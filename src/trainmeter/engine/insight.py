@@ -23,12 +23,12 @@ def add(snap: dict[str, Any], absent: dict[str, str], engine: Any) -> None:
     try:
         outside = _phases_outside_window(snap, engine.ledger)
         waterfall.add(snap, absent, engine._lookup, outside)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - one part failing is that part's absent reason
         snap.pop("waterfall", None)
         absent["waterfall"] = f"internal error while building the waterfall: {exc!r}"
     try:
         snap["advice"] = advice.advise(snap)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - one part failing is that part's absent reason
         snap["advice"] = []
         absent["advice"] = f"internal error while forming advice: {exc!r}"
 

@@ -79,7 +79,7 @@ class NodeSampler:
                 out[key] = value
         try:
             lim, why = self._limits_once(out)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - limits unreadable: reported as unknown
             lim, why = None, f"{type(exc).__name__}: {exc}"
         if lim:
             out["limits"] = lim

@@ -134,7 +134,7 @@ class _Proc:
         elif argv0 and not os.path.isabs(argv0):
             try:
                 argv0 = os.path.join(self._process.cwd(), argv0)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - the process may be gone or not ours to read
                 argv0 = ""
         return argv0 if argv0 and os.path.exists(argv0) else self.exe
 

@@ -19,7 +19,7 @@ def load_engine_factory(warn: Warn) -> tuple[Callable[[], Any] | None, str | Non
     """The `Engine` class, or None and the reason."""
     try:
         from trainmeter.engine import Engine
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - a broken engine costs the summary, not the run
         reason = f"the engine could not be loaded ({exc!r})"
         warn("engine", f"{reason}; the run is logged but not summarized")
         return None, reason
@@ -31,7 +31,7 @@ def make_engine(factory: Callable[[], Any] | None, warn: Warn) -> tuple[Any, str
         return None, "the engine could not be loaded"
     try:
         return factory(), None
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - a broken engine costs the summary, not the run
         reason = f"the engine could not be built ({exc!r})"
         warn("engine", f"{reason}; the run is logged but not summarized")
         return None, reason
@@ -45,7 +45,7 @@ def load_samplers(
         from trainmeter.sources import default_samplers
 
         return list(default_samplers(root_pid=root_pid, run_dir=run_dir, gpus=gpus, env=os.environ))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - a broken sampler costs its samples, not the run
         warn("samplers", f"no GPU/host/node samples: the samplers did not load ({exc!r})")
         return []
 
@@ -59,7 +59,7 @@ def load_watcher(warn: Warn, env: dict[str, str] | None = None) -> Any:
         from trainmeter.supervisor.agentless import SilentPythonWatcher
 
         return SilentPythonWatcher(env=env) if env is not None else SilentPythonWatcher()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the watcher is optional
         warn("silent_pythons", f"the silent-python watcher is off ({exc!r})")
         return None
 
@@ -70,7 +70,7 @@ def load_observers(opts: Any, run_dir: Path | None, warn: Warn, stderr: Any = No
         from trainmeter.views.observers import make_observers
 
         return list(make_observers(opts, run_dir, warn, stderr))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - a broken view costs the view, not the run
         warn("views", f"the live views are off: they did not load ({exc!r})")
         return []
 

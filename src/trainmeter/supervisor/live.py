@@ -60,7 +60,7 @@ class LiveLoop:
         if self.setup is not None:
             try:
                 self.setup(self)  # imports and NVML start here, not on the way to wait()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - a failed setup leaves the run unwatched, never stopped
                 self.warn("live:setup", f"live watching failed to start ({exc!r})")
             self.ready = True
             if self._stop.is_set():
@@ -110,7 +110,7 @@ class LiveLoop:
             return
         try:
             facts = self.watcher.tick(self.tree(), self.recorder.hello_pid_set())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the watcher failing costs only the watcher
             self.watcher = None
             self.warn("silent_pythons", f"the silent-python watcher failed and is off: {exc!r}")
             return
@@ -155,5 +155,5 @@ class LiveLoop:
         for sampler in self.samplers:
             try:
                 sampler.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - closing at the end: nothing left to protect
                 pass

@@ -137,7 +137,7 @@ class Recorder:
                 return no_engine_snapshot(self.engine_missing or "the engine is not loaded")
             try:
                 snap = self.engine.snapshot(now=now)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - a snapshot failing must not stop the log
                 self.warn("engine.snapshot", f"the engine's snapshot failed: {exc!r}")
                 return no_engine_snapshot(f"the snapshot failed: {exc!r}")
         return snap if isinstance(snap, dict) else no_engine_snapshot("snapshot is not a dict")

@@ -54,7 +54,7 @@ def node_uptime_s() -> float | None:
         import psutil
 
         return max(time.time() - psutil.boot_time(), 0.0)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - psutil absent or refused: uptime stays unknown
         return None
 
 
@@ -309,7 +309,7 @@ class Session:
     def say(self, line: str) -> None:
         try:
             print(line, file=self.stderr or sys.stderr, flush=True)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a closed stderr must not change the exit status
             pass
 
 

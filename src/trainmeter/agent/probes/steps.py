@@ -208,7 +208,7 @@ def _remove(handles: list[Any]) -> None:
     while handles:
         try:
             handles.pop().remove()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - promise 1: a hook torch already dropped
             pass
 
 

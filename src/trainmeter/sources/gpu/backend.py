@@ -128,13 +128,13 @@ class PynvmlBackend:
         for sample in self._gpm_prev.values():
             try:
                 nv.nvmlGpmSampleFree(sample)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - freeing at shutdown: the driver may be gone
                 pass
         self._gpm_prev.clear()
         self._handles.clear()
         try:
             nv.nvmlShutdown()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - shutting down: the driver may be gone
             pass
 
     # -- system --------------------------------------------------------------------------
@@ -148,7 +148,7 @@ class PynvmlBackend:
         ):
             try:
                 value = getattr(nv, fn)()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - an older driver lacks this call: the version stays unknown
                 continue
             out[key] = value.decode() if isinstance(value, bytes) else value
         return out

@@ -133,7 +133,7 @@ class GpuSampler:
             self._opened = False
             try:
                 self.backend.shutdown()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - shutting down: the driver may be gone
                 pass
 
     # -- opening --------------------------------------------------------------------------
