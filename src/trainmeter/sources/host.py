@@ -79,3 +79,14 @@ class HostSampler:
 
     def close(self) -> None:
         self._root = None
+
+
+def process_tree(root_pid: int) -> list[int]:
+    """The child and its descendants now; just the child when psutil cannot say."""
+    try:
+        import psutil
+
+        root = psutil.Process(root_pid)
+        return [root_pid, *(p.pid for p in root.children(recursive=True))]
+    except Exception:  # noqa: BLE001 - the child may be gone already
+        return [root_pid]

@@ -73,14 +73,3 @@ def load_observers(opts: Any, run_dir: Path | None, warn: Warn, stderr: Any = No
     except Exception as exc:  # noqa: BLE001 - a broken view costs the view, not the run
         warn("views", f"the live views are off: they did not load ({exc!r})")
         return []
-
-
-def tree_pids(root_pid: int) -> list[int]:
-    """The child and its descendants now; just the child when psutil cannot say."""
-    try:
-        import psutil
-
-        root = psutil.Process(root_pid)
-        return [root_pid, *(p.pid for p in root.children(recursive=True))]
-    except Exception:  # noqa: BLE001 - the child may be gone already
-        return [root_pid]

@@ -43,6 +43,13 @@ from .store import RunStore
 from .warn import WarnOnce
 
 
+def _process_tree(pid: int) -> list[int]:
+    """The child and its descendants now (`sources.host`, imported late: psutil)."""
+    from ..sources.host import process_tree
+
+    return process_tree(pid)
+
+
 def node_uptime_s() -> float | None:
     """Seconds since the node booted: how long the rented machine has been paid for."""
     try:
@@ -198,7 +205,7 @@ class Session:
             self.live = live = LiveLoop(
                 self.recorder,
                 self.warn,
-                tree=lambda: parts.tree_pids(pid),
+                tree=lambda: _process_tree(pid),
                 dropped=(lambda: ingest.dropped) if ingest is not None else None,
                 drop_reasons=(lambda: ingest.drop_reasons) if ingest is not None else None,
                 interval=self.interval,
