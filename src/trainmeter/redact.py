@@ -1,5 +1,19 @@
 """Secret-looking values in a recorded command line, replaced before anything is written.
 
+A command line is written to `meta.json`, `run.start` in `events.jsonl` and `summary.json`, files
+people share; a key or password typed on it must not reach them. The rules, applied to each
+argument and, the same way, inside an argument that is itself a shell command
+(`bash -c "python train.py --api-key X"`):
+
+- a flag whose name, split on `-` and `_`, has a secret part (`key`, `token`, `secret`,
+  `pass`, `password`, `pwd`, `auth`, `credential`, `cookie`, `apikey`, ...) loses its value,
+  in both `--flag=value` and `--flag value` forms; so does `NAME=value` (an environment
+  assignment such as `WANDB_API_KEY=...`). Whole parts only: `--passes 3`, `--max-tokens 512`,
+  `--tokenizer gpt2` and `--keyframes 4` stay readable;
+- the user and password of a URL (`postgres://u:S@h`, `https://user:pw@host`), wherever it is;
+- `-p`, which is a password to some programs and a port to others, loses a value that is not a
+  plain number: `-p 8080` stays, `-p hunter2` and `-phunter2` do not.
+
 Kept apart from `records` so the agent, which imports `records` in every Python a run starts,
 does not pay for compiling these patterns.
 """
@@ -8,47 +22,122 @@ from __future__ import annotations
 
 import re
 
-_SECRET_WORDS = re.compile(
-    r"(api[-_]?key|token|secret|passw(or)?d|passwd|credential|auth|private[-_]?key|access[-_]?key)",
-    re.IGNORECASE,
-)
-#: Flags whose names contain a secret word but hold counts, not secrets.
-_COUNT_WORDS = re.compile(r"(max|num|min|n)[-_]?(new[-_]?)?tokens?$|tokens?[-_]?per|tokenizer", re.I)
-_SECRET_ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 REDACTED = "<redacted>"
 
+#: Parts of a flag's or variable's name that mark its value as a secret.
+SECRET_PARTS = frozenset(
+    {
+        "key",
+        "apikey",
+        "accesskey",
+        "privatekey",
+        "secretkey",
+        "token",
+        "accesstoken",
+        "authtoken",
+        "secret",
+        "secrets",
+        "pass",
+        "passwd",
+        "password",
+        "passwords",
+        "passphrase",
+        "pwd",
+        "pw",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "creds",
+        "cookie",
+        "cookies",
+        "bearer",
+        "sessionid",
+        "dsn",
+    }
+)
 
-def _is_secret_flag(flag: str) -> bool:
-    name = flag.lstrip("-")
-    return bool(_SECRET_WORDS.search(name)) and not _COUNT_WORDS.search(name)
+_PARTS = re.compile(r"[-_.]+")
+_ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+#: scheme://userinfo@ : the userinfo is replaced whole (a token is often the "user").
+_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@?#]+)@")
+_NUMBER = re.compile(r"^[0-9]+$")
+# Inside a shell string: a flag with its value, or NAME=value; values may be quoted.
+_VALUE = r"""('[^']*'|"[^"]*"|[^\s;&|'"]+)"""
+_SHELL_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9_.-]*)(=|\s+)" + _VALUE)
+_SHELL_ENV = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)=" + _VALUE)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a flag or variable name (`--hf-token`, `WANDB_API_KEY`) has a secret part."""
+    parts = [p.lower() for p in _PARTS.split(name.lstrip("-")) if p]
+    if any(p in SECRET_PARTS for p in parts):
+        return True
+    joined = "".join(parts)  # --api-key -> apikey, --access_token -> accesstoken
+    return joined in SECRET_PARTS
+
+
+def redact_urls(text: str) -> str:
+    """`postgres://u:S@h/db` -> `postgres://<redacted>@h/db`, anywhere in `text`."""
+    if "://" not in text:
+        return text
+    return _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+
+
+def redact_shell(text: str) -> str:
+    """The same rules inside one string that is a shell command (`bash -c "..."`)."""
+
+    def flag(match: re.Match[str]) -> str:
+        name, sep, value = match.group(1), match.group(2), match.group(3)
+        if value.startswith("-") and not _NUMBER.match(value.lstrip("-")):
+            return match.group(0)  # the next flag, not a value
+        if _hides_value(name, value):
+            return f"{name}{sep}{REDACTED}"
+        return match.group(0)
+
+    def env(match: re.Match[str]) -> str:
+        if is_secret_name(match.group(1)):
+            return f"{match.group(1)}={REDACTED}"
+        return match.group(0)
+
+    text = _SHELL_FLAG.sub(flag, text)
+    text = _SHELL_ENV.sub(env, text)
+    return redact_urls(text)
+
+
+def _hides_value(flag: str, value: str) -> bool:
+    """Whether the value that follows `flag` (as `--flag value` or `--flag=value`) is hidden."""
+    if is_secret_name(flag):
+        return True
+    return flag == "-p" and not _NUMBER.match(value)
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    """The command line with secret-looking values replaced.
-
-    `--api-key X`, `--hf_token=X`, `--password=X` and `WANDB_API_KEY=X cmd` lose their values;
-    `--max-tokens 512` or `--tokens-per-step 4096` stay readable, since those are counts.
-    """
+    """The command line with secret-looking values replaced (the rules are above)."""
     out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if any(c.isspace() for c in arg):
+            out.append(redact_shell(arg))
             continue
-        if arg.startswith("-") and len(arg) > 1:
-            flag, eq, _value = arg.partition("=")
-            if _is_secret_flag(flag):
-                if eq:
-                    out.append(f"{flag}={REDACTED}")
-                else:
-                    out.append(arg)
-                    hide_next = True
+        if arg.startswith("-") and len(arg) > 1 and not _NUMBER.match(arg[1:]):
+            flag, eq, value = arg.partition("=")
+            if eq:
+                out.append(f"{flag}={REDACTED}" if _hides_value(flag, value) else redact_urls(arg))
                 continue
-        else:
-            env = _SECRET_ENV.match(arg)
-            if env and _is_secret_flag(env.group(1)):
-                out.append(f"{env.group(1)}={REDACTED}")
+            if not arg.startswith("--") and arg.startswith("-p") and len(arg) > 2:
+                out.append(arg if _NUMBER.match(arg[2:]) else f"-p{REDACTED}")  # -phunter2
                 continue
-        out.append(arg)
+            out.append(arg)
+            if i < len(argv) and not argv[i].startswith("--") and _hides_value(arg, argv[i]):
+                out.append(REDACTED)
+                i += 1
+            continue
+        env = _ENV.match(arg)
+        if env and is_secret_name(env.group(1)):
+            out.append(f"{env.group(1)}={REDACTED}")
+            continue
+        out.append(redact_urls(arg))
     return out

@@ -171,3 +171,52 @@ def test_help_names_exactly_the_commands_that_exist_and_marks_reserved_flags() -
     assert named == set(COMMANDS)
     reserved = next(line for line in USAGE.splitlines() if "--port" in line)
     assert "--no-web" in reserved and "reserved" in reserved
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--budget-tokens", "1e999999999", "t.py"],
+        ["--budget-flops", "1e400", "t.py"],
+        ["--peak-tflops", "1e400", "--peak-source", "x", "t.py"],
+        ["--params", "1e400", "t.py"],
+        ["--plan-hours", "1e-400", "t.py"],
+        ["--plan-mfu", "1e-400", "t.py"],
+        ["--flops-per-token", "1e999", "t.py"],
+        ["--layers", "1e300", "t.py"],
+    ],
+)
+def test_declared_numbers_out_of_range_are_refused(argv: list[str]) -> None:
+    with pytest.raises(UsageError, match="out of range|must be between 0 and 1"):
+        parse_run_args(argv)
+
+
+def test_declared_numbers_at_their_limits_are_finite() -> None:
+    import math
+
+    opts = parse_run_args(["--budget-flops", "1e32", "--plan-hours", "1e-6", "--params", "1e16", "t.py"])
+    assert all(math.isfinite(v) and v > 0 for v in opts.declared.values())
+
+
+def test_a_program_as_first_word_is_the_command_as_after_double_dash(tmp_path) -> None:
+    import os
+
+    opts = parse_run_args(["--budget-steps", "5", "python3", "train.py", "--lr", "3"])
+    assert opts.command == ["python3", "train.py", "--lr", "3"] and opts.script is None
+    assert opts.default_name == "train"
+    exe = tmp_path / "venv" / "bin" / "python"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    assert parse_run_args([str(exe), "t.py"]).command == [str(exe), "t.py"]
+    assert parse_run_args(["sh", "-c", "x"]).command == ["sh", "-c", "x"]
+    plain = tmp_path / "train"  # a Python file without .py, not executable: a script, as before
+    plain.write_text("print(1)\n")
+    assert parse_run_args([str(plain)], python="py").command == ["py", str(plain)]
+    assert parse_run_args(["missing.py"], python="py").command == ["py", "missing.py"]
+    assert os.access(exe, os.X_OK)
+
+
+def test_a_word_that_names_nothing_is_refused() -> None:
+    with pytest.raises(UsageError, match="nosuchthing-xyz: not a tm command, a Python script or a program"):
+        parse_run_args(["nosuchthing-xyz", "a"])

@@ -206,3 +206,58 @@ def test_a_non_python_command_is_reported_observe_only(tmp_path: Path) -> None:
     assert result.returncode == 0
     [fact] = facts(read_events(run_dirs(tmp_path)[0]), "observe_only")
     assert fact["source"] == "detected" and "not a Python program (sh)" in fact["value"]
+
+
+def test_declared_infinity_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    for flag, value in [("--budget-tokens", "1e999999999"), ("--budget-flops", "1e400"),
+                        ("--params", "1e400"), ("--plan-hours", "1e-400")]:  # fmt: skip
+        result = run_tm([flag, value, "t.py"], tmp_path)
+        assert result.returncode == 2, result.stderr
+        assert len(result.stderr.splitlines()) == 1 and "out of range" in result.stderr
+    assert not (tmp_path / ".trainmeter").exists()
+
+
+def test_natural_command_lines(tmp_path: Path) -> None:
+    """`tm python train.py`, `tm /venv/bin/python train.py`: the program, exactly as after --."""
+    write_script(tmp_path / "train.py", "import sys; print('ran', sys.argv[1:])")
+    for argv in (["-q", "python3", "train.py", "x"], ["-q", sys.executable, "train.py", "x"]):
+        result = run_tm(argv, tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == "ran ['x']\n"
+    nothing = run_tm(["nosuchthing-xyz"], tmp_path)
+    assert nothing.returncode == 2 and len(nothing.stderr.splitlines()) == 1
+    assert len(run_dirs(tmp_path)) == 2  # the refused word left none
+
+
+def test_tm_inside_tm_with_a_missing_script_is_127(tmp_path: Path) -> None:
+    result = run_tm(["-q", "--", sys.executable, "-m", "trainmeter", "nosuch.py"], tmp_path)
+    assert result.returncode == 127
+    assert "tm: nosuch.py: no such file" in result.stderr.splitlines()
+
+
+def test_a_reserved_command_word_is_never_run_as_a_program(tmp_path: Path) -> None:
+    from trainmeter.cli.main import COMMANDS, SUBCOMMANDS
+
+    missing = [w for w in SUBCOMMANDS if w not in COMMANDS]
+    if not missing:
+        pytest.skip("every command is built in this branch")
+    result = run_tm([missing[0]], tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    assert not (tmp_path / ".trainmeter").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling symlink"])
+def test_something_in_the_way_of_the_runs_directory_is_named(tmp_path: Path, kind: str) -> None:
+    (tmp_path / ".trainmeter").mkdir()
+    runs = tmp_path / ".trainmeter" / "runs"
+    if kind == "file":
+        runs.write_text("in the way")
+        expected = f"{runs} is a file, not a directory"
+    else:
+        runs.symlink_to(tmp_path / "gone")
+        expected = f"{runs} is a symlink to {tmp_path / 'gone'}, which does not exist"
+    write_script(tmp_path / "t.py", "raise SystemExit(5)")
+    result = run_tm(["-q", "t.py"], tmp_path)
+    assert result.returncode == 5  # the training still ran
+    [line] = [x for x in result.stderr.splitlines() if "cannot write the run log" in x]
+    assert expected in line and "File exists" not in line

@@ -132,7 +132,7 @@ def test_attach_watches_and_detaches_on_sigint(tmp_path):
             assert line, tm.stderr.read()
             lines.append(line)
         tm.send_signal(signal.SIGINT)
-        out, err = tm.communicate(timeout=30)
+        out, err = tm.communicate(timeout=120)
         assert tm.returncode == 0, err
         assert target.poll() is None  # left running
         assert "cores" in lines[-1] and "rss" in lines[-1] and "no GPU" in lines[-1]

@@ -61,7 +61,7 @@ def start_tm(args: list[str], cwd: Path, **kwargs) -> subprocess.Popen:
     )
 
 
-def wait_for(path: Path, timeout: float = 30.0) -> None:
+def wait_for(path: Path, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
         if time.monotonic() > deadline:

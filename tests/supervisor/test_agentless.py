@@ -36,12 +36,24 @@ def spawn() -> Iterator:
     def start(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         proc = subprocess.Popen(argv, env=env or agent_env(), stdin=subprocess.DEVNULL)
         started.append(proc)
+        _wait_for_cmdline(proc.pid)
         return proc
 
     yield start
     for proc in started:
         proc.kill()
         proc.wait()
+
+
+def _wait_for_cmdline(pid: int, timeout: float = 30.0) -> None:
+    """Wait until /proc shows the new program's arguments: the kernel sets them a moment after
+    exec, and a process read before that looks like a Python with no flags (flaky under load)."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while not psutil.Process(pid).cmdline():
+        assert time.monotonic() < deadline, f"pid {pid} shows no command line"
+        time.sleep(0.005)
 
 
 def later(seconds: float = 30.0):
@@ -210,4 +222,24 @@ def test_shell_root_over_a_silent_python_names_only_the_python(spawn) -> None:
     (python,) = children_of(shell.pid)
     watcher = SilentPythonWatcher(agent_env(), clock=later())
     facts = watch(watcher, [shell.pid, python])
+    assert [f["value"][:22] for f in facts] == ["python started with -I"]
+
+
+def test_a_process_without_its_command_line_yet_is_looked_at_again(monkeypatch, spawn) -> None:
+    """Right after exec, /proc shows no arguments for a moment: judging then would miss -I (and
+    blame the environment); the watcher must look again on the next tick instead."""
+    import psutil
+
+    proc = spawn([sys.executable, "-I", "-c", SLEEP])
+    real = psutil.Process.cmdline
+    calls = {"n": 0}
+
+    def cmdline(self):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        return [] if calls["n"] == 1 else real(self)
+
+    monkeypatch.setattr(psutil.Process, "cmdline", cmdline)
+    watcher = SilentPythonWatcher(agent_env(), clock=later())
+    assert watcher.tick([proc.pid], set()) == []  # not judged on an empty command line
+    facts = watch(watcher, [proc.pid])
     assert [f["value"][:22] for f in facts] == ["python started with -I"]

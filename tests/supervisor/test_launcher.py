@@ -27,7 +27,7 @@ def on(signum, frame):
 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
     signal.signal(s, on)
 open(out + ".ready", "w").close()
-deadline = time.monotonic() + 20
+deadline = time.monotonic() + 120  # a bound, never reached: the signal ends it
 while time.monotonic() < deadline:
     if os.path.exists(out) and "SIGINT" in open(out).read():
         time.sleep(0.5)  # tm must still be waiting for us after this
@@ -88,7 +88,7 @@ def test_signals_sent_to_tm_are_forwarded_to_the_child(tmp_path: Path, signum: i
     proc = start_tm(["-q", "trap.py", str(out)], tmp_path)
     wait_for(Path(str(out) + ".ready"))
     os.kill(proc.pid, signum)  # to tm alone, as a scheduler would
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=120)
     assert out.read_text().split() == [signal.Signals(signum).name]
     assert proc.returncode == 40 + signum, err  # the child's own status, passed through
     end = read_events(run_dirs(tmp_path)[0])[-1]["d"]
@@ -101,7 +101,7 @@ def test_ctrl_c_reaches_both_and_tm_waits_for_the_child(tmp_path: Path) -> None:
     proc = start_tm(["-q", "trap.py", str(out)], tmp_path)
     wait_for(Path(str(out) + ".ready"))
     os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=120)
     # the child got SIGINT once (tm did not forward a second), finished its 0.5 s of clean-up,
     # and tm returned its status 7 after that, not 130
     assert out.read_text().split() == ["SIGINT", "done"], err
@@ -123,7 +123,7 @@ def test_ctrl_c_kills_a_child_that_does_not_handle_it(tmp_path: Path) -> None:
     proc = start_tm(["-q", "sleepy.py", str(ready)], tmp_path)
     wait_for(ready)
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=120)
     # an uncaught KeyboardInterrupt makes Python die of SIGINT itself: 128 + 2
     assert proc.returncode == 130, err
     assert "KeyboardInterrupt" in err
@@ -140,7 +140,7 @@ def test_sigterm_to_a_child_without_handler_gives_143(tmp_path: Path) -> None:
     proc = start_tm(["-q", "s.py", str(ready)], tmp_path)
     wait_for(ready)
     os.kill(proc.pid, signal.SIGTERM)
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=120)
     assert proc.returncode == 143  # 128 + 15
     end = read_events(run_dirs(tmp_path)[0])[-1]["d"]
     assert (end["exit_status"], end["signal"]) == (143, 15)
@@ -155,28 +155,26 @@ def test_any_command_after_double_dash(tmp_path: Path) -> None:
     assert run_dirs(tmp_path)[0].name.endswith("-run.sh")
 
 
-def test_command_not_found_is_127_and_still_logged(tmp_path: Path) -> None:
+def test_command_not_found_is_127_and_leaves_no_run_directory(tmp_path: Path) -> None:
     result = run_tm(["--", "no-such-command-xyz"], tmp_path)
     assert result.returncode == 127
-    assert "tm: no-such-command-xyz: command not found" in result.stderr.splitlines()
-    events = read_events(run_dirs(tmp_path)[0])
-    assert events[0]["kind"] == "run.start" and events[-1]["kind"] == "run.end"
-    assert events[-1]["d"]["exit_status"] == 127
+    assert result.stderr.splitlines() == ["tm: no-such-command-xyz: command not found"]
+    assert not (tmp_path / ".trainmeter").exists()  # nothing ran: nothing to keep
 
 
 def test_not_executable_is_126(tmp_path: Path) -> None:
     (tmp_path / "plain.sh").write_text("echo hi\n")  # no x bit
     result = run_tm(["--", "./plain.sh"], tmp_path)
     assert result.returncode == 126
-    assert "permission denied" in result.stderr
-    assert read_events(run_dirs(tmp_path)[0])[-1]["d"]["exit_status"] == 126
+    assert result.stderr.splitlines() == ["tm: ./plain.sh: permission denied"]
+    assert not (tmp_path / ".trainmeter").exists()
 
 
 def test_missing_script_is_127_with_one_line(tmp_path: Path) -> None:
     result = run_tm(["nope.py"], tmp_path)
     assert result.returncode == 127
-    assert "tm: nope.py: no such file" in result.stderr.splitlines()
-    assert read_events(run_dirs(tmp_path)[0])[-1]["d"]["exit_status"] == 127
+    assert result.stderr.splitlines() == ["tm: nope.py: no such file"]
+    assert not (tmp_path / ".trainmeter").exists()
 
 
 def test_python_is_the_one_tm_runs_under(tmp_path: Path) -> None:

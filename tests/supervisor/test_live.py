@@ -62,7 +62,7 @@ def test_a_tick_samples_watches_counts_drops_and_raises_new_alerts_once(tmp_path
     assert watcher.calls[0] == ([100, 101], {100})
     # the engine saw exactly what the log holds, in order
     assert [r["kind"] for r in engine.fed] == kinds
-    assert stderr.getvalue() == ""
+    assert stderr.getvalue() == "trainmeter: observe only: pid 101 has no agent\n"  # said once
 
 
 def test_failing_sampler_and_watcher_are_switched_off_with_one_warning(tmp_path: Path) -> None:

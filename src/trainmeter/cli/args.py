@@ -9,9 +9,11 @@ and are parsed with `Decimal` so that `2.3k` is 2300 and not 2299.9999999999995.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import sys
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 
 from ..supervisor.options import RunOptions
 
@@ -25,6 +27,7 @@ USAGE = """\
 usage: tm [options] script.py [script args]     run a Python training script and watch it
        tm [options] -m module [args]            the same for `python -m module`
        tm [options] -- command [args]           any command: torchrun, a shell script, ...
+       (`tm python train.py`, `tm torchrun ...`: a program on PATH is run as after `--`)
        tm summary [RUN] [--json]                a finished run's summary, replayed from its log
        tm doctor | hardware | attach PID        what tm can see here, the node, a running PID
 
@@ -52,16 +55,53 @@ def parse_si(flag: str, text: str) -> Decimal:
         raise UsageError(f"{flag}: {text!r} is not a number {_HINT}")
     try:
         value = Decimal(match.group(1)) * _SI[match.group(2).lower()]
-    except InvalidOperation:
-        raise UsageError(f"{flag}: {text!r} is not a number {_HINT}") from None
+    except DecimalException:  # 1e999999999: past what Decimal's context holds
+        raise UsageError(f"{flag}: {text!r} is out of range") from None
     if not value.is_finite():
         raise UsageError(f"{flag}: {text!r} is not a finite number")
     return value
 
 
+#: The largest value each declared number may take: far above any real training, low enough
+#: that every one is a finite float (1e400 would be infinity) and the arithmetic on it is too.
+#: budget FLOPs: 1e32 is a million times the largest training runs of 2025.
+LIMITS: dict[str, float] = {
+    "--budget-tokens": 1e18,
+    "--budget-steps": 1e15,
+    "--budget-flops": 1e32,
+    "--tokens-per-step": 1e12,
+    "--flops-per-token": 1e18,
+    "--params": 1e16,
+    "--embedding-params": 1e16,
+    "--layers": 1e6,
+    "--d-model": 1e8,
+    "--seq-len": 1e10,
+    "--dp": 1e8,
+    "--plan-hours": 1e6,  # a century
+    "--peak-tflops": 1e6,  # TFLOP/s per GPU: a thousand times today's fastest
+}
+#: The smallest positive value an amount may take: below it the number is a typo (or rounds to 0).
+FLOORS: dict[str, float] = {
+    "--plan-hours": 1e-6,  # 3.6 ms
+    "--peak-tflops": 1e-6,
+    "--budget-flops": 1.0,
+    "--flops-per-token": 1.0,
+}
+
+
+def _check_range(flag: str, text: str, value: Decimal) -> None:
+    high = LIMITS.get(flag)
+    if high is not None and value > Decimal(repr(high)):
+        raise UsageError(f"{flag}: {text!r} is out of range (at most {high:g})")
+    low = FLOORS.get(flag)
+    if low is not None and 0 < value < Decimal(repr(low)):
+        raise UsageError(f"{flag}: {text!r} is out of range (at least {low:g})")
+
+
 def parse_count(flag: str, text: str, *, allow_zero: bool = False) -> int:
     """A whole number such as a parameter count or a layer count."""
     value = parse_si(flag, text)
+    _check_range(flag, text, value)
     if value != value.to_integral_value():
         raise UsageError(f"{flag}: {text!r} is not a whole number")
     if value < 0 or (value == 0 and not allow_zero):
@@ -70,11 +110,15 @@ def parse_count(flag: str, text: str, *, allow_zero: bool = False) -> int:
 
 
 def parse_amount(flag: str, text: str) -> float:
-    """A positive real number such as FLOPs, hours or TFLOP/s."""
+    """A positive real number such as FLOPs, hours or TFLOP/s: finite, in range, above 0."""
     value = parse_si(flag, text)
     if value <= 0:
         raise UsageError(f"{flag}: {text!r} must be above 0")
-    return float(value)
+    _check_range(flag, text, value)
+    number = float(value)
+    if not 0 < number < float("inf"):  # no limit set: still never 0 or infinity as a float
+        raise UsageError(f"{flag}: {text!r} is out of range")
+    return number
 
 
 def parse_fraction(flag: str, text: str) -> float:
@@ -84,13 +128,13 @@ def parse_fraction(flag: str, text: str) -> float:
     body = stripped[:-1] if percent else stripped
     try:
         value = Decimal(body.strip())
-    except InvalidOperation:
+    except DecimalException:
         raise UsageError(f"{flag}: {text!r} is not a fraction (use 0.4 or 40%)") from None
     if not value.is_finite():
         raise UsageError(f"{flag}: {text!r} is not a fraction (use 0.4 or 40%)")
     if percent:
         value /= 100
-    if not 0 < value <= 1:
+    if not 0 < value <= 1 or float(value) == 0.0 or value < Decimal("1e-6"):
         raise UsageError(f"{flag}: {text!r} must be between 0 and 1 (use 0.4 or 40%)")
     return float(value)
 
@@ -117,6 +161,21 @@ _SWITCHES = {
     "--no-agent": "agent",
     "--no-tap": "tap",
 }
+
+
+def is_python_script(word: str) -> bool:
+    """`train.py` (there or not: a missing one is said so at launch, 127), `-` (stdin), or an
+    existing file that is not itself a program (a script without the `.py` ending)."""
+    if word == "-" or word.endswith(".py"):
+        return True
+    return os.path.isfile(word) and not os.access(word, os.X_OK)
+
+
+def find_program(word: str) -> str | None:
+    """The program a word names: a path to an executable file, or a name on PATH."""
+    if os.sep in word or (os.altsep and os.altsep in word):
+        return word if os.path.isfile(word) and os.access(word, os.X_OK) else None
+    return shutil.which(word)
 
 
 def _parse_value_flag(opts: RunOptions, flag: str, value: str) -> None:
@@ -172,8 +231,16 @@ def parse_run_args(argv: list[str], python: str | None = None) -> RunOptions:
             opts.command = [python, "-m", *argv[i + 1 :]]
             break
         if not arg.startswith("-") or arg == "-":
-            opts.script = arg
-            opts.command = [python, *argv[i:]]
+            if is_python_script(arg):
+                opts.script = arg
+                opts.command = [python, *argv[i:]]
+            elif find_program(arg) is not None:
+                opts.command = list(argv[i:])  # `tm python train.py`: as after `--`
+            else:
+                raise UsageError(
+                    f"{arg}: not a tm command, a Python script or a program on PATH "
+                    "(see tm --help)"
+                )
             break
         flag, eq, inline = arg.partition("=")
         if flag in ("-q", "--quiet") and not eq:

@@ -18,11 +18,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: The first words that are always `tm`'s own commands, whatever is on PATH: a command first,
+#: then a `.py` script, then a program (`tm python train.py`, `tm torchrun ...`), else an error.
+SUBCOMMANDS = (
+    "summary", "view", "top", "attach", "passport", "runs", "compare", "report", "check",
+    "export", "doctor", "hardware",
+)  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in COMMANDS:
         module = importlib.import_module(COMMANDS[args[0]][0])
         return int(module.main(args[1:]) or 0)
+    if args and args[0] in SUBCOMMANDS:
+        print(f"tm: {args[0]}: this build of tm does not have that command yet", file=sys.stderr)
+        return 2
     from . import run
 
     return int(run.main(args) or 0)

@@ -19,6 +19,13 @@ def passthrough(opts: RunOptions) -> int:
     The outer `tm` watches it already; a second run directory would count everything twice.
     """
     command = opts.command
+    from ..supervisor.launcher import LaunchError, check_script
+
+    try:
+        check_script(command, opts.script)  # `tm -- tm nosuch.py`: 127, as outside a run
+    except LaunchError as exc:
+        print(exc.message, file=sys.stderr)
+        return exc.status
     sys.stdout.flush()
     sys.stderr.flush()
     try:

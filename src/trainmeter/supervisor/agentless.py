@@ -103,6 +103,10 @@ class _Proc:
         process = psutil.Process(pid)
         with process.oneshot():
             self.cmdline: list[str] = process.cmdline()
+            if not self.cmdline:
+                # Just exec'd: the kernel sets the arguments a moment after the new program
+                # (and before that /proc shows none). Judged on that, -I would be missed.
+                raise LookupError(f"pid {pid}: no command line yet")
             self.create_time: float = process.create_time()
             self.ppid: int = process.ppid()
             try:
@@ -285,6 +289,11 @@ class SilentPythonWatcher:
         with self._lock:
             slot[0], slot[1] = True, reason
 
+    @property
+    def reported(self) -> set[str]:
+        """The reasons already given (each once)."""
+        return set(self._reported)
+
     @staticmethod
     def _fact(reason: str, proc: _Proc) -> dict[str, Any]:
         return {"key": "observe_only", "value": reason, "source": "detected", "note": proc.note()}
@@ -297,3 +306,67 @@ class SilentPythonWatcher:
                 if all(slot[0] for slot in self._asked.values()):
                     return
             time.sleep(0.02)
+
+
+NOT_PYTHON = (
+    "the command is not a Python program ({name}): tm watches it from outside only (GPU and "
+    "host), with no steps, tokens or loss"
+)
+
+
+def _shebang_python(path: str) -> str | None:
+    """The interpreter a script's `#!` line names when it is a Python (torchrun, accelerate)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    for word in words[:2]:  # `#!/venv/bin/python` or `#!/usr/bin/env python3`
+        if is_python(word, [word]):
+            return word
+    return None
+
+
+def reason_without_hello(
+    command: list[str],
+    env: Mapping[str, str],
+    *,
+    diagnose: Diagnose = why_silent,
+) -> str:
+    """Why no Python of the run said hello, judged from the command once the run is over.
+
+    The live watcher needs a Python to live a couple of seconds before it judges it; a short
+    run (`tm -- sleep 1`, `tm -- python -I -c ...`) ends first. This says the same things from
+    the command line alone: not a Python program, the interpreter's flags, the environment,
+    then the interpreter itself (asked once, as `tm doctor --python` does).
+    """
+    program = command[0] if command else "?"
+    name = os.path.basename(program) or program
+    path = program if os.sep in program else shutil.which(program, path=env.get("PATH"))
+    exe = path or program
+    interpreter = exe
+    if not is_python(exe, command):
+        shebang = _shebang_python(exe) if path else None
+        if shebang is None:
+            return NOT_PYTHON.format(name=name)
+        interpreter = shebang if os.sep in shebang else (shutil.which(shebang) or shebang)
+    else:
+        flags = interpreter_flags(command)
+        for letter in "ISE":
+            if letter in flags:
+                return _FLAG_REASONS[letter]
+    if env.get(ENV_DISABLE) == "1":
+        return "TRAINMETER_DISABLE=1 in its environment: the agent stays off"
+    try:
+        asked = diagnose(interpreter, env)
+    except Exception:  # noqa: BLE001 - a failed diagnosis still leaves the plain reason below
+        asked = None
+    if asked:
+        return asked
+    return (
+        "no Python of the run said hello before it ended, for no reason tm can see; "
+        f"`tm doctor --python {interpreter}` may tell more"
+    )

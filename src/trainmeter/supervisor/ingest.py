@@ -2,10 +2,16 @@
 
 An AF_UNIX datagram socket in a private directory (`tempfile.mkdtemp` makes it 0700, so no other
 user can send into the run: promise 8). The receive buffer is raised as far as the kernel lets
-us so a burst is queued, not dropped. One thread receives, splits each datagram into lines,
-decodes each with `records.decode`, and hands good records to the sink; a malformed line is
-dropped and counted, and the count reaches the log as the fact `ingest_dropped`. The loop does
-nothing else, so it keeps up with a high datagram rate.
+us so a burst is queued, not dropped. One thread receives each datagram into one reusable
+buffer and hands it to the shared `decode.Decoder`, which yields good records for the sink and
+counts every line it skips with its reason; the count reaches the log as the fact
+`ingest_dropped`. The loop does nothing else, so it keeps up with a high datagram rate, and
+nothing a datagram holds can stop it: whatever goes wrong with one datagram is counted and the
+loop goes on. Stopping never blocks: the wake-up datagram is sent without waiting, and the
+final drain of the queue is bounded in time, even under a flood.
+
+The directory's name carries `tm`'s pid (`trainmeter-<pid>-...`). A `tm` killed with SIGKILL
+cannot remove it; the next `tm` does (`clean_stale_dirs`), once that pid is gone.
 """
 
 from __future__ import annotations
@@ -20,11 +26,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import records
+from .decode import Decoder
 
 RCVBUF_BYTES = 8 << 20
-_RECV_SIZE = 1 << 17  # above records.MAX_DATAGRAM, so a datagram is never cut
+#: The receive buffer a datagram is read into at first: far above what the agent sends
+#: (`records.MAX_DATAGRAM`). A bigger datagram is cut, its lost lines counted, and the buffer
+#: grows (up to `_RECV_MAX`) for the next one.
+_RECV_SIZE = 1 << 20
+_RECV_MAX = 64 << 20
 _POLL_S = 0.1
+_DRAIN_MAX_S = 0.5  # stop() takes what is queued for at most this long (a flood never ends)
+_DIR_PREFIX = "trainmeter-"
+_SOCK_NAME = "ingest.sock"
+_MSG_TRUNC = getattr(socket, "MSG_TRUNC", 0)
 
 Sink = Callable[[bytes, dict[str, Any]], None]
 
@@ -42,28 +56,67 @@ def _raise_rcvbuf(sock: socket.socket, size: int) -> int:
     return sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
 
 
-def decode_counted(line: bytes, reasons: dict[str, int]) -> dict[str, Any] | None:
-    """The record on `line`, or None with the reason (the error's first word) counted."""
+def _pid_alive(pid: int) -> bool:
     try:
-        return records.decode(line)
-    except records.RecordError as exc:
-        reason = str(exc).split(":", 1)[0]
-        reasons[reason] = reasons.get(reason, 0) + 1
-        return None
+        os.kill(pid, 0)  # signal 0: a liveness check, nothing is delivered
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, not ours to signal
+    return True
+
+
+def clean_stale_dirs(tmp: str | None = None) -> list[str]:
+    """Remove socket directories whose `tm` is gone (SIGKILLed); return what was removed.
+
+    Only directories of this user, named `trainmeter-<pid>-...` and holding our socket, are
+    looked at; a live owner's directory is never touched.
+    """
+    tmp = tmp or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        names = os.listdir(tmp)
+    except OSError:
+        return removed
+    uid = os.getuid()
+    for name in names:
+        if not name.startswith(_DIR_PREFIX):
+            continue
+        pid_text = name[len(_DIR_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit():
+            continue
+        path = os.path.join(tmp, name)
+        try:
+            st = os.lstat(path)
+            if st.st_uid != uid or not os.path.isdir(path) or os.path.islink(path):
+                continue
+            if not os.path.lexists(os.path.join(path, _SOCK_NAME)):
+                continue
+        except OSError:
+            continue
+        if _pid_alive(int(pid_text)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            removed.append(path)
+    return removed
 
 
 class Ingest:
     """Owns the socket, its directory and the receiving thread."""
 
-    def __init__(self, sink: Sink, rcvbuf: int = RCVBUF_BYTES) -> None:
+    def __init__(
+        self, sink: Sink, rcvbuf: int = RCVBUF_BYTES, recv_size: int = _RECV_SIZE
+    ) -> None:
         self.sink = sink
-        self.dir = tempfile.mkdtemp(prefix="trainmeter-")
-        self.path = os.path.join(self.dir, "ingest.sock")
+        clean_stale_dirs()
+        self.dir = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-")
+        self.path = os.path.join(self.dir, _SOCK_NAME)
+        self.decoder = Decoder(from_socket=True)
         self.received = 0  # good records
         self.datagrams = 0
-        self.dropped = 0  # malformed lines
-        self.drop_reasons: dict[str, int] = {}
         self.last_rx = time.monotonic()
+        self._buf = bytearray(recv_size)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         try:
@@ -75,42 +128,68 @@ class Ingest:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
 
+    @property
+    def dropped(self) -> int:
+        """Lines that were not records (or were cut off), all reasons together."""
+        return self.decoder.skipped
+
+    @property
+    def drop_reasons(self) -> dict[str, int]:
+        return self.decoder.reasons
+
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="trainmeter-ingest", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        recv = self.sock.recv
         while not self._stop.is_set():
             try:
-                data = recv(_RECV_SIZE)
+                data = self._receive()
             except TimeoutError:
                 continue
             except OSError:
                 if self._stop.is_set():
                     return
+                time.sleep(0.001)  # a closed or failing socket must not spin
+                continue
+            except Exception:  # noqa: BLE001 - nothing may end this loop but stop()
+                self.decoder.skip("internal error")
                 continue
             self.handle(data)
 
+    def _receive(self) -> bytes:
+        """One datagram. A datagram longer than the buffer is cut by the kernel: MSG_TRUNC
+        gives its real length, and the lines lost in the cut-off part are counted."""
+        buf = self._buf
+        n = self.sock.recv_into(buf, len(buf), _MSG_TRUNC)
+        if n <= len(buf):
+            return bytes(memoryview(buf)[:n])
+        data = bytes(buf)
+        cut = data.rfind(b"\n") + 1  # the lines before the cut are whole
+        whole, partial = data[:cut], data[cut:]
+        lines = max(whole.count(b"\n"), 1)
+        per_line = max(cut / lines, 1.0) if cut else float(len(buf))
+        lost_bytes = n - cut
+        self.decoder.skip("datagram cut", max(round(lost_bytes / per_line), 1 if partial else 0))
+        if len(buf) < _RECV_MAX:
+            self._buf = bytearray(min(max(n, 2 * len(buf)), _RECV_MAX))
+        return whole
+
     def handle(self, data: bytes) -> None:
-        """Split one datagram into records; count what does not decode."""
+        """Split one datagram into records for the sink; count what does not decode."""
         if not data:
             return  # the wake-up datagram, or an empty one: nothing to count
         self.datagrams += 1
         self.last_rx = time.monotonic()
-        for line in data.split(b"\n"):
-            line = line.strip()
-            if not line:
-                continue
-            record = decode_counted(line, self.drop_reasons)
-            if record is None:
-                self.dropped += 1
-                continue
-            self.received += 1
-            try:
-                self.sink(line, record)
-            except Exception:  # noqa: BLE001 - the sink never raises; if it did, keep receiving
-                pass
+        try:
+            for line, record in self.decoder.datagram(data):
+                self.received += 1
+                try:
+                    self.sink(line, record)
+                except Exception:  # noqa: BLE001 - the sink never raises; if it did, keep receiving
+                    pass
+        except Exception:  # noqa: BLE001 - the decoder never raises; if it did, count and go on
+            self.decoder.skip("internal error")
 
     def settle(
         self,
@@ -136,28 +215,39 @@ class Ingest:
             time.sleep(min(0.02, deadline - now))
 
     def _wake(self) -> None:
-        """An empty datagram ends the thread's wait now rather than at its next poll."""
+        """An empty datagram ends the thread's wait now rather than at its next poll.
+
+        Sent without blocking: on a full queue the thread is busy anyway and sees the stop
+        flag after the datagram it is handling, so there is nothing to wait for.
+        """
         with contextlib.suppress(OSError):
             waker = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             try:
+                waker.setblocking(False)
                 waker.sendto(b"", self.path)
             finally:
                 waker.close()
 
     def stop(self) -> None:
-        """Stop the thread, take what is still queued, close and remove the socket directory."""
+        """Stop the thread, take what is still queued (for a bounded time), close and remove
+        the socket directory. Never blocks on the socket."""
         self._stop.set()
         if self._thread is not None:
             self._wake()
             self._thread.join(timeout=2.0)
-        with contextlib.suppress(OSError):
-            self.sock.setblocking(False)
-            while True:
-                try:
-                    data = self.sock.recv(_RECV_SIZE)
-                except (BlockingIOError, InterruptedError):
-                    break
-                self.handle(data)
+        if self._thread is None or not self._thread.is_alive():
+            self._drain()
         with contextlib.suppress(OSError):
             self.sock.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _drain(self) -> None:
+        deadline = time.monotonic() + _DRAIN_MAX_S
+        with contextlib.suppress(OSError):
+            self.sock.setblocking(False)
+            while time.monotonic() < deadline:
+                try:
+                    data = self._receive()
+                except (BlockingIOError, InterruptedError):
+                    break
+                self.handle(data)

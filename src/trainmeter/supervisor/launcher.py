@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -78,6 +79,21 @@ def check_script(command: list[str], script: str | None) -> None:
     """`tm train.py` for a train.py that is not there: say so now, as a shell would (127)."""
     if script is not None and script != "-" and not os.path.exists(script):
         raise LaunchError(127, f"tm: {script}: no such file")
+
+
+def check_command(command: list[str], script: str | None, path: str | None = None) -> None:
+    """Refuse, before anything is created, a command that cannot start: 127 when it is not
+    there (no such script, no such program on PATH), 126 when it is not executable. So a typo
+    leaves no run directory behind, only the shell's one line."""
+    check_script(command, script)
+    program = command[0]
+    if os.sep in program:
+        if not os.path.exists(program):
+            raise LaunchError(127, f"tm: {program}: no such file")
+        if os.path.isdir(program) or not os.access(program, os.X_OK):
+            raise LaunchError(126, f"tm: {program}: permission denied")
+    elif shutil.which(program, path=path) is None:
+        raise LaunchError(127, f"tm: {program}: command not found")
 
 
 class Launcher:

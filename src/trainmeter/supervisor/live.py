@@ -115,6 +115,8 @@ class LiveLoop:
         for d in facts or []:
             if isinstance(d, dict) and isinstance(d.get("key"), str):
                 self.recorder.write_tm("fact", d)
+                if d["key"] == "observe_only":  # said when found, not only in the log
+                    self.warn(f"observe_only:{d.get('value')}", f"observe only: {d.get('value')}")
 
     def record_dropped(self) -> None:
         """The fact `ingest_dropped` each time the count of malformed lines has grown."""

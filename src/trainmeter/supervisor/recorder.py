@@ -13,9 +13,10 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from .. import records
+from .plausible import Implausible, check
 from .store import RunStore
 
 FLUSH_EVERY_S = 1.0
@@ -26,6 +27,16 @@ def no_engine_snapshot(reason: str) -> dict[str, Any]:
     return {"absent": {"engine": reason}, "warnings": [f"no engine: {reason}"]}
 
 
+class EngineLike(Protocol):
+    """What the recorder feeds: `trainmeter.engine.Engine`, loaded late (after the child
+    starts), so it is named here by what it does. A record goes socket -> `Ingest` ->
+    `decode.Decoder` -> `Recorder.accept` -> the store, then `feed` -> `snapshot`."""
+
+    def feed(self, record: dict[str, Any]) -> None: ...
+
+    def snapshot(self, now: float | None = None) -> dict[str, Any]: ...
+
+
 class Recorder:
     """Appends records to the store and feeds them to the engine. Never raises."""
 
@@ -33,11 +44,12 @@ class Recorder:
         self.store = store
         self.warn = warn
         self.pid = os.getpid()
-        self.engine: Any = None
+        self.engine: EngineLike | None = None
         self.engine_missing: str | None = None
         self.feed_errors = 0
         self.written = 0
         self.hello_pids: set[int] = set()
+        self.observe_only: list[str] = []  # the reasons recorded why no agent reports
         self._before_engine: list[dict[str, Any]] | None = []
         self.sealed = False
         self._last_flush = time.monotonic()
@@ -54,7 +66,8 @@ class Recorder:
         try:
             line = records.encode(record)
             parsed = records.decode(line)  # what a replay will see, tuples turned into lists
-        except records.RecordError as exc:
+            check(parsed)  # a replay skips what cannot be true: so is it never written
+        except (records.RecordError, Implausible) as exc:
             self.warn(f"encode:{kind}", f"a {kind} record could not be written ({exc})")
             return
         self.accept(line.encode("utf-8"), parsed)
@@ -70,8 +83,11 @@ class Recorder:
             if now - self._last_flush >= FLUSH_EVERY_S:  # even if the live loop is stuck
                 self._last_flush = now
                 self.store.flush()
-            if record.get("kind") == "hello" and isinstance(record.get("pid"), int):
+            kind = record.get("kind")
+            if kind == "hello" and isinstance(record.get("pid"), int):
                 self.hello_pids.add(record["pid"])
+            elif kind == "fact" and record["d"].get("key") == "observe_only":
+                self.observe_only.append(str(record["d"].get("value")))
             if self._before_engine is not None:
                 self._before_engine.append(record)
             else:
@@ -88,7 +104,7 @@ class Recorder:
         if self.observers:
             self.observers.record(record)
 
-    def attach_engine(self, engine: Any, missing: str | None = None) -> bool:
+    def attach_engine(self, engine: EngineLike | None, missing: str | None = None) -> bool:
         """Start feeding `engine`, first with everything recorded so far. None: no engine.
 
         Only the first call counts (False after): a second engine would have missed records.

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from . import late_parts as parts
-from .ingest import decode_counted
-from .recorder import Recorder
+from .decode import Decoder, log_summary
+from .recorder import EngineLike, Recorder
 from .store import RunStore, runs_root
 from .warn import WarnOnce
 
@@ -40,7 +40,7 @@ class ReplayResult:
 
 def replay(
     events: Path,
-    engine_factory: Callable[[], Any] | None = None,
+    engine_factory: Callable[[], EngineLike] | None = None,
     warn: Callable[[str, str], None] | None = None,
 ) -> ReplayResult:
     """Stream `events` through a fresh engine; return its final snapshot and what was skipped."""
@@ -52,23 +52,25 @@ def replay(
     recorder = Recorder(RunStore(warn), warn)
     recorder.attach_engine(engine, missing or reason)
     result = ReplayResult(snapshot={})
+    decoder = Decoder()
     with open(events, "rb") as fh:
-        for line in fh:
-            result.lines += 1
-            line = line.strip()
-            if not line:
-                continue
-            record = decode_counted(line, result.bad_reasons)
-            if record is None:
-                result.bad += 1
-                continue
-            result.records += 1
-            if record["kind"] == "run.end":
-                result.finished = True
+        for line, record in decoder.lines_of(_counted(fh, result)):
             recorder.accept(line, record)
+    result.records = decoder.good
+    result.bad = decoder.skipped
+    result.bad_reasons = dict(decoder.reasons)
+    result.finished = decoder.ended
     result.feed_errors = recorder.feed_errors
     result.snapshot = recorder.snapshot(now=None)
+    result.snapshot["log"] = log_summary(result.lines, decoder.good, decoder.reasons)
     return result
+
+
+def _counted(fh: Any, result: ReplayResult) -> Any:
+    """The file's lines, counted as they are read (blank ones too)."""
+    for line in fh:
+        result.lines += 1
+        yield line
 
 
 def resolve_run(spec: str | None, cwd: Path | None = None) -> Path:

@@ -23,8 +23,17 @@ from typing import Any
 
 from .. import __version__, records
 from . import late_parts as parts
+from .decode import log_summary
 from .ingest import Ingest
-from .launcher import FORWARDED, ChildExit, Launcher, LaunchError, check_script, child_env
+from .launcher import (
+    FORWARDED,
+    ChildExit,
+    Launcher,
+    LaunchError,
+    check_command,
+    check_script,
+    child_env,
+)
 from .live import LiveLoop
 from .observers import ObserverSet
 from .options import RunOptions
@@ -83,6 +92,7 @@ class Session:
         self.elapsed_s: float | None = None
         self.child_env: dict[str, str] | None = None
         self.observers = ObserverSet([], self.warn)
+        self.launched = False  # the command started (a LaunchError leaves nothing to explain)
 
     # ---- 1 and 2 ----------------------------------------------------------------------------
 
@@ -161,6 +171,7 @@ class Session:
                 self.say(exc.message)
                 self._attach_engine()
                 return ChildExit(exc.status, None)
+            self.launched = True
             self._start_watching(pid)
             child = launcher.wait()
         return child
@@ -230,6 +241,7 @@ class Session:
             self.live.close_samplers()
         elif self.ingest is not None and self.ingest.dropped:
             LiveLoop(self.recorder, self.warn, dropped=lambda: self.ingest.dropped).record_dropped()
+        self._explain_observe_only()
         elapsed = time.monotonic() - self.t0
         self.elapsed_s = elapsed
         end = {"exit_status": child.status, "signal": child.signal, "elapsed_s": elapsed}
@@ -238,12 +250,43 @@ class Session:
         self.recorder.close()
         self._attach_engine()
         self.final = self.recorder.snapshot(now=None)
+        self.final["log"] = log_summary(self.recorder.written, self.recorder.written, {})
         self.store.write_json("summary.json", self.final)
         self.observers.finish(self.final)
         self.store.write_json(
             "meta.json",
             self.meta({"end_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), **end}),
         )
+
+    def _explain_observe_only(self) -> None:
+        """No process said hello: record why (once), and say it on stderr, however short the run.
+
+        The live watcher gives a Python a couple of seconds before it judges it, so a short run
+        ends unexplained; this judges from the command itself when the run is over.
+        """
+        recorder = self.recorder
+        if recorder is None or not self.launched or recorder.hello_pid_set():
+            return
+        if not self.opts.agent:
+            reason, source = "tm --no-agent: the agent was not loaded, as asked", "declared"
+        elif self.ingest is None:
+            reason = "tm could not open its socket, so the agent had nowhere to report"
+            source = "detected"
+        elif recorder.observe_only:
+            reason, source = "", ""
+        else:
+            from .agentless import reason_without_hello
+
+            env = self.child_env if self.child_env is not None else dict(os.environ)
+            reason, source = reason_without_hello(self.opts.command, env), "detected"
+        if reason:
+            note = "judged when the run ended: no process of the run said hello"
+            recorder.write_tm(
+                "fact", {"key": "observe_only", "value": reason, "source": source, "note": note}
+            )
+        if self.opts.agent:
+            for said in recorder.observe_only:
+                self.warn(f"observe_only:{said}", f"observe only: {said}")
 
     def summary_line(self) -> str:
         from ..views.terminal import summary_line
@@ -260,6 +303,11 @@ class Session:
 
 def supervise(opts: RunOptions, **kwargs: Any) -> int:
     """Run `opts.command` under `tm`. Returns the child's exit status whatever else fails."""
+    try:
+        check_command(opts.command, opts.script)
+    except LaunchError as exc:
+        print(exc.message, file=kwargs.get("stderr") or sys.stderr, flush=True)
+        return exc.status
     session = Session(opts, **kwargs)
     env: dict[str, str] | None = None
     try:

@@ -31,6 +31,19 @@ def runs_root(cwd: Path | None = None) -> Path:
     return (cwd or Path.cwd()) / RUNS
 
 
+def what_blocks(root: Path) -> str | None:
+    """Why `root` cannot be a directory, said plainly: a file, or a symlink to nothing, where
+    a directory should be (mkdir's own words are only "File exists")."""
+    for path in (root, *root.parents):
+        if path.is_symlink() and not path.exists():
+            return f"{path} is a symlink to {os.readlink(path)}, which does not exist"
+        if path.exists() and not path.is_dir():
+            return f"{path} is a file, not a directory"
+        if path.is_dir():
+            return None
+    return None
+
+
 class RunStore:
     """Writes one run's directory. Every method is a no-op once the store has failed."""
 
@@ -67,10 +80,11 @@ class RunStore:
                 raise OSError(f"no free run directory name under {root}")
             store._events = open(store.path / "events.jsonl", "ab", buffering=1 << 16)  # noqa: SIM115
         except OSError as exc:
-            store._fail(exc)
+            blocked = what_blocks(root) if isinstance(exc, (FileExistsError, NotADirectoryError)) else None
+            store._fail(blocked or exc)
         return store
 
-    def _fail(self, exc: BaseException) -> None:
+    def _fail(self, exc: BaseException | str) -> None:
         self.broken = str(exc)
         self.warn(
             "store",

@@ -1,0 +1,122 @@
+"""Whether a well-formed record can be true: the ranges `tm` believes.
+
+The wire schema (`records.validate`) checks the envelope; this checks the values a record
+claims. A buggy or forged record (a `step` of 10^30 optimizer steps, a trillion-trillion
+tokens, a negative count, a number that overflowed to infinity) would otherwise be summed into
+every number the run shows. Such a record is skipped and counted with its reason; the limits
+are far above any real training (a million optimizer steps reported at once, 10^12 tokens in
+one record) so a true record is never refused.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: More optimizer steps than this in one `step` record cannot be true.
+MAX_STEPS_PER_RECORD = 1_000_000
+#: More tokens than this in one `step` record cannot be true.
+MAX_TOKENS_PER_RECORD = 10**12
+
+#: Declared or detected facts that are counts or amounts: never negative.
+NON_NEGATIVE_FACTS = frozenset(
+    {
+        "tokens_per_step",
+        "flops_per_token",
+        "n_params",
+        "n_embedding_params",
+        "n_frozen_params",
+        "n_layers",
+        "d_model",
+        "seq_len",
+        "dp",
+        "moe_experts",
+        "budget_tokens",
+        "budget_steps",
+        "budget_flops",
+        "plan_mfu",
+        "plan_hours",
+        "peak_flops",
+        "counted_flops_per_token",
+        "counted_flops_per_step",
+        "agent_dropped_records",
+        "ingest_dropped",
+    }
+)
+
+
+class Implausible(ValueError):
+    """A record that is well formed but cannot be true. The message's first part is the reason."""
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _all_finite(d: dict[str, Any]) -> bool:
+    """Every number anywhere in `d` is finite (JSON's 1e400 parses as infinity)."""
+    stack: list[Any] = [d]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
+
+
+def _in_range(kind: str, d: dict[str, Any], name: str, high: float | None = None) -> None:
+    """`d[name]`, when present, is a number in [0, high]."""
+    value = d.get(name)
+    if value is None:
+        return
+    if not _number(value):
+        raise Implausible(f"implausible {kind}: {name} is not a number")
+    if value < 0:
+        raise Implausible(f"implausible {kind}: {name}={value!r} is negative")
+    if high is not None and value > high:
+        raise Implausible(f"implausible {kind}: {name}={value!r} is above {high:g}")
+
+
+def _step(d: dict[str, Any]) -> None:
+    _in_range("step", d, "k", MAX_STEPS_PER_RECORD)
+    _in_range("step", d, "tokens", MAX_TOKENS_PER_RECORD)
+    _in_range("step", d, "real_tokens", MAX_TOKENS_PER_RECORD)
+    _in_range("step", d, "n")
+    _in_range("step", d, "micro")
+    tokens, real = d.get("tokens"), d.get("real_tokens")
+    if _number(tokens) and _number(real) and real > tokens:
+        raise Implausible("implausible step: more real tokens than tokens")
+
+
+def _phase(d: dict[str, Any]) -> None:
+    _in_range("phase", d, "s")
+    _in_range("phase", d, "n")
+
+
+def _fact(d: dict[str, Any]) -> None:
+    if d.get("key") in NON_NEGATIVE_FACTS and _number(d.get("value")) and d["value"] < 0:
+        raise Implausible(f"implausible fact: {d['key']}={d['value']!r} is negative")
+
+
+_BY_KIND = {"step": _step, "phase": _phase, "fact": _fact}
+
+
+def check(record: dict[str, Any]) -> None:
+    """Raise `Implausible` when `record` (already valid on the wire) cannot be true."""
+    kind = record["kind"]
+    rank = record.get("rank")
+    if rank is not None and rank < 0:
+        raise Implausible(f"implausible {kind}: rank {rank} is negative")
+    pid = record.get("pid")
+    if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool) or pid < 0):
+        raise Implausible(f"implausible {kind}: pid {pid!r} is not a process id")
+    d = record["d"]
+    if not _all_finite(d):
+        raise Implausible(f"implausible {kind}: a number is not finite")
+    rule = _BY_KIND.get(kind)
+    if rule is not None:
+        rule(d)

@@ -1,0 +1,68 @@
+"""Observe-only is always explained, in the log and on stderr, even when the run is too short
+for the live watcher to judge it (it gives a Python a couple of seconds first)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainmeter.supervisor.agentless import reason_without_hello
+
+from ..conftest import read_events, run_dirs, run_tm
+from .procs import facts
+
+
+def _said(tmp_path: Path, args: list[str]) -> tuple[str, str]:
+    result = run_tm(["-q", *args], tmp_path)
+    assert result.returncode == 0, result.stderr
+    [fact] = facts(read_events(run_dirs(tmp_path)[-1]), "observe_only")
+    [line] = [x for x in result.stderr.splitlines() if "observe only" in x]
+    assert line == f"trainmeter: observe only: {fact['value']}"
+    return fact["value"], fact["source"]
+
+
+def test_a_short_non_python_command(tmp_path: Path) -> None:
+    value, source = _said(tmp_path, ["--", "sleep", "0.1"])
+    assert value.startswith("the command is not a Python program (sleep)")
+    assert source == "detected"
+
+
+def test_a_short_isolated_python(tmp_path: Path) -> None:
+    value, _ = _said(tmp_path, ["--", sys.executable, "-I", "-c", "pass"])
+    assert value.startswith("python started with -I")
+
+
+def test_another_environments_python(tmp_path: Path, bare_venv: Path) -> None:
+    python = str(bare_venv / "bin" / "python")
+    value, _ = _said(tmp_path, [python, "-c", "pass"])
+    assert value.startswith(f"trainmeter is not importable from {python}")
+
+
+def test_a_python_that_loads_the_agent_is_not_observe_only(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("pass\n")
+    result = run_tm(["-q", "t.py"], tmp_path)
+    assert result.returncode == 0 and "observe only" not in result.stderr
+    assert facts(read_events(run_dirs(tmp_path)[0]), "observe_only") == []
+
+
+@pytest.mark.parametrize(
+    ("command", "start"),
+    [
+        (["sleep", "1"], "the command is not a Python program (sleep)"),
+        (["python3", "-S", "x.py"], "python started with -S"),
+        (["python3", "-E", "x.py"], "python started with -E"),
+    ],
+)
+def test_reason_from_the_command_alone(command: list[str], start: str) -> None:
+    assert reason_without_hello(command, {"PATH": "/usr/bin:/bin"}, diagnose=lambda e, v: None).startswith(start)
+
+
+def test_a_python_console_script_is_judged_by_its_interpreter(tmp_path: Path) -> None:
+    script = tmp_path / "torchrun"
+    script.write_text(f"#!{sys.executable}\nprint(1)\n")
+    script.chmod(0o755)
+    asked: list[str] = []
+    reason = reason_without_hello([str(script), "t.py"], {}, diagnose=lambda e, v: asked.append(e) or "r")
+    assert asked == [sys.executable] and reason == "r"
