@@ -1,0 +1,351 @@
+"""Bounded history of every series a view draws: memory that does not grow with the run.
+
+A live view wants the whole curve of a run (loss, tokens/s, MFU...) against step, tokens,
+FLOPs spent or wall time, but a run of ten million steps must cost no more memory than one of
+ten thousand. So each series keeps at most `capacity` buckets. A bucket stands for a run of
+consecutive points and keeps their minimum, maximum and last value (a one-step loss spike
+survives any amount of merging) and the step, tokens and time of its last point. When the
+buckets are full, neighbours merge pairwise and each bucket from then on takes twice as many
+points: the curve keeps its shape at half the resolution, and the cost per point stays O(1).
+
+FLOPs spent are not stored: under one convention a run spends FLOPs per token times tokens, so
+the FLOPs axis is the tokens axis scaled by the latest FLOPs per token (`flops_per_token`),
+and it is absent, not zero, while that number is unknown.
+
+Pure: no I/O, no clock. It is fed records (`on_record`: step records move the cursor, metric
+records add points to the loop's own series) and snapshots (`on_snapshot`: tokens/s, MFU,
+step time, GPU counters... become points at the snapshot's step, tokens and time).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: The x axes a series can be drawn against.
+AXES = ("step", "tokens", "flops", "time")
+
+#: Buckets per series. 2048 points is more than a chart's width in pixels.
+DEFAULT_CAPACITY = 2048
+
+#: At most this many series (a loop that logs thousands of keys must not grow memory either).
+MAX_SERIES = 256
+
+#: Snapshot numbers drawn as series: name -> (path into the snapshot, unit, label).
+SNAPSHOT_SERIES: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "tokens_per_s": (("tokens_per_s",), "tokens/s", "Tokens per second"),
+    "step_time_s": (("step_time_s",), "s", "Step time"),
+    "mfu": (("mfu", "value"), "ratio", "MFU"),
+    "ofu": (("ofu", "value"), "ratio", "OFU"),
+    "goodput": (("time", "goodput"), "ratio", "Goodput"),
+    "gpu_util": (("ladder", "mean", "gpu_util"), "ratio", "GPU util (mean)"),
+    "sm_active": (("ladder", "mean", "sm_active"), "ratio", "SM active (mean)"),
+    "tensor_active": (("ladder", "mean", "tensor_active"), "ratio", "Tensor active (mean)"),
+    "power_w": (("gpus", "*", "power_w"), "W", "GPU power (sum)"),
+    "gpu_memory_used_b": (("gpus", "*", "memory_used_b"), "B", "GPU memory used (sum)"),
+    "host_rss_b": (("host", "rss_b"), "B", "Training processes' memory (RSS)"),
+    "host_cpu_cores": (("host", "cpu_cores"), "cores", "Training processes' CPU"),
+}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _dig(snap: dict[str, Any], path: tuple[str, ...]) -> float | None:
+    """The number at `path`; a "*" sums that level's values (None if none are numbers)."""
+    node: Any = snap
+    for i, part in enumerate(path):
+        if part == "*":
+            if not isinstance(node, dict):
+                return None
+            values = [_dig(v, path[i + 1 :]) for v in node.values() if isinstance(v, dict)]
+            numbers = [v for v in values if v is not None]
+            return sum(numbers) if numbers else None
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return _number(node)
+
+
+class BoundedSeries:
+    """One series: at most `capacity` buckets of (min, max, last) at the last point's x.
+
+    `epoch` grows at each merge, so a reader that sent the first n buckets can tell whether
+    they still stand (same epoch: only bucket n-1 may have changed since) or were re-cut.
+    """
+
+    __slots__ = (
+        "name",
+        "group",
+        "unit",
+        "label",
+        "capacity",
+        "span",
+        "epoch",
+        "points",
+        "step",
+        "tokens",
+        "time",
+        "lo",
+        "hi",
+        "last",
+        "count",
+    )
+
+    def __init__(
+        self, name: str, group: str, unit: str = "", label: str = "", capacity: int = DEFAULT_CAPACITY
+    ) -> None:
+        if capacity < 2 or capacity % 2:
+            raise ValueError("capacity must be an even number of at least 2")
+        self.name = name
+        self.group = group
+        self.unit = unit
+        self.label = label or name
+        self.capacity = capacity
+        self.span = 1  # points per full bucket
+        self.epoch = 0
+        self.points = 0  # points ever added
+        self.step: list[float | None] = []
+        self.tokens: list[float | None] = []
+        self.time: list[float | None] = []
+        self.lo: list[float] = []
+        self.hi: list[float] = []
+        self.last: list[float] = []
+        self.count: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.last)
+
+    def add(
+        self, value: float, step: float | None, tokens: float | None, time: float | None
+    ) -> None:
+        """One point; the caller gives points in run order."""
+        self.points += 1
+        if self.count and self.count[-1] < self.span:
+            i = len(self.count) - 1
+            if value < self.lo[i]:
+                self.lo[i] = value
+            if value > self.hi[i]:
+                self.hi[i] = value
+            self.last[i] = value
+            self.count[i] += 1
+            self.step[i], self.tokens[i], self.time[i] = step, tokens, time
+            return
+        if len(self.count) >= self.capacity:
+            self._merge()
+            self.add(value, step, tokens, time)
+            self.points -= 1
+            return
+        self.step.append(step)
+        self.tokens.append(tokens)
+        self.time.append(time)
+        self.lo.append(value)
+        self.hi.append(value)
+        self.last.append(value)
+        self.count.append(1)
+
+    def _merge(self) -> None:
+        """Halve the buckets: each pair becomes one (x and last of the later, min and max of both)."""
+
+        def later(xs: list[Any]) -> list[Any]:
+            return xs[1::2]
+
+        self.lo = [min(a, b) for a, b in zip(self.lo[0::2], self.lo[1::2], strict=True)]
+        self.hi = [max(a, b) for a, b in zip(self.hi[0::2], self.hi[1::2], strict=True)]
+        self.count = [a + b for a, b in zip(self.count[0::2], self.count[1::2], strict=True)]
+        self.last = later(self.last)
+        self.step = later(self.step)
+        self.tokens = later(self.tokens)
+        self.time = later(self.time)
+        self.span *= 2
+        self.epoch += 1
+
+    def columns(
+        self, start: int = 0, flops_per_token: float | None = None
+    ) -> dict[str, list[Any]]:
+        """Buckets from `start` on, as columns: one x list per axis, then min, max, last."""
+        tokens = self.tokens[start:]
+        if flops_per_token is None:
+            flops: list[Any] = [None] * len(tokens)
+        else:
+            flops = [None if t is None else t * flops_per_token for t in tokens]
+        return {
+            "step": self.step[start:],
+            "tokens": tokens,
+            "flops": flops,
+            "time": self.time[start:],
+            "min": self.lo[start:],
+            "max": self.hi[start:],
+            "last": self.last[start:],
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "group": self.group,
+            "unit": self.unit,
+            "label": self.label,
+            "points": self.points,
+            "buckets": len(self),
+            "span": self.span,
+            "epoch": self.epoch,
+        }
+
+
+class History:
+    """All series of one run, and the cursor (step, tokens, time) new points are placed at."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, max_series: int = MAX_SERIES) -> None:
+        self.capacity = capacity
+        self.max_series = max_series
+        self.series: dict[str, BoundedSeries] = {}
+        self.dropped_series: set[str] = set()
+        self.t0: float | None = None  # the run's start, in record time
+        self.step = 0.0
+        self.tokens: float | None = None
+        self.time: float | None = None
+        self.flops_per_token: float | None = None
+        self.flops_convention: str | None = None
+        self._own_tokens = 0.0  # tokens summed from step records (one rank's view)
+        self._token_scale = 1.0  # snapshot tokens over our own count (data parallel, padding)
+        self.version = 0  # grows with every point added
+
+    # -- feeding ---------------------------------------------------------------------------
+
+    def _clock(self, t: Any) -> float | None:
+        t = _number(t)
+        if t is None:
+            return self.time
+        if self.t0 is None:
+            self.t0 = t
+        return max(0.0, t - self.t0)
+
+    def on_record(self, record: dict[str, Any]) -> None:
+        """Step records move the cursor; metric records add a point to the loop's series."""
+        kind = record.get("kind")
+        d = record.get("d") or {}
+        if kind == "run.start":
+            t = _number(record.get("t"))
+            if t is not None and self.t0 is None:
+                self.t0 = t
+            return
+        if kind == "step":
+            if record.get("rank") not in (None, 0):
+                return
+            n = _number(d.get("n"))
+            if n is not None:
+                self.step = max(self.step, n)
+            tokens = _number(d.get("tokens"))
+            if tokens is not None:
+                self._own_tokens += tokens
+                self.tokens = self._own_tokens * self._token_scale
+            self.time = self._clock(record.get("t"))
+            return
+        if kind == "metric":
+            value = _number(d.get("value"))
+            key = d.get("key")
+            if value is None or not isinstance(key, str) or not key:
+                return
+            t = self._clock(record.get("t"))
+            step = _number(d.get("step"))
+            tokens = self.tokens
+            if step is None:
+                step = self.step
+            elif tokens is not None and self.step > 0 and step != self.step:
+                tokens = tokens * step / self.step  # the loop logged a step the cursor has passed
+            self.add(key, "loop", value, step, tokens, t)
+
+    def on_snapshot(self, snap: dict[str, Any], now: float | None = None) -> None:
+        """Resync the cursor on the engine's counts and add a point to each system series."""
+        steps = _number(snap.get("steps"))
+        tokens = _number(snap.get("tokens_seen"))
+        if steps is not None:
+            self.step = max(self.step, steps)
+        if tokens is not None:
+            self.tokens = tokens
+            if self._own_tokens > 0:
+                self._token_scale = tokens / self._own_tokens
+        fpt = snap.get("flops_per_token")
+        if isinstance(fpt, dict):
+            self.flops_per_token = _number(fpt.get("value"))
+            conv = fpt.get("convention")
+            self.flops_convention = conv if isinstance(conv, str) else None
+        elapsed = _number((snap.get("time") or {}).get("elapsed_s"))
+        if now is not None and _number(now) is not None:
+            if self.t0 is None and elapsed is not None:
+                self.t0 = float(now) - elapsed
+            self.time = self._clock(now)
+        elif elapsed is not None:
+            self.time = elapsed
+        for name, (path, unit, label) in SNAPSHOT_SERIES.items():
+            value = _dig(snap, path)
+            if value is not None:
+                self.add(name, "system", value, self.step, self.tokens, self.time, unit, label)
+
+    def add(
+        self,
+        name: str,
+        group: str,
+        value: float,
+        step: float | None,
+        tokens: float | None,
+        time: float | None,
+        unit: str = "",
+        label: str = "",
+    ) -> None:
+        series = self.series.get(name)
+        if series is None:
+            if len(self.series) >= self.max_series:
+                self.dropped_series.add(name)
+                return
+            series = self.series[name] = BoundedSeries(name, group, unit, label, self.capacity)
+        series.add(value, step, tokens, time)
+        self.version += 1
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def axes_absent(self) -> dict[str, str]:
+        """Axes that cannot be drawn, each with its reason."""
+        absent = {}
+        if self.flops_per_token is None:
+            absent["flops"] = "FLOPs per token are not known yet (no model shape or counted FLOPs)"
+        if self.tokens is None:
+            absent["tokens"] = "no tokens counted yet"
+        return absent
+
+    def dump(self, since: dict[str, tuple[int, int, int]] | None = None) -> dict[str, Any]:
+        """Every series as columns; with `since` (from `marks()`), only what is new.
+
+        A series with no new point is left out; one whose epoch moved (its buckets were re-cut)
+        is sent whole ("reset": true); otherwise it is sent from its last sent bucket on (that
+        one may have taken more points since).
+        """
+        out: dict[str, Any] = {}
+        for name, s in self.series.items():
+            start, reset = 0, True
+            mark = since.get(name) if since is not None else None
+            if mark is not None:
+                epoch, sent, points = mark
+                if epoch == s.epoch and points == s.points:
+                    continue
+                if epoch == s.epoch and 0 < sent <= len(s):
+                    start, reset = sent - 1, False
+            entry = s.describe()
+            entry["start"] = start
+            entry["reset"] = reset
+            entry.update(s.columns(start, self.flops_per_token))
+            out[name] = entry
+        return {
+            "series": out,
+            "axes_absent": self.axes_absent(),
+            "flops_convention": self.flops_convention,
+            "dropped_series": sorted(self.dropped_series),
+        }
+
+    def marks(self) -> dict[str, tuple[int, int, int]]:
+        """What a reader holds after `dump()`: {name: (epoch, buckets, points)} for `dump(since)`."""
+        return {name: (s.epoch, len(s), s.points) for name, s in self.series.items()}
