@@ -623,6 +623,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs per cell (>= 5)")
     parser.add_argument("--only", default="", help="comma list: startup,step,hooks,replay,ingest,history")
     parser.add_argument("--instructions", action="store_true", help="callgrind counts (slow)")
+    parser.add_argument("--mem-steps", default="1000000,5000000", help="replay memory sizes")
     args = parser.parse_args()
     only = {w for w in args.only.split(",") if w}
     want: Callable[[str], bool] = lambda name: not only or name in only  # noqa: E731
@@ -643,7 +644,8 @@ def main() -> int:
         if args.quick:
             bench_replay(pairs, 20_000, [100_000], 100_000, rows)
         else:
-            bench_replay(pairs, 200_000, [1_000_000, 5_000_000], 1_000_000, rows)
+            mem = [int(float(x)) for x in args.mem_steps.split(",") if x]
+            bench_replay(pairs, 200_000, mem, 1_000_000, rows)
     if want("ingest"):
         bench_ingest(pairs, 20_000.0, 2.0 if args.quick else 5.0, rows)
     if want("history"):
