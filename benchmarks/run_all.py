@@ -427,45 +427,23 @@ import json, resource, sys, time
 from pathlib import Path
 path, snapshots = sys.argv[1], int(sys.argv[2])
 t0 = time.perf_counter()
-from trainmeter.engine import Engine
-from trainmeter import records
-try:
-    from trainmeter.supervisor.decode import decode_lines
-except ImportError:
-    decode_lines = None
+# the path `tm summary` and `tm view` take: supervisor.replay.replay, with the dashboard's
+# bounded history as an observer (every record, and ~`snapshots` sampled snapshots)
+from trainmeter.supervisor.replay import replay
 try:
     from trainmeter.views.history import History
     history = History()
 except ImportError:
     history = None
-engine = Engine()
-t_first = t_last = None
-with open(path, "rb") as fh:
-    lines = list(fh.readline() for _ in range(3))
-first = json.loads(lines[1]) if len(lines) > 1 else {}
-size = Path(path).stat().st_size
-n = 0
-# cadence: ~`snapshots` sampled snapshots over the log, by record count (the log is timed evenly)
-total = int(sys.argv[3])
-every = max(total // snapshots, 1)
-with open(path, "rb") as fh:
-    source = decode_lines(fh) if decode_lines else (records.decode(l) for l in fh)
-    for rec in source:
-        if rec is None:
-            continue
-        n += 1
-        engine.feed(rec)
-        if history is not None:
-            history.on_record(rec)
-        if n % every == 0:
-            snap = engine.snapshot(now=rec["t"])
-            if history is not None:
-                history.on_snapshot(snap, rec["t"])
-snap = engine.snapshot()
+result = replay(Path(path), observers=[history] if history is not None else [],
+                max_snapshots=snapshots)
 dt = time.perf_counter() - t0
+n = result.records
+points = sum(s.points for s in history.series.values()) if history is not None else 0
 print("BENCH " + json.dumps({"rps": n / dt, "records": n, "s": dt,
       "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-      "history": history is not None, "steps": snap.get("steps")}))
+      "history": history is not None, "points": points,
+      "steps": result.snapshot.get("steps")}))
 """
 
 REPLAY_PEER = r"""

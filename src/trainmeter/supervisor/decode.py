@@ -1,12 +1,23 @@
 """Lines to records: the one decoder that both the live socket and a replay of the log use.
 
 A line from the socket and the same line read back from `events.jsonl` must be treated the same
-way, or a replay would not give the live run's numbers. So `Decoder.lines()` is the only place
-where `tm` turns bytes into records: it parses each line with `records.decode` (the wire
-schema), then asks `plausible.check` whether the record can be true, and yields the good ones
-with their exact bytes. Whatever a line holds (not JSON, nested 5000 deep, a forged step of
-10^30, a second `run.end`), it is skipped and counted by its reason; nothing a line holds can
-raise out of this loop, so no input can stop the ingest thread or `tm summary`.
+way, or a replay would not give the live run's numbers. So `Decoder` is the only place where
+`tm` turns bytes into records: it parses each line with `records.decode` (the wire schema),
+then asks `plausible.check` whether the record can be true, and yields the good ones with their
+exact bytes. Whatever a line holds (not JSON, nested 5000 deep, a forged step of 10^30, a
+second `run.end`), it is skipped and counted by its reason; nothing a line holds can raise out
+of this loop, so no input can stop the ingest thread or `tm summary`.
+
+Speed (a replay reads millions of lines): `tm` parses with orjson when it is installed (the
+agent and `records.py` stay standard library), many lines per call, and checks the common
+records with a few type tests. That fast path only ever *accepts*: a line it is not sure of
+goes through the standard-library path above, which decides and names the reason, so both
+paths take the same lines and count the same skips. It is sure only where the two parsers give
+the same record: orjson refuses NaN, infinities and numbers that overflow (the slow path then
+refuses them with its own reason); it would read an integer beyond 64 bits as a float, so a
+chunk with 19 digits in a row goes line by line and such a line takes the slow path; and it
+parses 1024 levels deep where the standard library stops somewhat sooner, so a line long enough
+to hold that many brackets and holding that many takes the slow path.
 """
 
 from __future__ import annotations
@@ -15,10 +26,39 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .. import records
-from .plausible import Implausible, check
+from .plausible import MAX_STEPS_PER_RECORD, MAX_TOKENS_PER_RECORD, Implausible, check
+
+try:  # tm's side only: a fast parser when installed, else the standard library alone
+    from orjson import JSONDecodeError as _FastError
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - orjson is a dependency; the fallback is still exact
+    _fast_loads = None
+    _FastError = ValueError
 
 #: Kinds only `tm` itself writes: from the socket they are forged, or a bug.
 TM_ONLY = frozenset({"run.start", "run.end"})
+
+#: Lines parsed per call of the fast parser.
+CHUNK = 256
+
+# Digits to "0", everything else to " ": 19 zeros in a row then mean a number orjson could
+# read differently from the standard library (an integer past 64 bits becomes a float).
+_DIGIT_MAP = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
+_LONG_NUMBER = b"0" * 19
+_INF = float("inf")
+#: A line shorter than this cannot nest deep enough to matter (each level takes two bytes).
+_SHORT = 1000
+#: Opening brackets a longer line may hold and still take the fast path.
+_FEW_BRACKETS = 400
+#: step fields: the upper bound `plausible` puts on each (all are also never negative).
+_STEP_LIMITS = (
+    ("k", MAX_STEPS_PER_RECORD),
+    ("tokens", MAX_TOKENS_PER_RECORD),
+    ("real_tokens", MAX_TOKENS_PER_RECORD),
+    ("n", _INF),
+    ("micro", _INF),
+)
+_KINDS = records.KINDS
 
 
 def reason_of(exc: BaseException) -> str:
@@ -28,6 +68,78 @@ def reason_of(exc: BaseException) -> str:
     if isinstance(exc, (records.RecordError, Implausible)):
         return str(exc).split(":", 1)[0]
     return f"undecodable ({type(exc).__name__})"
+
+
+def _sure(record: Any) -> bool:
+    """True only when `records.validate` and `plausible.check` would both accept `record`, a
+    value orjson parsed (so every float in it is finite and every integer fits 64 bits).
+    False means "not sure": the caller takes the standard-library path, which decides."""
+    if type(record) is not dict or record.get("v") != records.VERSION:
+        return False
+    t = record.get("t")
+    d = record.get("d")
+    if (type(t) is not float and type(t) is not int) or type(d) is not dict:
+        return False
+    rank = record.get("rank")
+    if rank is not None and (type(rank) is not int or rank < 0):
+        return False
+    pid = record.get("pid")
+    if pid is not None and (type(pid) is not int or pid < 0):
+        return False
+    kind = record.get("kind")
+    if type(kind) is not str or kind not in _KINDS:
+        return False
+    if kind == "metric" or kind.startswith("sample."):
+        return True
+    if kind == "step":
+        for name, high in _STEP_LIMITS:
+            value = d.get(name)
+            if value is not None and (
+                (type(value) is not int and type(value) is not float) or not 0 <= value <= high
+            ):
+                return False
+        tokens, real = d.get("tokens"), d.get("real_tokens")
+        return tokens is None or real is None or real <= tokens
+    if kind == "phase":
+        for name in ("s", "n"):
+            value = d.get(name)
+            if value is not None and (
+                (type(value) is not int and type(value) is not float) or value < 0
+            ):
+                return False
+        return True
+    try:  # the other kinds are rare: the plausibility rules themselves
+        check(record)
+    except Exception:  # noqa: BLE001 - not sure: the slow path decides and counts
+        return False
+    return True
+
+
+def _shallow(line: bytes) -> bool:
+    """Too few brackets to nest as deep as the standard library refuses."""
+    return len(line) < _SHORT or line.count(b"[") + line.count(b"{") < _FEW_BRACKETS
+
+
+def _parsed(lines: list[bytes]) -> list[Any]:
+    """orjson's value for each line, or None where the slow path must decide."""
+    if (
+        max(map(len, lines)) < _SHORT
+        and _LONG_NUMBER not in b"\n".join(lines).translate(_DIGIT_MAP)
+    ):
+        try:
+            return list(map(_fast_loads, lines))
+        except _FastError:
+            pass
+    out: list[Any] = []
+    for line in lines:
+        if not _shallow(line) or _LONG_NUMBER in line.translate(_DIGIT_MAP):
+            out.append(None)
+            continue
+        try:
+            out.append(_fast_loads(line))
+        except _FastError:
+            out.append(None)
+    return out
 
 
 class Decoder:
@@ -51,7 +163,9 @@ class Decoder:
         self.reasons[reason] = self.reasons.get(reason, 0) + n
 
     def one(self, line: bytes) -> dict[str, Any] | None:
-        """The record on one stripped, non-blank line, or None (counted). Never raises."""
+        """The record on one stripped, non-blank line, or None (counted). Never raises.
+
+        The standard-library path: the reference the fast path agrees with."""
         self.lines += 1
         try:
             record = records.decode(line)
@@ -69,21 +183,52 @@ class Decoder:
         self.good += 1
         return record
 
+    def many(self, raw: list[bytes]) -> list[tuple[bytes, dict[str, Any]]]:
+        """(exact line, record) for each good line of `raw` (lines with or without their
+        newline; blank ones are passed over). Never raises."""
+        lines = [line for line in map(bytes.strip, raw) if line]
+        if not lines:
+            return []
+        if _fast_loads is None:
+            one = self.one
+            return [(line, rec) for line in lines if (rec := one(line)) is not None]
+        out: list[tuple[bytes, dict[str, Any]]] = []
+        append = out.append
+        one = self.one
+        for start in range(0, len(lines), CHUNK):
+            chunk = lines[start : start + CHUNK]
+            for line, record in zip(chunk, _parsed(chunk), strict=True):
+                if (
+                    record is None
+                    or self.ended
+                    or not _sure(record)
+                    or (self.from_socket and record["kind"] in TM_ONLY)
+                ):
+                    record = one(line)
+                    if record is not None:
+                        append((line, record))
+                    continue
+                self.lines += 1
+                self.good += 1
+                if record["kind"] == "run.end":
+                    self.ended = True
+                append((line, record))
+        return out
+
     def lines_of(self, chunks: Iterable[bytes]) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """(exact line, record) for each good line of `chunks` (lines, or a datagram's split)."""
-        one = self.one
+        batch: list[bytes] = []
         for raw in chunks:
-            line = raw.strip()
-            if not line:
-                continue
-            record = one(line)
-            if record is not None:
-                yield line, record
+            batch.append(raw)
+            if len(batch) >= CHUNK:
+                yield from self.many(batch)
+                batch = []
+        if batch:
+            yield from self.many(batch)
 
     def datagram(self, data: bytes) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """The records in one datagram: several lines joined by newlines."""
-        return self.lines_of(data.split(b"\n"))
-
+        return iter(self.many(data.split(b"\n")))
 
 
 def log_summary(lines: int, records_: int, reasons: dict[str, int]) -> dict[str, Any]:
