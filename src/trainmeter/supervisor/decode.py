@@ -70,49 +70,63 @@ def reason_of(exc: BaseException) -> str:
     return f"undecodable ({type(exc).__name__})"
 
 
-def _sure(record: Any) -> bool:
-    """True only when `records.validate` and `plausible.check` would both accept `record`, a
-    value orjson parsed (so every float in it is finite and every integer fits 64 bits).
-    False means "not sure": the caller takes the standard-library path, which decides."""
-    if type(record) is not dict or record.get("v") != records.VERSION:
-        return False
-    t = record.get("t")
-    d = record.get("d")
-    if (type(t) is not float and type(t) is not int) or type(d) is not dict:
-        return False
-    rank = record.get("rank")
-    if rank is not None and (type(rank) is not int or rank < 0):
-        return False
-    pid = record.get("pid")
-    if pid is not None and (type(pid) is not int or pid < 0):
-        return False
-    kind = record.get("kind")
-    if type(kind) is not str or kind not in _KINDS:
-        return False
-    if kind == "metric" or kind.startswith("sample."):
-        return True
-    if kind == "step":
-        for name, high in _STEP_LIMITS:
-            value = d.get(name)
-            if value is not None and (
-                (type(value) is not int and type(value) is not float) or not 0 <= value <= high
-            ):
-                return False
-        tokens, real = d.get("tokens"), d.get("real_tokens")
-        return tokens is None or real is None or real <= tokens
-    if kind == "phase":
-        for name in ("s", "n"):
-            value = d.get(name)
-            if value is not None and (
-                (type(value) is not int and type(value) is not float) or value < 0
-            ):
-                return False
-        return True
-    try:  # the other kinds are rare: the plausibility rules themselves
+def _other_ok(record: dict[str, Any]) -> bool:
+    """The plausibility rules themselves, for the rarer kinds (facts, hello, alerts...)."""
+    try:
         check(record)
     except Exception:  # noqa: BLE001 - not sure: the slow path decides and counts
         return False
     return True
+
+
+def _phase_ok(d: dict[str, Any]) -> bool:
+    for name in ("s", "n"):
+        value = d.get(name)
+        if value is not None and (type(value) not in _NUMBER or value < 0):
+            return False
+    return True
+
+
+_NUMBER = frozenset({int, float})
+#: kind -> None (no rule beyond the envelope), or the fast rule for its `d`.
+_RULES: dict[str, Any] = {kind: _other_ok for kind in records.KINDS}
+_RULES.update({"metric": None, "sample.gpu": None, "sample.host": None, "sample.node": None})
+_RULES["phase"] = _phase_ok
+_UNKNOWN = object()
+
+
+def _sure(record: Any) -> bool:
+    """True only when `records.validate` and `plausible.check` would both accept `record`, a
+    value orjson parsed (so every float in it is finite and every integer fits 64 bits).
+    False means "not sure": the caller takes the standard-library path, which decides."""
+    try:  # a record without one of these keys, or not an object at all: not sure
+        if record["v"] != records.VERSION:
+            return False
+        t, d, kind = record["t"], record["d"], record["kind"]
+        rank, pid = record["rank"], record["pid"]
+    except (KeyError, TypeError, IndexError):
+        return False
+    if type(t) not in _NUMBER or type(d) is not dict or type(kind) is not str:
+        return False
+    if rank is not None and (type(rank) is not int or rank < 0):
+        return False
+    if pid is not None and (type(pid) is not int or pid < 0):
+        return False
+    if kind == "step":  # a third of a log: its rules written out
+        for name, high in _STEP_LIMITS:
+            value = d.get(name)
+            if value is not None and (type(value) not in _NUMBER or not 0 <= value <= high):
+                return False
+        tokens, real = d.get("tokens"), d.get("real_tokens")
+        return tokens is None or real is None or real <= tokens
+    rule = _RULES.get(kind, _UNKNOWN)
+    if rule is None:
+        return True
+    if rule is _UNKNOWN:
+        return False
+    if rule is _other_ok:
+        return _other_ok(record)
+    return rule(d)
 
 
 def _shallow(line: bytes) -> bool:
