@@ -28,12 +28,24 @@ from typing import Any
 from .. import records
 from .plausible import MAX_STEPS_PER_RECORD, MAX_TOKENS_PER_RECORD, Implausible, check
 
-try:  # tm's side only: a fast parser when installed, else the standard library alone
-    from orjson import JSONDecodeError as _FastError
-    from orjson import loads as _fast_loads
-except ImportError:  # pragma: no cover - orjson is a dependency; the fallback is still exact
-    _fast_loads = None
-    _FastError = ValueError
+#: (loads, its error) once orjson is loaded; False when it is not installed (the standard
+#: library alone is still exact). Loaded on the first batch of `FAST_FROM` lines or more: its
+#: import costs several milliseconds (it pulls in `dataclasses`), which a short run under `tm`
+#: must not pay before its child starts, and a few lines parse as fast either way.
+_fast: Any = None
+FAST_FROM = 32
+
+
+def _fast_parser() -> Any:
+    global _fast
+    if _fast is None:
+        try:
+            from orjson import JSONDecodeError, loads
+        except ImportError:  # pragma: no cover - orjson is a dependency
+            _fast = False
+        else:
+            _fast = (loads, JSONDecodeError)
+    return _fast
 
 #: Kinds only `tm` itself writes: from the socket they are forged, or a bug.
 TM_ONLY = frozenset({"run.start", "run.end"})
@@ -134,8 +146,9 @@ def _shallow(line: bytes) -> bool:
     return len(line) < _SHORT or line.count(b"[") + line.count(b"{") < _FEW_BRACKETS
 
 
-def _parsed(lines: list[bytes]) -> list[Any]:
+def _parsed(lines: list[bytes], fast: Any) -> list[Any]:
     """orjson's value for each line, or None where the slow path must decide."""
+    _fast_loads, _FastError = fast
     if (
         max(map(len, lines)) < _SHORT
         and _LONG_NUMBER not in b"\n".join(lines).translate(_DIGIT_MAP)
@@ -203,7 +216,8 @@ class Decoder:
         lines = [line for line in map(bytes.strip, raw) if line]
         if not lines:
             return []
-        if _fast_loads is None:
+        fast = _fast_parser() if len(lines) >= FAST_FROM or _fast is not None else False
+        if not fast:
             one = self.one
             return [(line, rec) for line in lines if (rec := one(line)) is not None]
         out: list[tuple[bytes, dict[str, Any]]] = []
@@ -211,7 +225,7 @@ class Decoder:
         one = self.one
         for start in range(0, len(lines), CHUNK):
             chunk = lines[start : start + CHUNK]
-            for line, record in zip(chunk, _parsed(chunk), strict=True):
+            for line, record in zip(chunk, _parsed(chunk, fast), strict=True):
                 if (
                     record is None
                     or self.ended
