@@ -40,7 +40,6 @@ from .recorder import Recorder
 from .store import RunStore
 from .warn import WarnOnce
 
-
 #: Seconds the child runs before the samplers and the watcher are set up (at most `interval`).
 SAMPLERS_AFTER_S = 0.25
 
