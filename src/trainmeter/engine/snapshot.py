@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hardware import specs
 from . import alerts, budget, counted, devices, mfu, model_flops, notices, throughput
 from .counters import GpuCounters
 from .facts import FactStore
@@ -31,11 +30,19 @@ __all__ = ["Engine", "SHAPE_KEYS"]
 _RUN_FIELDS = ("name", "argv", "tm_version", "hostname", "unix_time", "python")
 
 
+def _spec_lookup(name: str) -> Any:
+    """`hardware.specs.lookup`, imported on the first GPU name: a run without GPUs (and the
+    start of every run) does not pay for reading the spec table."""
+    from ..hardware import specs
+
+    return specs.lookup(name)
+
+
 class Engine:
     """`feed(record)` any record dict (unknown kinds ignored); `snapshot(now=None)` a dict."""
 
     def __init__(self, lookup: Any = None) -> None:
-        self._lookup = lookup or specs.lookup
+        self._lookup = lookup or _spec_lookup
         self.facts = FactStore()
         self.clock = StepClock()
         self.ranks = RankTimes()
