@@ -138,7 +138,7 @@ class GpuCounters:
         if dram is not None:
             state.dram.update(dram)
         state.rungs = rungs
-        state.row = {k: row[k] for k in _ROW_FIELDS if num(row.get(k)) is not None}
+        state.row = {k: row[k] for k in _ROW_FIELDS if k in row and num(row[k]) is not None}
         state.row["name"] = name
         reasons = row.get("throttle")
         if isinstance(reasons, list):
