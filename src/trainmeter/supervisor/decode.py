@@ -131,6 +131,14 @@ def _sure(record: Any) -> bool:
                 return False
         tokens, real = d.get("tokens"), d.get("real_tokens")
         return tokens is None or real is None or real <= tokens
+    if kind == "metric":
+        return True
+    if kind == "phase":
+        for name in ("s", "n"):
+            value = d.get(name)
+            if value is not None and (type(value) not in _NUMBER or value < 0):
+                return False
+        return True
     rule = _RULES.get(kind, _UNKNOWN)
     if rule is None:
         return True
