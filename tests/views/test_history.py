@@ -87,14 +87,24 @@ def test_records_place_points_at_step_tokens_time_and_flops_follows_snapshot():
     assert "ofu" not in dump["series"]  # absent stays absent, never a zero
 
 
-def test_non_numbers_and_other_ranks_are_ignored():
+def test_non_numbers_and_other_ranks_steps_are_ignored():
     h = History()
     h.on_record(_metric("loss", float("nan"), 1.0))
     h.on_record(_metric("loss", "x", 1.0))
     h.on_record(_metric("loss", True, 1.0))
     h.on_record({"kind": "step", "t": 1.0, "rank": 1, "d": {"n": 50, "tokens": 9}})
-    h.on_record({"kind": "metric", "t": 1.0, "rank": 3, "d": {"key": "loss", "value": 1.0}})
     assert h.series == {} and h.step == 0
+
+
+def test_each_series_comes_from_the_lowest_rank_that_logs_it():
+    """As the engine takes it: a loss logged only on the last pipeline rank is kept; once a
+    lower rank logs the same key, the higher rank's points are left out."""
+    h = History()
+    h.on_record({"kind": "metric", "t": 1.0, "rank": 3, "d": {"key": "loss", "value": 4.0}})
+    assert h.series["loss"].last == [4.0]
+    h.on_record({"kind": "metric", "t": 2.0, "rank": 0, "d": {"key": "loss", "value": 3.0}})
+    h.on_record({"kind": "metric", "t": 3.0, "rank": 3, "d": {"key": "loss", "value": 9.0}})
+    assert h.series["loss"].last == [4.0, 3.0]
 
 
 def test_gpu_sums_use_every_gpu():

@@ -14,13 +14,15 @@ device fact and the samples arrived in.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..hardware.specs import DeviceSpec
 from . import explain, formulas
 from .energy import EnergyMeter
 from .formulas import MovingAverage, num
 from .section import Section
+
+if TYPE_CHECKING:
+    from ..hardware.specs import DeviceSpec
 
 LADDER = ("gpu_util", "sm_active", "tensor_active", "ofu")
 ALPHA = 0.2
@@ -136,7 +138,7 @@ class GpuCounters:
         if dram is not None:
             state.dram.update(dram)
         state.rungs = rungs
-        state.row = {k: row[k] for k in _ROW_FIELDS if num(row.get(k)) is not None}
+        state.row = {k: row[k] for k in _ROW_FIELDS if k in row and num(row[k]) is not None}
         state.row["name"] = name
         reasons = row.get("throttle")
         if isinstance(reasons, list):

@@ -10,24 +10,37 @@ of the sampled GPUs they are. An idle GPU beside a busy one then does not halve 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..hardware.specs import DeviceSpec
 from . import peak
 from .counters import GpuCounters
 from .facts import FactStore
 from .section import Section
 
+if TYPE_CHECKING:
+    from ..hardware.specs import DeviceSpec
 
-@dataclass
+
 class Devices:
-    section: Section
-    peak: dict[str, Any] | None
-    peak_reason: str | None
-    n_gpus: int | None
-    n_gpus_source: str | None
-    covered: list[Any] | None  # sampled GPU idents the counters cover; None: every sampled GPU
+    """What `section` found (a plain record: `dataclasses` is slow to import)."""
+
+    __slots__ = ("section", "peak", "peak_reason", "n_gpus", "n_gpus_source", "covered")
+
+    def __init__(
+        self,
+        section: Section,
+        peak: dict[str, Any] | None,
+        peak_reason: str | None,
+        n_gpus: int | None,
+        n_gpus_source: str | None,
+        covered: list[Any] | None,  # sampled GPU idents the counters cover; None: every one
+    ) -> None:
+        self.section = section
+        self.peak = peak
+        self.peak_reason = peak_reason
+        self.n_gpus = n_gpus
+        self.n_gpus_source = n_gpus_source
+        self.covered = covered
 
 
 def match(trained: dict[Any, dict[str, Any]], sampled: dict[Any, dict[str, Any]]) -> list[Any]:

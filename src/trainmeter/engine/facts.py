@@ -9,7 +9,6 @@ the others that differ are listed as conflicts beside it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 #: Most trusted first.
@@ -22,11 +21,34 @@ def rank(source: str | None) -> int:
     return _RANK.get(source or "", len(PRECEDENCE))
 
 
-@dataclass(frozen=True)
 class Fact:
+    """One source's statement: value, source, note. Immutable, compared by its three fields
+    (a plain class: `dataclasses` is slow to import, see `section.py`)."""
+
+    __slots__ = ("value", "source", "note")
     value: Any
     source: str
-    note: str | None = None
+    note: str | None
+
+    def __init__(self, value: Any, source: str, note: str | None = None) -> None:
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "note", note)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def _fields(self) -> tuple[Any, str, str | None]:
+        return (self.value, self.source, self.note)
+
+    def __eq__(self, other: object) -> bool:
+        return self._fields() == other._fields() if isinstance(other, Fact) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Fact(value={self.value!r}, source={self.source!r}, note={self.note!r})"
 
 
 def same_value(a: Any, b: Any) -> bool:

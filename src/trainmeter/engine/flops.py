@@ -7,18 +7,43 @@ embedding parameters, L layers, d width, T sequence length.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
 class ModelShape:
-    """What the conventions need to know about a model."""
+    """What the conventions need to know about a model. Immutable, compared by its fields
+    (a plain class: `dataclasses` is slow to import, see `section.py`)."""
 
+    __slots__ = ("n_params", "n_embedding_params", "n_layers", "d_model", "seq_len")
     n_params: int
     n_embedding_params: int
     n_layers: int
     d_model: int
     seq_len: int
+
+    def __init__(
+        self, n_params: int, n_embedding_params: int, n_layers: int, d_model: int, seq_len: int
+    ) -> None:
+        for name, value in zip(
+            self.__slots__, (n_params, n_embedding_params, n_layers, d_model, seq_len), strict=True
+        ):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def _fields(self) -> tuple[int, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ModelShape):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"ModelShape({fields})"
 
     @property
     def dense(self) -> int:

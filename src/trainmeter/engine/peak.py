@@ -9,10 +9,12 @@ datasheet line for the card. All GPUs must be one model; mixing two specs is ref
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..hardware.specs import DeviceSpec
 from .facts import FactStore
+
+if TYPE_CHECKING:
+    from ..hardware.specs import DeviceSpec
 
 ENABLE = (
     "measure it (python -m trainmeter.hardware.measure_peak) or declare --peak-tflops with --peak-source"

@@ -7,16 +7,41 @@ compose the parts in one visible order and no part reads another's keys out of a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
 class Section:
-    values: dict[str, Any] = field(default_factory=dict)
-    absent: dict[str, str] = field(default_factory=dict)
-    explain: dict[str, dict[str, Any]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    """A plain class, not a dataclass: the engine is imported by every `tm` run, and
+    `dataclasses` costs milliseconds of start-up (it imports `inspect`)."""
+
+    __slots__ = ("values", "absent", "explain", "warnings")
+
+    def __init__(
+        self,
+        values: dict[str, Any] | None = None,
+        absent: dict[str, str] | None = None,
+        explain: dict[str, dict[str, Any]] | None = None,
+        warnings: list[str] | None = None,
+    ) -> None:
+        self.values: dict[str, Any] = {} if values is None else values
+        self.absent: dict[str, str] = {} if absent is None else absent
+        self.explain: dict[str, dict[str, Any]] = {} if explain is None else explain
+        self.warnings: list[str] = [] if warnings is None else warnings
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Section):
+            return NotImplemented
+        return (self.values, self.absent, self.explain, self.warnings) == (
+            other.values, other.absent, other.explain, other.warnings,
+        )  # fmt: skip
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return (
+            f"Section(values={self.values!r}, absent={self.absent!r}, "
+            f"explain={self.explain!r}, warnings={self.warnings!r})"
+        )
 
     def merge(self, other: Section) -> None:
         """Take `other`'s entries in (later parts add, they never overwrite an earlier key)."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hardware import specs
 from . import alerts, budget, counted, devices, insight, mfu, model_flops, notices, throughput
 from .counters import GpuCounters
 from .facts import FactStore
@@ -31,11 +30,19 @@ __all__ = ["Engine", "SHAPE_KEYS"]
 _RUN_FIELDS = ("name", "argv", "tm_version", "hostname", "unix_time", "python")
 
 
+def _spec_lookup(name: str) -> Any:
+    """`hardware.specs.lookup`, imported on the first GPU name: a run without GPUs (and the
+    start of every run) does not pay for reading the spec table."""
+    from ..hardware import specs
+
+    return specs.lookup(name)
+
+
 class Engine:
     """`feed(record)` any record dict (unknown kinds ignored); `snapshot(now=None)` a dict."""
 
     def __init__(self, lookup: Any = None) -> None:
-        self._lookup = lookup or specs.lookup
+        self._lookup = lookup or _spec_lookup
         self.facts = FactStore()
         self.clock = StepClock()
         self.ranks = RankTimes()
@@ -71,11 +78,21 @@ class Engine:
     # ---- input -------------------------------------------------------------------------
 
     def feed(self, record: dict[str, Any]) -> None:
-        """Take one record. Never raises: a record it cannot use is counted in `ignored`."""
+        """Take one record. Never raises: a record it cannot use is counted in `ignored`.
+
+        Constant, small work per record (a replay feeds every line of a long log): the common
+        types are told apart by `type(...) is`, the rare ones by the general checks."""
         self.records += 1
         try:
             t = record["t"]
-            if not isinstance(t, (int, float)) or isinstance(t, bool) or t != t:
+            kind_t = type(t)
+            if kind_t is float:
+                if t != t:
+                    self.ignored += 1
+                    return
+            elif kind_t is not int and (
+                not isinstance(t, (int, float)) or isinstance(t, bool) or t != t
+            ):
                 self.ignored += 1
                 return
             if t > self.t_last:
@@ -83,7 +100,7 @@ class Engine:
             handler = self._handlers.get(record["kind"])
             if handler is not None:
                 d = record["d"]
-                handler(record, d if isinstance(d, dict) else {}, t)
+                handler(record, d if type(d) is dict or isinstance(d, dict) else {}, t)
         except Exception:  # noqa: BLE001 - a malformed record must not stop a replay
             self.ignored += 1
 
@@ -93,27 +110,43 @@ class Engine:
         self.ranks.step(r, t, k if isinstance(k, int) and k > 0 else 1)
         if not self.rank_model.is_clock(r):
             return  # the node's local rank 0 is its step clock
-        clock = self.clock
-        self.ledger.step(t)
-        clock.step(t, d)
-        self.data_window.step(t, self.ledger.phase_s.get("data", 0.0))
+        ledger = self.ledger
+        ledger.step(t)
+        self.clock.step(t, d)
+        self.data_window.step(t, ledger.phase_s.get("data", 0.0))
 
     def _on_metric(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         r = record.get("rank") or 0
-        key, value = d.get("key"), num(d.get("value"))
-        if not isinstance(key, str) or value is None:
+        key, value = d.get("key"), d.get("value")
+        kind_v = type(value)
+        if kind_v is float:
+            if value - value != 0.0:  # infinite or NaN
+                return
+        elif kind_v is int:
+            value = float(value)
+        else:
+            value = num(value)
+        if type(key) is not str and not isinstance(key, str) or value is None:
             return
         via = d.get("via")
         emitted = via == "emit" if via else record.get("src") == "emit"
         step = d.get("step")
-        x = step if isinstance(step, int) and not isinstance(step, bool) else self.clock.steps
+        if type(step) is int:
+            x = step
+        else:
+            x = step if isinstance(step, int) and not isinstance(step, bool) else self.clock.steps
         via = via if isinstance(via, str) else None
         self.series.add(key, value, via, emitted, step, x, r if isinstance(r, int) else 0)
 
     def _on_phase(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         if not self.rank_model.is_clock(record.get("rank")):
             return
-        name, seconds = d.get("name"), num(d.get("s"))
+        name, seconds = d.get("name"), d.get("s")
+        if type(seconds) is float:
+            if seconds - seconds != 0.0:
+                return
+        else:
+            seconds = num(seconds)
         if isinstance(name, str) and seconds is not None and seconds >= 0:
             n = d.get("n")
             self.ledger.phase(name, seconds, n if isinstance(n, int) and n > 0 else 1, t)

@@ -46,11 +46,14 @@ class StepClock:
 
     def step(self, t: float, d: dict[str, Any]) -> None:
         k = d.get("k")
-        k = k if isinstance(k, int) and not isinstance(k, bool) and k > 0 else 1
-        tokens = num(d.get("tokens"))
-        real = num(d.get("real_tokens"))
+        if type(k) is not int or k <= 0:  # the common case first: a plain positive int
+            k = k if isinstance(k, int) and not isinstance(k, bool) and k > 0 else 1
+        tokens = d.get("tokens")
+        tokens = float(tokens) if type(tokens) is int else num(tokens)
+        real = d.get("real_tokens")
+        real = None if real is None else num(real)
         n = d.get("n")
-        if isinstance(n, int) and not isinstance(n, bool):
+        if type(n) is int or isinstance(n, int) and not isinstance(n, bool):
             self.last_n = n
         dp = self.dp
         padded = None

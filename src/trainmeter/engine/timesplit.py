@@ -64,7 +64,7 @@ class TimeLedger:
             self.first_t = t
         if self.last_t is None or t > self.last_t:
             self.last_t = t
-        if t >= self._tail_t:
+        if self.tail and t >= self._tail_t:  # an empty tail has nothing to clear
             self.tail.clear()
 
     def section(

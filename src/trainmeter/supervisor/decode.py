@@ -1,12 +1,23 @@
 """Lines to records: the one decoder that both the live socket and a replay of the log use.
 
 A line from the socket and the same line read back from `events.jsonl` must be treated the same
-way, or a replay would not give the live run's numbers. So `Decoder.lines()` is the only place
-where `tm` turns bytes into records: it parses each line with `records.decode` (the wire
-schema), then asks `plausible.check` whether the record can be true, and yields the good ones
-with their exact bytes. Whatever a line holds (not JSON, nested 5000 deep, a forged step of
-10^30, a second `run.end`), it is skipped and counted by its reason; nothing a line holds can
-raise out of this loop, so no input can stop the ingest thread or `tm summary`.
+way, or a replay would not give the live run's numbers. So `Decoder` is the only place where
+`tm` turns bytes into records: it parses each line with `records.decode` (the wire schema),
+then asks `plausible.check` whether the record can be true, and yields the good ones with their
+exact bytes. Whatever a line holds (not JSON, nested 5000 deep, a forged step of 10^30, a
+second `run.end`), it is skipped and counted by its reason; nothing a line holds can raise out
+of this loop, so no input can stop the ingest thread or `tm summary`.
+
+Speed (a replay reads millions of lines): `tm` parses with orjson when it is installed (the
+agent and `records.py` stay standard library), many lines per call, and checks the common
+records with a few type tests. That fast path only ever *accepts*: a line it is not sure of
+goes through the standard-library path above, which decides and names the reason, so both
+paths take the same lines and count the same skips. It is sure only where the two parsers give
+the same record: orjson refuses NaN, infinities and numbers that overflow (the slow path then
+refuses them with its own reason); it would read an integer beyond 64 bits as a float, so a
+chunk with 19 digits in a row goes line by line and such a line takes the slow path; and it
+parses 1024 levels deep where the standard library stops somewhat sooner, so a line long enough
+to hold that many brackets and holding that many takes the slow path.
 """
 
 from __future__ import annotations
@@ -15,10 +26,51 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .. import records
-from .plausible import Implausible, check
+from .plausible import MAX_STEPS_PER_RECORD, MAX_TOKENS_PER_RECORD, Implausible, check
+
+#: (loads, its error) once orjson is loaded; False when it is not installed (the standard
+#: library alone is still exact). Loaded on the first batch of `FAST_FROM` lines or more: its
+#: import costs several milliseconds (it pulls in `dataclasses`), which a short run under `tm`
+#: must not pay before its child starts, and a few lines parse as fast either way.
+_fast: Any = None
+FAST_FROM = 32
+
+
+def _fast_parser() -> Any:
+    global _fast
+    if _fast is None:
+        try:
+            from orjson import JSONDecodeError, loads
+        except ImportError:  # pragma: no cover - orjson is a dependency
+            _fast = False
+        else:
+            _fast = (loads, JSONDecodeError)
+    return _fast
 
 #: Kinds only `tm` itself writes: from the socket they are forged, or a bug.
 TM_ONLY = frozenset({"run.start", "run.end"})
+
+#: Lines parsed per call of the fast parser.
+CHUNK = 256
+
+# Digits to "0", everything else to " ": 19 zeros in a row then mean a number orjson could
+# read differently from the standard library (an integer past 64 bits becomes a float).
+_DIGIT_MAP = bytes(48 if 48 <= c <= 57 else 32 for c in range(256))
+_LONG_NUMBER = b"0" * 19
+_INF = float("inf")
+#: A line shorter than this cannot nest deep enough to matter (each level takes two bytes).
+_SHORT = 1000
+#: Opening brackets a longer line may hold and still take the fast path.
+_FEW_BRACKETS = 400
+#: step fields: the upper bound `plausible` puts on each (all are also never negative).
+_STEP_LIMITS = (
+    ("k", MAX_STEPS_PER_RECORD),
+    ("tokens", MAX_TOKENS_PER_RECORD),
+    ("real_tokens", MAX_TOKENS_PER_RECORD),
+    ("n", _INF),
+    ("micro", _INF),
+)
+_KINDS = records.KINDS
 
 
 def reason_of(exc: BaseException) -> str:
@@ -28,6 +80,103 @@ def reason_of(exc: BaseException) -> str:
     if isinstance(exc, (records.RecordError, Implausible)):
         return str(exc).split(":", 1)[0]
     return f"undecodable ({type(exc).__name__})"
+
+
+def _other_ok(record: dict[str, Any]) -> bool:
+    """The plausibility rules themselves, for the rarer kinds (facts, hello, alerts...)."""
+    try:
+        check(record)
+    except Exception:  # noqa: BLE001 - not sure: the slow path decides and counts
+        return False
+    return True
+
+
+def _phase_ok(d: dict[str, Any]) -> bool:
+    for name in ("s", "n"):
+        value = d.get(name)
+        if value is not None and (type(value) not in _NUMBER or value < 0):
+            return False
+    return True
+
+
+_NUMBER = frozenset({int, float})
+#: kind -> None (no rule beyond the envelope), or the fast rule for its `d`.
+_RULES: dict[str, Any] = {kind: _other_ok for kind in records.KINDS}
+_RULES.update({"metric": None, "sample.gpu": None, "sample.host": None, "sample.node": None})
+_RULES["phase"] = _phase_ok
+_UNKNOWN = object()
+
+
+def _sure(record: Any) -> bool:
+    """True only when `records.validate` and `plausible.check` would both accept `record`, a
+    value orjson parsed (so every float in it is finite and every integer fits 64 bits).
+    False means "not sure": the caller takes the standard-library path, which decides."""
+    try:  # a record without one of these keys, or not an object at all: not sure
+        if record["v"] != records.VERSION:
+            return False
+        t, d, kind = record["t"], record["d"], record["kind"]
+        rank, pid = record["rank"], record["pid"]
+    except (KeyError, TypeError, IndexError):
+        return False
+    if type(t) not in _NUMBER or type(d) is not dict or type(kind) is not str:
+        return False
+    if t < 0:  # plausible.check refuses a negative time
+        return False
+    if rank is not None and (type(rank) is not int or rank < 0):
+        return False
+    if pid is not None and (type(pid) is not int or pid < 0):
+        return False
+    if kind == "step":  # a third of a log: its rules written out
+        for name, high in _STEP_LIMITS:
+            value = d.get(name)
+            if value is not None and (type(value) not in _NUMBER or not 0 <= value <= high):
+                return False
+        tokens, real = d.get("tokens"), d.get("real_tokens")
+        return tokens is None or real is None or real <= tokens
+    if kind == "metric":
+        return True
+    if kind == "phase":
+        for name in ("s", "n"):
+            value = d.get(name)
+            if value is not None and (type(value) not in _NUMBER or value < 0):
+                return False
+        return True
+    rule = _RULES.get(kind, _UNKNOWN)
+    if rule is None:
+        return True
+    if rule is _UNKNOWN:
+        return False
+    if rule is _other_ok:
+        return _other_ok(record)
+    return rule(d)
+
+
+def _shallow(line: bytes) -> bool:
+    """Too few brackets to nest as deep as the standard library refuses."""
+    return len(line) < _SHORT or line.count(b"[") + line.count(b"{") < _FEW_BRACKETS
+
+
+def _parsed(lines: list[bytes], fast: Any) -> list[Any]:
+    """orjson's value for each line, or None where the slow path must decide."""
+    _fast_loads, _FastError = fast
+    if (
+        max(map(len, lines)) < _SHORT
+        and _LONG_NUMBER not in b"\n".join(lines).translate(_DIGIT_MAP)
+    ):
+        try:
+            return list(map(_fast_loads, lines))
+        except _FastError:
+            pass
+    out: list[Any] = []
+    for line in lines:
+        if not _shallow(line) or _LONG_NUMBER in line.translate(_DIGIT_MAP):
+            out.append(None)
+            continue
+        try:
+            out.append(_fast_loads(line))
+        except _FastError:
+            out.append(None)
+    return out
 
 
 class Decoder:
@@ -51,7 +200,9 @@ class Decoder:
         self.reasons[reason] = self.reasons.get(reason, 0) + n
 
     def one(self, line: bytes) -> dict[str, Any] | None:
-        """The record on one stripped, non-blank line, or None (counted). Never raises."""
+        """The record on one stripped, non-blank line, or None (counted). Never raises.
+
+        The standard-library path: the reference the fast path agrees with."""
         self.lines += 1
         try:
             record = records.decode(line)
@@ -69,21 +220,53 @@ class Decoder:
         self.good += 1
         return record
 
+    def many(self, raw: list[bytes]) -> list[tuple[bytes, dict[str, Any]]]:
+        """(exact line, record) for each good line of `raw` (lines with or without their
+        newline; blank ones are passed over). Never raises."""
+        lines = [line for line in map(bytes.strip, raw) if line]
+        if not lines:
+            return []
+        fast = _fast_parser() if len(lines) >= FAST_FROM or _fast is not None else False
+        if not fast:
+            one = self.one
+            return [(line, rec) for line in lines if (rec := one(line)) is not None]
+        out: list[tuple[bytes, dict[str, Any]]] = []
+        append = out.append
+        one = self.one
+        for start in range(0, len(lines), CHUNK):
+            chunk = lines[start : start + CHUNK]
+            for line, record in zip(chunk, _parsed(chunk, fast), strict=True):
+                if (
+                    record is None
+                    or self.ended
+                    or not _sure(record)
+                    or (self.from_socket and record["kind"] in TM_ONLY)
+                ):
+                    record = one(line)
+                    if record is not None:
+                        append((line, record))
+                    continue
+                self.lines += 1
+                self.good += 1
+                if record["kind"] == "run.end":
+                    self.ended = True
+                append((line, record))
+        return out
+
     def lines_of(self, chunks: Iterable[bytes]) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """(exact line, record) for each good line of `chunks` (lines, or a datagram's split)."""
-        one = self.one
+        batch: list[bytes] = []
         for raw in chunks:
-            line = raw.strip()
-            if not line:
-                continue
-            record = one(line)
-            if record is not None:
-                yield line, record
+            batch.append(raw)
+            if len(batch) >= CHUNK:
+                yield from self.many(batch)
+                batch = []
+        if batch:
+            yield from self.many(batch)
 
     def datagram(self, data: bytes) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """The records in one datagram: several lines joined by newlines."""
-        return self.lines_of(data.split(b"\n"))
-
+        return iter(self.many(data.split(b"\n")))
 
 
 def log_summary(lines: int, records_: int, reasons: dict[str, int]) -> dict[str, Any]:

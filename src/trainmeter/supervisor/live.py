@@ -69,6 +69,10 @@ class LiveLoop:
         while not self._stop.wait(min(self.interval, 1.0)):
             self.tick()
 
+    def pause(self, seconds: float) -> bool:
+        """Wait up to `seconds`; True when the loop was stopped meanwhile (the run is over)."""
+        return self._stop.wait(seconds)
+
     def stop(self, timeout: float = 10.0) -> bool:
         """Stop ticking; True when the thread ended within `timeout`.
 

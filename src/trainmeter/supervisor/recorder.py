@@ -93,6 +93,42 @@ class Recorder:
             else:
                 self._feed(record)
 
+    def accept_many(self, pairs: list[tuple[bytes, dict[str, Any]]]) -> None:
+        """`accept` for each (line, record) in order, holding the lock once (a replay's block)."""
+        if not pairs:
+            return
+        with self._lock:
+            if self.sealed:
+                return
+            append = self.store.append if self.store.path is not None else None
+            engine = self.engine
+            direct = self._before_engine is None and engine is not None and not self.observers
+            feed = engine.feed if direct else None  # type: ignore[union-attr]
+            for line, record in pairs:
+                if append is not None:
+                    append(line)
+                kind = record.get("kind")
+                if kind == "hello" and isinstance(record.get("pid"), int):
+                    self.hello_pids.add(record["pid"])
+                elif kind == "fact" and record["d"].get("key") == "observe_only":
+                    self.observe_only.append(str(record["d"].get("value")))
+                if feed is None:
+                    if self._before_engine is not None:
+                        self._before_engine.append(record)
+                    else:
+                        self._feed(record)
+                    continue
+                try:
+                    feed(record)
+                except Exception as exc:  # noqa: BLE001 - counted and said as in `_feed`
+                    self.feed_errors += 1
+                    self.warn("engine.feed", f"the engine failed on a {kind} record: {exc!r}")
+            self.written += len(pairs)
+            now = time.monotonic()
+            if now - self._last_flush >= FLUSH_EVERY_S:
+                self._last_flush = now
+                self.store.flush()
+
     def _feed(self, record: dict[str, Any]) -> None:
         if self.engine is None:
             return

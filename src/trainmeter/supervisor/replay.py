@@ -1,15 +1,23 @@
-"""Replaying a run's `events.jsonl` through a fresh engine: `tm summary`, and later `tm view`.
+"""Replaying a run's `events.jsonl` through a fresh engine: `tm summary`, and `tm view`.
 
-The log is read one line at a time (a file iterator keeps one buffer, never the whole log), so
-memory stays flat however long the run was. Lines that do not parse are skipped and counted with
-their reason; a log cut short by a crash (no `run.end`, a truncated last line) still replays.
-Records go through the same `Recorder` the live run used, with a store that writes nothing, so
-the feeding, the error handling and the snapshot are the live run's own (promise 6, docs/promises.md).
+The log is read in blocks of `BLOCK` bytes (never the whole log), so memory stays flat however
+long the run was. Lines that do not parse are skipped and counted with their reason; a log cut
+short by a crash (no `run.end`, a truncated last line) still replays. Records go through the
+same `Decoder` as the live socket and the same `Recorder` the live run used, with a store that
+writes nothing, so the feeding, the error handling and the snapshot are the live run's own
+(promise 6, docs/promises.md).
+
+A view that draws the whole run (the dashboard's history) passes `observers`: each gets every
+fed record (`on_record`), a snapshot about every `interval` seconds of the run's own time
+(`on_snapshot(snap, t)`, taken at a step or GPU sample record, as the live loop would have
+seen them; at most `max_snapshots` over the run), and the final snapshot (`on_finish`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +28,18 @@ from .recorder import EngineLike, Recorder
 from .runs import RunNotFound, resolve_run  # noqa: F401 - re-exported: the one resolver
 from .store import RunStore
 from .warn import WarnOnce
+
+#: Bytes read at a time: about a hundred records alive at once, whatever the log's size.
+BLOCK = 1 << 14
+#: Snapshots an observed replay takes along the run, at most (each costs a full snapshot),
+MAX_SNAPSHOTS = 2000
+#: and no more often than this, in seconds of the run (the live loop's pace).
+MIN_INTERVAL_S = 1.0
+#: Records at which a snapshot may be taken (they move the step clock or the GPU counters).
+_SNAPSHOT_KINDS = frozenset({"step", "sample.gpu"})
+#: A line longer than this is not a record (the longest are a few kB): dropped unread up to
+#: its newline, so a corrupt log of one endless line cannot fill memory.
+MAX_LINE = 8 << 20
 
 
 @dataclass
@@ -37,6 +57,9 @@ def replay(
     events: Path,
     engine_factory: Callable[[], EngineLike] | None = None,
     warn: Callable[[str, str], None] | None = None,
+    *,
+    observers: Iterable[Any] = (),
+    max_snapshots: int = MAX_SNAPSHOTS,
 ) -> ReplayResult:
     """Stream `events` through a fresh engine; return its final snapshot and what was skipped."""
     warn = warn or WarnOnce()
@@ -48,9 +71,33 @@ def replay(
     recorder.attach_engine(engine, missing or reason)
     result = ReplayResult(snapshot={})
     decoder = Decoder()
+    feed = _Observed(recorder, list(observers), warn, _interval(events, max_snapshots))
     with open(events, "rb") as fh:
-        for line, record in decoder.lines_of(_counted(fh, result, decoder)):
-            recorder.accept(line, record)
+        rest = b""
+        skipping = False  # inside a line too long to be a record: drop bytes up to its newline
+        while block := fh.read(BLOCK):
+            lines = (rest + block).split(b"\n")
+            rest = lines.pop()  # the part after the last newline: the next block's start
+            if skipping:
+                if not lines:
+                    rest = b""
+                    continue
+                lines.pop(0)  # the overlong line's tail, counted when it began
+                skipping = False
+            if len(rest) >= MAX_LINE:
+                result.lines += 1
+                decoder.skip("line too long")
+                rest, skipping = b"", True
+            result.lines += len(lines)
+            if lines and max(map(len, lines)) >= MAX_LINE:  # a whole overlong line in the block
+                kept = [line for line in lines if len(line) < MAX_LINE]
+                for _ in range(len(lines) - len(kept)):
+                    decoder.skip("line too long")
+                lines = kept
+            feed(decoder.many(lines))
+        if rest and not skipping:  # a last line without its newline (a crash cut it, or an editor)
+            result.lines += 1
+            feed(decoder.many([rest]))
     result.records = decoder.good
     result.bad = decoder.skipped
     result.bad_reasons = dict(decoder.reasons)
@@ -58,25 +105,98 @@ def replay(
     result.feed_errors = recorder.feed_errors
     result.snapshot = recorder.snapshot(now=None)
     result.snapshot["log"] = log_summary(result.lines, decoder.good, decoder.reasons)
+    feed.finish(result.snapshot)
     return result
 
 
-#: A line longer than this is not a record (the longest are a few kB): skipped unread, so a
-#: corrupt log of one endless line cannot fill memory.
-MAX_LINE = 8 << 20
+def _interval(events: Path, max_snapshots: int) -> float:
+    """Seconds of the run between two observed snapshots: at most `max_snapshots` in all."""
+    span = _span(events)
+    return max(MIN_INTERVAL_S, (span or 0.0) / max(max_snapshots, 1))
 
 
-def _counted(fh: Any, result: ReplayResult, decoder: Decoder) -> Any:
-    """The file's lines, counted as they are read (blank ones too); an overlong one skipped."""
-    while True:
-        line = fh.readline(MAX_LINE)
-        if not line:
+def _span(events: Path) -> float | None:
+    """Seconds between the log's first and last record, read from its two ends only."""
+    try:
+        with open(events, "rb") as fh:
+            first = json.loads(fh.readline() or b"null")
+            size = os.fstat(fh.fileno()).st_size
+            fh.seek(max(0, size - 65536))
+            tail = fh.read().splitlines()
+        for line in reversed(tail):
+            try:
+                return float(json.loads(line)["t"]) - float(first["t"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None  # an unreadable end: snapshots are spaced by the floor interval
+    return None
+
+
+class _Observed:
+    """Feeds the recorder a block of records at a time, cut where an observer's snapshot is due.
+
+    Without observers a block goes to the recorder whole. With them, each observer gets every
+    record after the engine, and a snapshot at the first step or GPU sample record `interval`
+    seconds (run time) after the previous one. An observer that raises is dropped with one
+    warning, as in a live run.
+    """
+
+    def __init__(self, recorder: Recorder, observers: list[Any], warn: Any, interval: float):
+        self.recorder = recorder
+        self.observers = observers
+        self.warn = warn
+        self.interval = interval
+        self.next_t: float | None = None
+
+    def __call__(self, pairs: list[tuple[bytes, dict[str, Any]]]) -> None:
+        if not self.observers:
+            self.recorder.accept_many(pairs)
             return
-        result.lines += 1
-        if len(line) >= MAX_LINE and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):  # the rest of it, a piece at a time
-                line = fh.readline(MAX_LINE)
-            decoder.skip("line too long")
-            continue
-        yield line
+        start = 0
+        kinds = _SNAPSHOT_KINDS
+        next_t = self.next_t
+        for i, (_, record) in enumerate(pairs):
+            if record["kind"] in kinds:
+                t = record["t"]
+                if next_t is None:
+                    next_t = t + self.interval
+                elif t >= next_t:
+                    next_t = t + self.interval
+                    self._feed(pairs[start : i + 1])
+                    start = i + 1
+                    self._call("on_snapshot", self.recorder.snapshot(now=t), t)
+        self.next_t = next_t
+        self._feed(pairs[start:] if start else pairs)
+
+    def _feed(self, pairs: list[tuple[bytes, dict[str, Any]]]) -> None:
+        self.recorder.accept_many(pairs)
+        for obs in list(self.observers):
+            on_record = getattr(obs, "on_record", None)
+            if on_record is None:
+                continue
+            try:
+                for _, record in pairs:
+                    on_record(record)
+            except Exception as exc:  # noqa: BLE001 - a view never stops the replay
+                self._drop(obs, exc)
+
+    def _call(self, method: str, *args: Any) -> None:
+        for obs in list(self.observers):
+            fn = getattr(obs, method, None)
+            if fn is None:
+                continue
+            try:
+                fn(*args)
+            except Exception as exc:  # noqa: BLE001
+                self._drop(obs, exc)
+
+    def _drop(self, obs: Any, exc: BaseException) -> None:
+        name = getattr(obs, "name", type(obs).__name__)
+        if obs in self.observers:
+            self.observers.remove(obs)
+        self.warn(f"view:{name}", f"the {name} view failed and is off: {exc!r}")
+
+    def finish(self, snap: dict[str, Any]) -> None:
+        self._call("on_finish", snap)
 

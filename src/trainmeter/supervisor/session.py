@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import os
-import platform
 import signal
 import socket
 import sys
@@ -41,6 +40,9 @@ from .options import RunOptions
 from .recorder import Recorder
 from .store import RunStore
 from .warn import WarnOnce
+
+#: Seconds the child runs before the samplers and the watcher are set up (at most `interval`).
+SAMPLERS_AFTER_S = 0.25
 
 
 def _process_tree(pid: int) -> list[int]:
@@ -142,7 +144,7 @@ class Session:
             "argv": records.redact_argv(self.opts.command),
             "tm_version": __version__,
             "hostname": socket.gethostname(),
-            "python": platform.python_version(),
+            "python": sys.version.split()[0],  # platform.python_version(), without its import
             "run_dir": str(self.store.path) if self.store and self.store.path else None,
             "declared": dict(self.opts.declared),
             "declared_notes": dict(self.opts.notes),
@@ -217,7 +219,12 @@ class Session:
             self.warn("watch", f"live watching failed to start ({exc!r})")
 
     def _set_up_live(self, live: LiveLoop, pid: int) -> None:
-        self._attach_engine()
+        self._attach_engine()  # needed for summary.json however short the run
+        # Samplers and the watcher (imports, NVML) only once the child has run a moment: a
+        # run that is already over by then never pays for them, and they do not compete with
+        # the child's own start-up for the CPU.
+        if live.pause(min(self.interval, SAMPLERS_AFTER_S)):
+            return
         run_dir = (self.store.path if self.store else None) or Path.cwd()
         if self.samplers_factory is not None:
             live.samplers = list(self.samplers_factory(pid, run_dir))

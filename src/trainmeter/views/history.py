@@ -223,6 +223,7 @@ class History:
         self._own_tokens = 0.0  # tokens summed from step records (one rank's view)
         self._token_scale = 1.0  # snapshot tokens over our own count (data parallel, padding)
         self.version = 0  # grows with every point added
+        self._series_rank: dict[str, int] = {}  # the rank each loop series is taken from
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -235,41 +236,78 @@ class History:
         return max(0.0, t - self.t0)
 
     def on_record(self, record: dict[str, Any]) -> None:
-        """Step records move the cursor; metric records add a point to the loop's series."""
+        """Step records move the cursor; metric records add a point to the loop's series.
+
+        Called for every record of a run (a replay feeds millions): plain ints and finite
+        floats, the common case, are taken as they are; anything else goes through `_number`.
+        """
         kind = record.get("kind")
-        d = record.get("d") or {}
-        if kind == "run.start":
-            t = _number(record.get("t"))
-            if t is not None and self.t0 is None:
-                self.t0 = t
-            return
-        if kind == "step":
-            if record.get("rank") not in (None, 0):
-                return
-            n = _number(d.get("n"))
-            if n is not None:
-                self.step = max(self.step, n)
-            tokens = _number(d.get("tokens"))
-            if tokens is not None:
-                self._own_tokens += tokens
-                self.tokens = self._own_tokens * self._token_scale
-            self.time = self._clock(record.get("t"))
-            return
         if kind == "metric":
-            if record.get("rank") not in (None, 0):
-                return  # one copy of a curve: rank 0's (the others log the same loop)
-            value = _number(d.get("value"))
+            d = record.get("d") or {}
+            value = d.get("value")
+            kind_v = type(value)
+            if kind_v is float:
+                if value - value != 0.0:  # infinite or NaN
+                    return
+            elif kind_v is int:
+                value = float(value)
+            else:
+                value = _number(value)
+                if value is None:
+                    return
             key = d.get("key")
-            if value is None or not isinstance(key, str) or not key:
+            if not isinstance(key, str) or not key:
                 return
-            t = self._clock(record.get("t"))
-            step = _number(d.get("step"))
+            rank = record.get("rank")
+            rank = rank if type(rank) is int else 0
+            owner = self._series_rank.get(key)
+            if owner is None or rank < owner:  # each series from the lowest rank that logs it,
+                self._series_rank[key] = rank  # as the engine takes it (pipeline: the last rank)
+            elif rank != owner:
+                return
+            t = record.get("t")
+            if type(t) is float and t - t == 0.0 and self.t0 is not None:
+                t = max(0.0, t - self.t0)  # what `_clock` gives a finite t once t0 is set
+            else:
+                t = self._clock(t)
+            step = d.get("step")
+            step = float(step) if type(step) is int else _number(step)
             tokens = self.tokens
             if step is None:
                 step = self.step
             elif tokens is not None and self.step > 0 and step != self.step:
                 tokens = tokens * step / self.step  # the loop logged a step the cursor has passed
-            self.add(key, "loop", value, step, tokens, t)
+            series = self.series.get(key)
+            if series is None:
+                self.add(key, "loop", value, step, tokens, t)
+            else:
+                series.add(value, step, tokens, t)
+                self.version += 1
+            return
+        if kind == "step":
+            if record.get("rank") not in (None, 0):
+                return
+            d = record.get("d") or {}
+            n = d.get("n")
+            n = float(n) if type(n) is int else _number(n)
+            if n is not None:
+                self.step = max(self.step, n)
+            tokens = d.get("tokens")
+            tokens = float(tokens) if type(tokens) is int else _number(tokens)
+            if tokens is not None:
+                self._own_tokens += tokens
+                self.tokens = self._own_tokens * self._token_scale
+            t = record.get("t")
+            if type(t) is float and t - t == 0.0 and self.t0 is not None:
+                self.time = max(0.0, t - self.t0)
+            else:
+                self.time = self._clock(t)
+            return
+        if kind == "run.start":
+            t = _number(record.get("t"))
+            if t is not None and self.t0 is None:
+                self.t0 = t
+            return
 
     def on_snapshot(self, snap: dict[str, Any], now: float | None = None) -> None:
         """Resync the cursor on the engine's counts and add a point to each system series."""

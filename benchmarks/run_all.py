@@ -1,0 +1,655 @@
+"""Every speed goal, ours beside the published peer (trainmeter 0.0.7), in one run, one table.
+
+    .venv/bin/python benchmarks/run_all.py            # the table (about 10-15 minutes here)
+    .venv/bin/python benchmarks/run_all.py --quick    # smaller sizes, a few minutes
+    .venv/bin/python benchmarks/run_all.py --only startup,replay
+    .venv/bin/python benchmarks/run_all.py --instructions   # adds callgrind counts (slow)
+
+The peer is looked for in $TRAINMETER_PEER_VENV (default /tmp/peer); install it beside the same
+torch with `python3 -m venv /tmp/peer && /tmp/peer/bin/pip install trainmeter==0.0.7
+torch==2.13.0 numpy`. Without it, ours is measured alone and the ratio column says so.
+
+How the numbers are made honest on a small, noisy machine (see benchmarks/README.md):
+- ours and the peer do the same work on the same input (the same script, the same log records);
+  where one side does more or less, the table's last column says so;
+- runs are interleaved (ours, peer, ours, peer, ...), at least 5 pairs, and each cell is the
+  median with the range of the pairs; the ratio is ours ÷ peer of the medians;
+- torch is pinned to one thread, and every timed loop times itself, so start-up is left out;
+- for the per-step cost, whose microseconds drown in scheduling noise, the hooks are also timed
+  alone over a million calls, and with --instructions counted by valgrind's callgrind
+  (instructions do not depend on what else the machine is doing).
+A benchmark, not a test: nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+OUR_PY = sys.executable
+PEER_VENV = Path(os.environ.get("TRAINMETER_PEER_VENV", "/tmp/peer"))
+PEER_PY = PEER_VENV / "bin" / "python"
+PEER_TM = PEER_VENV / "bin" / "tm"
+
+
+def have_peer() -> bool:
+    return PEER_PY.exists() and PEER_TM.exists()
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINMETER_")}
+    env.pop("PYTHONPATH", None)
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env.update(extra)
+    return env
+
+
+def our_bootstrap() -> str:
+    import trainmeter
+
+    return str(Path(trainmeter.__file__).parent / "agent" / "bootstrap")
+
+
+def peer_bootstrap() -> str:
+    out = subprocess.run(
+        [str(PEER_PY), "-c", "import trainmeter,os;print(os.path.dirname(trainmeter.__file__))"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        check=True,
+    )
+    return os.path.join(out.stdout.strip(), "agent", "bootstrap")
+
+
+def compile_ours() -> None:
+    """Byte-compile our package, as `pip install` did for the peer's.
+
+    A source checkout run with PYTHONDONTWRITEBYTECODE (set here) would otherwise compile every
+    module of `tm` and of the agent on every start, while the peer loads its cached bytecode:
+    an unequal start-up, measured as ours."""
+    import trainmeter
+
+    subprocess.run(
+        [OUR_PY, "-m", "compileall", "-q", str(Path(trainmeter.__file__).parent)],
+        check=False, capture_output=True,
+    )  # fmt: skip
+
+
+# ---- the table ---------------------------------------------------------------------------------
+
+
+class Row:
+    """One line of the table: paired samples of ours and the peer's, and what they measure."""
+
+    def __init__(self, what: str, unit: str, goal: str, lower_is_better: bool = True) -> None:
+        self.what, self.unit, self.goal = what, unit, goal
+        self.lower_is_better = lower_is_better
+        self.ours: list[float] = []
+        self.peer: list[float] = []
+        self.note = ""
+
+    @staticmethod
+    def cell(values: list[float]) -> str:
+        if not values:
+            return "-"
+        med = statistics.median(values)
+        if len(values) == 1:
+            return fmt(med)
+        return f"{fmt(med)} [{fmt(min(values))}..{fmt(max(values))}]"
+
+    def ratio(self) -> str:
+        if not self.ours or not self.peer:
+            return "no peer" if not self.peer else "-"
+        o, p = statistics.median(self.ours), statistics.median(self.peer)
+        if p == 0:
+            return "-"
+        return f"{o / p:.3g}"
+
+
+def fmt(x: float) -> str:
+    if x == 0:
+        return "0"
+    a = abs(x)
+    if a >= 1e6:
+        return f"{x / 1e6:.3g}M"
+    if a >= 1e4:
+        return f"{x / 1e3:.3g}k"
+    if a >= 100:
+        return f"{x:.0f}"
+    return f"{x:.3g}"
+
+
+def print_table(rows: list[Row]) -> None:
+    head = ("what", "unit", "0.0.7 (peer)", "ours", "ours ÷ peer", "goal", "notes")
+    body = [
+        (r.what, r.unit, Row.cell(r.peer), Row.cell(r.ours), r.ratio(), r.goal, r.note)
+        for r in rows
+    ]
+    print()
+    print("| " + " | ".join(head) + " |")
+    print("| " + " | ".join("---" for _ in head) + " |")
+    for line in body:
+        print("| " + " | ".join(line) + " |")
+    print()
+    print("cells: median [min..max] over the interleaved pairs; ratio: ours ÷ peer of the medians")
+
+
+# ---- a training loop timing itself ---------------------------------------------------------
+
+LOOP = r"""
+import json, sys, time
+import torch
+from torch import nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+torch.set_num_threads(1)
+EMIT = sys.argv[2] == "emit"
+if EMIT:
+    from trainmeter import emit
+model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(16, 64)
+y = torch.randn(16, 64)
+def block(n):
+    c0 = time.process_time(); t0 = time.perf_counter()
+    for _ in range(n):
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        if EMIT:
+            emit(train_loss=loss.item())
+    return (time.perf_counter() - t0) / n * 1e6, (time.process_time() - c0) / n * 1e6
+steps = int(sys.argv[1])
+block(300)  # warm-up, and past any counted step
+per = max(steps // 8, 1)
+blocks = [block(per) for _ in range(8)]
+print("BENCH " + json.dumps({"wall": sorted(b[0] for b in blocks)[len(blocks) // 2],
+                             "cpu": sorted(b[1] for b in blocks)[len(blocks) // 2]}), flush=True)
+"""
+
+
+def run_bench(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float] | None:
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    for line in proc.stdout.splitlines():
+        if line.startswith("BENCH "):
+            return json.loads(line[6:])
+    print(f"  ! {' '.join(argv[:4])} failed ({proc.returncode}): {proc.stderr[-300:]}", file=sys.stderr)
+    return None
+
+
+def count_key(cwd: Path, key: str) -> int:
+    runs = sorted((cwd / ".trainmeter" / "runs").iterdir())
+    text = (runs[-1] / "events.jsonl").read_text(errors="replace")
+    return text.count(f'"key":"{key}"') + text.count(f'"key": "{key}"')
+
+
+def bench_step_and_emit(pairs: int, steps: int, rows: list[Row]) -> None:
+    """The agent's cost per optimizer step, and emit() every step, under the full `tm`."""
+    step = Row("agent cost per optimizer step", "µs/step", "≤ 0.33")
+    emit = Row("emit() every step", "µs/step", "≤ 0.05")
+    kept = {"ours": [], "peer": []}
+    with tempfile.TemporaryDirectory(prefix="tm-bench-loop-") as tmp:
+        cwd = Path(tmp)
+        (cwd / "loop.py").write_text(LOOP)
+        n = str(steps)
+        sides = {"ours": ([OUR_PY, "-m", "trainmeter"], OUR_PY)}
+        if have_peer():
+            sides["peer"] = ([str(PEER_TM)], str(PEER_PY))
+        for _ in range(pairs):
+            for side, (tm, py) in sides.items():
+                plain = run_bench([py, "loop.py", n, "none"], cwd, clean_env())
+                under = run_bench([*tm, "-q", "--no-web", "--", py, "loop.py", n, "none"], cwd, clean_env())
+                with_emit = run_bench(
+                    [*tm, "-q", "--no-web", "--", py, "loop.py", n, "emit"], cwd, clean_env()
+                )
+                if plain and under and with_emit:
+                    getattr(step, side).append(under["wall"] - plain["wall"])
+                    getattr(emit, side).append(with_emit["wall"] - under["wall"])
+                    total = 300 + 8 * max(steps // 8, 1)
+                    kept[side].append(count_key(cwd, "train_loss") / total)
+    step.note = "tm minus plain python, the loop's own timer (start-up excluded)"
+    emit.note = "tm with emit minus tm without; values kept: " + ", ".join(
+        f"{s} {min(v) * 100:.1f}%" for s, v in kept.items() if v
+    )
+    rows += [step, emit]
+
+
+HOOKS_OURS = r"""
+import json, time, torch
+from torch import nn
+from trainmeter.agent.probes import steps, tokens
+tokens.bind(torch)
+model = nn.Linear(4, 4)
+ids = torch.zeros(4, 8, dtype=torch.long)
+steps._root = model
+steps._first_done = True
+N = 1_000_000
+best = []
+for _ in range(5):
+    t0 = time.perf_counter()
+    for _ in range(N):
+        steps._root_pre(model, (ids,), {})
+        steps._after_step(None, (), {})
+    best.append((time.perf_counter() - t0) / N * 1e6)
+print("BENCH " + json.dumps({"us": min(best)}))
+"""
+
+HOOKS_PEER = r"""
+import json, time, torch
+from torch import nn
+import os
+from trainmeter.agent import core, sender
+agent = core.Agent(sender.Sender(os.environ["TRAINMETER_SOCK"]))
+agent.torch = torch
+model = nn.Linear(4, 4)
+ids = torch.zeros(4, 8, dtype=torch.long)
+agent._root = model
+agent._forward_tracking = True
+agent._step_index = 10
+agent._count_state = "done"
+N = 1_000_000
+best = []
+for _ in range(5):
+    t0 = time.perf_counter()
+    for _ in range(N):
+        agent._on_root_forward(model, (ids,), {})
+        agent._on_optimizer_step(None, (), {})
+    best.append((time.perf_counter() - t0) / N * 1e6)
+print("BENCH " + json.dumps({"us": min(best)}))
+"""
+
+
+def bench_hooks(pairs: int, rows: list[Row]) -> None:
+    """Each side's per-step hooks called directly a million times: what the agent itself costs."""
+    row = Row("agent hooks alone (root forward + optimizer step)", "µs/step", "≤ 0.33")
+    with tempfile.TemporaryDirectory(prefix="tm-bench-hooks-") as tmp:
+        cwd = Path(tmp)
+        sink = Sink()
+        try:
+            for _ in range(pairs):
+                ours = run_bench(
+                    [OUR_PY, "-c", HOOKS_OURS], cwd, clean_env(TRAINMETER_SOCKET=sink.path)
+                )
+                if ours:
+                    row.ours.append(ours["us"])
+                if have_peer():
+                    peer = run_bench(
+                        [str(PEER_PY), "-c", HOOKS_PEER], cwd, clean_env(TRAINMETER_SOCK=sink.path)
+                    )
+                    if peer:
+                        row.peer.append(peer["us"])
+        finally:
+            sink.close()
+    row.note = "1M calls of both hooks, best of 5 per run; steady where the loop is noisy"
+    rows.append(row)
+
+
+CG_LOOP = r"""
+import sys, torch
+from torch import nn
+import torch.nn.functional as F
+torch.manual_seed(0); torch.set_num_threads(1)
+model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(16, 64); y = torch.randn(16, 64)
+for _ in range(int(sys.argv[1])):
+    loss = F.mse_loss(model(x), y)
+    loss.backward(); opt.step(); opt.zero_grad()
+"""
+
+
+def callgrind_instructions(argv: list[str], env: dict[str, str], cwd: Path) -> int | None:
+    proc = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    for line in proc.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1].strip())
+    print(f"  ! callgrind failed: {proc.stderr[-300:]}", file=sys.stderr)
+    return None
+
+
+def bench_instructions(rows: list[Row], extra_steps: int = 1000) -> None:
+    """Instructions the agent adds per optimizer step, counted by callgrind (noise-free):
+    (with agent, N+M steps - with agent, N steps) - (the same without), divided by M."""
+    if shutil.which("valgrind") is None:
+        print("  ! valgrind not installed: no instruction counts", file=sys.stderr)
+        return
+    row = Row("agent instructions per optimizer step (callgrind)", "instr/step", "≤ 0.33")
+    with tempfile.TemporaryDirectory(prefix="tm-bench-cg-") as tmp:
+        cwd = Path(tmp)
+        (cwd / "loop.py").write_text(CG_LOOP)
+        sink = Sink()
+        try:
+            sides = {"ours": (OUR_PY, {"PYTHONPATH": our_bootstrap(), "TRAINMETER_SOCKET": sink.path})}
+            if have_peer():
+                sides["peer"] = (
+                    str(PEER_PY),
+                    {"PYTHONPATH": peer_bootstrap(), "TRAINMETER_SOCK": sink.path},
+                )
+            for side, (py, agent_env) in sides.items():
+                counts = {}
+                for label, env in (("plain", clean_env()), ("agent", clean_env(**agent_env))):
+                    for n in (20, 20 + extra_steps):
+                        counts[(label, n)] = callgrind_instructions([py, "loop.py", str(n)], env, cwd)
+                if None in counts.values():
+                    continue
+                per_step = (
+                    counts[("agent", 20 + extra_steps)] - counts[("agent", 20)]
+                    - (counts[("plain", 20 + extra_steps)] - counts[("plain", 20)])
+                ) / extra_steps
+                getattr(row, side).append(per_step)
+        finally:
+            sink.close()
+    row.note = f"one count per side (deterministic), {extra_steps} extra steps"
+    rows.append(row)
+
+
+# ---- start-up -------------------------------------------------------------------------------------
+
+
+def bench_startup(pairs: int, rows: list[Row]) -> None:
+    row = Row("tm start-up (empty script)", "s added", "≤ 0.3")
+    with tempfile.TemporaryDirectory(prefix="tm-bench-start-") as tmp:
+        cwd = Path(tmp)
+        (cwd / "empty.py").write_text("")
+
+        def wall(argv: list[str]) -> float:
+            best = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                subprocess.run(argv, cwd=cwd, env=clean_env(), check=True, capture_output=True)
+                best.append(time.perf_counter() - t0)
+            return min(best)
+
+        for _ in range(pairs):
+            row.ours.append(
+                wall([OUR_PY, "-m", "trainmeter", "-q", "--no-web", "empty.py"])
+                - wall([OUR_PY, "empty.py"])
+            )
+            if have_peer():
+                row.peer.append(
+                    wall([str(PEER_TM), "-q", "--no-web", "empty.py"]) - wall([str(PEER_PY), "empty.py"])
+                )
+    row.note = "`tm -q --no-web empty.py` minus `python empty.py`, best of 3 per pair"
+    rows.append(row)
+
+
+# ---- replay -----------------------------------------------------------------------------------
+
+
+def write_log(path: Path, steps: int, step_s: float = 0.1) -> int:
+    """A synthetic run log both sides read: steps, loss, data phases, 1 Hz GPU/host/node samples."""
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+
+        def put(t: float, src: str, kind: str, d: dict, rank: int | None = 0) -> None:
+            nonlocal n
+            rec = {"v": 1, "t": round(t, 6), "src": src, "rank": rank, "pid": 100, "kind": kind, "d": d}
+            fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            n += 1
+
+        put(0.0, "tm", "run.start", {"argv": ["python", "train.py"], "name": "bench", "declared": {}}, None)
+        put(0.5, "agent", "hello", {"world_size": 1, "local_rank": 0, "rank": 0, "probes": ["steps", "tokens", "dataloader"]})
+        facts = {"n_params": 124_000_000, "n_embedding_params": 38_000_000, "n_layers": 12, "d_model": 768, "seq_len": 1024}
+        for key, value in facts.items():
+            put(0.6, "agent", "fact", {"key": key, "value": value, "source": "detected"})
+        next_sample = 1.0
+        energy = 0.0
+        for i in range(1, steps + 1):
+            t = 1.0 + i * step_s
+            put(t - 0.01, "agent", "phase", {"name": "data", "s": 0.01, "n": 1})
+            put(t, "agent", "step", {"k": 1, "tokens": 8192, "n": i, "micro": 1})
+            put(t, "agent", "metric", {"key": "train_loss", "value": 3.0 / (1 + i / 1000), "via": "emit", "step": i})
+            while t >= next_sample:
+                energy += 700.0
+                row = {
+                    "index": 0, "uuid": "GPU-0", "name": "NVIDIA H100 80GB HBM3", "gpu_util": 0.98,
+                    "sm_active": 0.9, "tensor_active": 0.6, "dram_active": 0.4, "sm_clock_mhz": 1980,
+                    "max_sm_clock_mhz": 1980, "window_s": 1.0, "energy_j": energy, "power_w": 700.0,
+                }
+                put(next_sample, "tm", "sample.gpu", {"gpus": [row], "selected_by": "all"}, None)
+                put(next_sample, "tm", "sample.host", {"procs": 3, "cpu_s": next_sample, "rss_kb": 1_000_000}, None)
+                put(next_sample, "tm", "sample.node", {"cpu": {"user": 0.5, "system": 0.1, "idle": 0.4}, "cores": 16, "load": [1.0, 1.0, 1.0]}, None)
+                next_sample += 1.0
+        put(1.0 + steps * step_s + 0.5, "tm", "run.end", {"exit_status": 0, "elapsed_s": 1.0 + steps * step_s}, None)
+    return n
+
+
+REPLAY_OURS = r"""
+import json, resource, sys, time
+from pathlib import Path
+path, snapshots = sys.argv[1], int(sys.argv[2])
+t0 = time.perf_counter()
+# the path `tm summary` and `tm view` take: supervisor.replay.replay, with the dashboard's
+# bounded history as an observer (every record, and ~`snapshots` sampled snapshots)
+from trainmeter.supervisor.replay import replay
+try:
+    from trainmeter.views.history import History
+    history = History()
+except ImportError:
+    history = None
+result = replay(Path(path), observers=[history] if history is not None else [],
+                max_snapshots=snapshots)
+dt = time.perf_counter() - t0
+n = result.records
+points = sum(s.points for s in history.series.values()) if history is not None else 0
+print("BENCH " + json.dumps({"rps": n / dt, "records": n, "s": dt,
+      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+      "history": history is not None, "points": points,
+      "steps": result.snapshot.get("steps")}))
+"""
+
+REPLAY_PEER = r"""
+import json, resource, sys, time
+path, snapshots, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+t0 = time.perf_counter()
+from trainmeter.engine import Engine
+from trainmeter.records import decode
+from trainmeter.timeline import Timeline
+engine, timeline = Engine(), Timeline()
+every = max(total // snapshots, 1)
+n = 0
+t_start = None
+with open(path, encoding="utf-8") as fh:
+    for line in fh:
+        try:
+            rec = decode(line)
+        except ValueError:
+            continue
+        n += 1
+        if t_start is None:
+            t_start = rec["t"]
+        engine.feed(rec)
+        timeline.feed(rec, rec["t"] - t_start, engine.position())
+        if n % every == 0:
+            timeline.add_snapshot(engine.snapshot(rec["t"]), rec["t"] - t_start, engine.position())
+snap = engine.snapshot()
+dt = time.perf_counter() - t0
+print("BENCH " + json.dumps({"rps": n / dt, "records": n, "s": dt,
+      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "steps": snap.get("steps")}))
+"""
+
+
+def bench_replay(pairs: int, steps: int, mem_steps: list[int], peer_mem_steps: int, rows: list[Row]) -> None:
+    speed = Row(f"replay, {steps // 1000}k-step log (decode, engine, history, ~2000 snapshots)", "records/s", "≥ 10", lower_is_better=False)
+    with tempfile.TemporaryDirectory(prefix="tm-bench-replay-") as tmp:
+        log = Path(tmp) / "events.jsonl"
+        total = write_log(log, steps)
+        history = None
+        for _ in range(pairs):
+            ours = run_bench([OUR_PY, "-c", REPLAY_OURS, str(log), "2000", str(total)], Path(tmp), clean_env())
+            if ours:
+                speed.ours.append(ours["rps"])
+                history = ours["history"]
+            if have_peer():
+                peer = run_bench([str(PEER_PY), "-c", REPLAY_PEER, str(log), "2000", str(total)], Path(tmp), clean_env())
+                if peer:
+                    speed.peer.append(peer["rps"])
+        speed.note = f"{total} records; peer: its engine + timeline streamed" + (
+            "" if history else "; ours WITHOUT history (views.history missing)"
+        )
+        rows.append(speed)
+        log.unlink()
+        for n_steps in mem_steps:
+            mem = Row(f"replay memory, {n_steps / 1e6:g}M steps", "MB peak RSS", "flat, < 150 MB")
+            log = Path(tmp) / f"events-{n_steps}.jsonl"
+            total = write_log(log, n_steps)
+            size_mb = log.stat().st_size / 1e6
+            ours = run_bench([OUR_PY, "-c", REPLAY_OURS, str(log), "2000", str(total)], Path(tmp), clean_env())
+            if ours:
+                mem.ours.append(ours["rss_mb"])
+                mem.note = f"{total / 1e6:.2f}M records, {size_mb:.0f} MB log, ours {ours['s']:.0f} s"
+            if have_peer() and n_steps <= peer_mem_steps:
+                peer = run_bench([str(PEER_PY), "-c", REPLAY_PEER, str(log), "2000", str(total)], Path(tmp), clean_env())
+                if peer:
+                    mem.peer.append(peer["rss_mb"])
+            rows.append(mem)
+            log.unlink()
+
+
+# ---- ingest -------------------------------------------------------------------------------------
+
+BLAST = r"""
+import json, os, socket, sys, time
+rate, seconds, env = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+path = os.environ[env]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+pid = os.getpid()
+n = int(rate * seconds)
+sent = dropped = 0
+t0 = time.perf_counter()
+for i in range(n):
+    due = t0 + i / rate
+    while time.perf_counter() < due:
+        pass
+    rec = {"v": 1, "t": time.monotonic(), "src": "agent", "rank": 0, "pid": pid, "kind": "metric",
+           "d": {"key": "blast", "value": float(i), "via": "emit", "step": i}}
+    try:
+        s.sendto(json.dumps(rec, separators=(",", ":")).encode(), socket.MSG_DONTWAIT, path)
+        sent += 1
+    except (BlockingIOError, OSError):
+        dropped += 1
+print("BLAST", sent, dropped, flush=True)
+"""
+
+
+def bench_ingest(pairs: int, rate: float, seconds: float, rows: list[Row]) -> None:
+    """A sender outside any agent blasting one-record datagrams at `rate`/s into a live `tm`."""
+    row = Row(f"ingest at {rate / 1000:g}k records/s for {seconds:g} s", "% kept", "100%", lower_is_better=False)
+    with tempfile.TemporaryDirectory(prefix="tm-bench-ingest-") as tmp:
+        cwd = Path(tmp)
+        (cwd / "blast.py").write_text(BLAST)
+        sides = {"ours": ([OUR_PY, "-m", "trainmeter"], OUR_PY, "TRAINMETER_SOCKET")}
+        if have_peer():
+            sides["peer"] = ([str(PEER_TM)], str(PEER_PY), "TRAINMETER_SOCK")
+        for _ in range(pairs):
+            for side, (tm, py, env_name) in sides.items():
+                shutil.rmtree(cwd / ".trainmeter", ignore_errors=True)
+                proc = subprocess.run(
+                    [*tm, "-q", "--no-web", "--no-agent", "--", py, "blast.py", str(rate), str(seconds), env_name],
+                    cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=600,
+                )
+                sent = int(rate * seconds)
+                got = count_key(cwd, "blast")
+                getattr(row, side).append(100.0 * got / sent)
+                if proc.returncode:
+                    print(f"  ! ingest {side}: exit {proc.returncode}", file=sys.stderr)
+    row.note = "records in events.jsonl ÷ records sent (sender never blocks)"
+    rows.append(row)
+
+
+class Sink:
+    """A datagram socket that reads and discards, standing in for `tm`'s ingest."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="tm-bench-sink-")
+        self.path = os.path.join(self.dir, "ingest")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.sock.settimeout(0.2)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.sock.recv(1 << 20)
+            except (TimeoutError, OSError):
+                continue
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(2)
+        self.sock.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ---- main -------------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, a few minutes")
+    parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs per cell (>= 5)")
+    parser.add_argument("--only", default="", help="comma list: startup,step,hooks,replay,ingest,history")
+    parser.add_argument("--instructions", action="store_true", help="callgrind counts (slow)")
+    parser.add_argument("--mem-steps", default="1000000,5000000", help="replay memory sizes")
+    args = parser.parse_args()
+    only = {w for w in args.only.split(",") if w}
+    want: Callable[[str], bool] = lambda name: not only or name in only  # noqa: E731
+    if not have_peer():
+        print(f"no peer at {PEER_VENV}: ours alone (see --help)", file=sys.stderr)
+    compile_ours()
+    rows: list[Row] = []
+    pairs = args.pairs
+    t0 = time.perf_counter()
+    if want("startup"):
+        bench_startup(pairs, rows)
+    if want("step"):
+        bench_step_and_emit(pairs, 4000 if args.quick else 20000, rows)
+    if want("hooks"):
+        bench_hooks(pairs, rows)
+    if args.instructions:
+        bench_instructions(rows)
+    if want("replay"):
+        if args.quick:
+            bench_replay(pairs, 20_000, [100_000], 100_000, rows)
+        else:
+            mem = [int(float(x)) for x in args.mem_steps.split(",") if x]
+            bench_replay(pairs, 200_000, mem, 1_000_000, rows)
+    if want("ingest"):
+        bench_ingest(pairs, 20_000.0, 2.0 if args.quick else 5.0, rows)
+    if want("history"):
+        script = HERE / "history_10m.py"
+        if script.exists():
+            subprocess.run([OUR_PY, str(script), *(["--quick"] if args.quick else [])], check=False)
+    print_table(rows)
+    print(f"({time.perf_counter() - t0:.0f} s; python {sys.version.split()[0]}, "
+          f"maxrss of this driver {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
