@@ -18,7 +18,8 @@ from . import steps
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
-WRAPPER_ATTRS = ("_orig_mod", "module", "_fsdp_wrapped_module")
+#: `_forward_module`: Lightning's wrapper around the LightningModule under DDP/FSDP strategies.
+WRAPPER_ATTRS = ("_orig_mod", "module", "_fsdp_wrapped_module", "_forward_module")
 DP_WRAPPERS = ("DistributedDataParallel", "FullyShardedDataParallel")
 
 _torch: Any = None
@@ -36,9 +37,30 @@ def unwrap_chain(module: Any, limit: int = 8) -> list[Any]:
                 inner = candidate
                 break
         if inner is None:
+            inner = _lightning_inner(chain[-1])
+        if inner is None or inner in chain:
             break
         chain.append(inner)
     return chain
+
+
+def _is_lightning(module: Any) -> bool:
+    return any(cls.__name__ == "LightningModule" for cls in type(module).__mro__)
+
+
+def _lightning_inner(module: Any) -> Any:
+    """The model a LightningModule builds inside itself (`self.model = GPT(config)`): the child
+    that carries a config, else the child holding the most parameters. Counting reads shapes."""
+    if not _is_lightning(module):
+        return None
+    best, best_n = None, 0
+    for child in module.children():
+        if any(_get(child, attr) is not None for attr in CONFIG_ATTRS[:3]):
+            return child
+        n = sum(int(p.numel()) for p in child.parameters())
+        if n > best_n:
+            best, best_n = child, n
+    return best
 
 
 def _get(config: Any, key: str) -> Any:
@@ -63,8 +85,8 @@ def config_int(config: Any, keys: tuple[str, ...]) -> int | None:
 
 
 #: Where models keep their hyper-parameters: HF and nanoGPT `config`, TorchTitan `model_args`,
-#: Meta's reference Llama `params`.
-CONFIG_ATTRS = ("config", "model_args", "params")
+#: Meta's reference Llama `params`; last, a LightningModule's saved `hparams`.
+CONFIG_ATTRS = ("config", "model_args", "params", "hparams")
 
 
 def find_config(chain: list[Any]) -> Any:
