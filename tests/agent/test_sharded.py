@@ -42,8 +42,8 @@ def test_sharded_model_counts_the_whole_model(workdir, mode):
 
 
 def test_layouts_beyond_two_cpu_ranks():
-    """HSDP, data x tensor parallel and FSDP1 hybrid sharding on 8 ranks, laid out by torch
-    itself on its fake process group (see the script). The model: N = 3184, E = 1024."""
+    """HSDP, data x tensor parallel, FSDP1 hybrid sharding and a tied FSDP1 model on 8 ranks,
+    laid out by torch itself on its fake process group (the script has the arithmetic)."""
     done = subprocess.run(
         [sys.executable, str(SCRIPTS / "mesh_shapes.py")],
         capture_output=True,
@@ -57,4 +57,5 @@ def test_layouts_beyond_two_cpu_ranks():
         "fsdp2_hsdp": [3184, 1024, 8],  # dp = 2 replicas x 4 shards, not the shard group's 4
         "fsdp2_dp_x_tp": [3184, 1024, 2],  # dp = the data dimension only, not 2 x 4 ranks
         "fsdp1_hybrid": [3184, 1024, 8],  # the whole model, not one rank's quarter (796)
+        "fsdp1_flat_tied": [1296, 0, 8],  # the tied table is no lookup-only embedding
     }

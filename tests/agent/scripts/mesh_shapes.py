@@ -56,4 +56,11 @@ hybrid = FullyShardedDataParallel(
     device_id=torch.device("cpu"),
 )
 out["fsdp1_hybrid"] = read(hybrid)
+
+# FSDP1 without use_orig_params, the output head tied to the embedding:
+# N = 64*16 + (16*16 + 16) = 1296 (the tied head once), E = 0 (the table is also a matmul)
+torch.manual_seed(0)
+tied = nn.Sequential(nn.Embedding(64, 16), nn.Linear(16, 16), nn.Linear(16, 64, bias=False))
+tied[2].weight = tied[0].weight
+out["fsdp1_flat_tied"] = read(FullyShardedDataParallel(tied, device_id=torch.device("cpu")))
 print(json.dumps(out))

@@ -131,8 +131,10 @@ def _ptr(p: Any) -> tuple[int, tuple[int, ...]] | None:
         return None
 
 
-def _fsdp1_full_sizes(root: Any) -> dict[int, int]:
-    """id(original parameter) -> its full size, for every FSDP1 FlatParameter under `root`.
+def _fsdp1_full_sizes(root: Any) -> tuple[dict[int, int], set[int]]:
+    """id(original parameter) -> its full size, for every FSDP1 FlatParameter under `root`;
+    and the ids of the weights FSDP1 recorded as shared (tied), since without
+    `use_orig_params` a tied head's weight is no longer a parameter of its module.
 
     With `use_orig_params=True` each rank's original parameters are views of its local shard
     (some empty), so their `numel()` undercounts N; the FlatParameter records every original
@@ -140,6 +142,7 @@ def _fsdp1_full_sizes(root: Any) -> dict[int, int]:
     `_shared_param_infos`). Shapes only: nothing is gathered.
     """
     sizes: dict[int, int] = {}
+    tied: set[int] = set()
     for module in root.modules():
         flat = getattr(getattr(module, "_handle", None), "flat_param", None)
         infos = getattr(flat, "_param_infos", None)
@@ -158,14 +161,15 @@ def _fsdp1_full_sizes(root: Any) -> dict[int, int]:
             prim = getattr(shared.prim_module, shared.prim_param_name, None)
             if param is not None and id(prim) in sizes:
                 sizes[id(param)] = sizes[id(prim)]
-    return sizes
+            tied.update((id(param), id(prim)))
+    return sizes, tied
 
 
 def count_params(root: Any) -> tuple[int, int, int]:
     """(N, E, frozen): each weight once (by identity, and by storage when it has one); E holds
     embedding tables that no other module also registers (a table tied to the output head is
     a matmul weight, so it stays in N − E)."""
-    full = _fsdp1_full_sizes(root)
+    full, tied = _fsdp1_full_sizes(root)
     seen_ids: set[int] = set()
     seen_ptrs: set[Any] = set()
     total = frozen = 0
@@ -199,7 +203,9 @@ def count_params(root: Any) -> tuple[int, int, int]:
     counted_ptrs: set[Any] = set()
     for key, weight in tables.items():
         ptr = _ptr(weight)
-        if key in other_ids or (ptr and (ptr in other_ptrs or ptr in counted_ptrs)):
+        if key in other_ids or key in tied:
+            continue
+        if ptr and (ptr in other_ptrs or ptr in counted_ptrs):
             continue
         if ptr:
             counted_ptrs.add(ptr)
