@@ -108,3 +108,27 @@ def test_values_are_what_lightning_hands_its_loggers(tmp_path: Path, collector, 
     # one validation (after step 2) over 3 batches of 2: (1*2 + 2*2 + 4*2) / 6 = 7/3 (float32)
     vals = [m["value"] for m in collector.metrics() if m["key"] == "val"]
     assert vals == [pytest.approx(7 / 3, rel=1e-6)]  # the epoch mean, not the last batch's 4.0
+
+
+def test_validate_and_predict_are_eval_spans(tmp_path: Path, collector) -> None:
+    """Lightning leaves eval mode by setting `.training` flags, never through `train()`: its
+    loops' runs open and close the span, and nothing stays open after them."""
+    from trainmeter.agent.probes import phases
+
+    taps.install_all()
+    module = Tiny()
+    trainer = pl.Trainer(
+        default_root_dir=str(tmp_path),
+        logger=False,
+        accelerator="cpu",
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    data = DataLoader(TensorDataset(torch.randn(4, 4), torch.randn(4, 1)), batch_size=2)
+    module.validation_step = lambda batch, batch_idx: None
+    module.predict_step = lambda batch, batch_idx: module.layer(batch[0])
+    before = phases._totals["eval"][1]
+    trainer.validate(module, data)
+    trainer.predict(module, data)
+    assert phases._totals["eval"][1] - before == 2  # one span each
+    assert not phases.eval_open()  # the data waits of what follows are training's again

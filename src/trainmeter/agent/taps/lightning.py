@@ -13,7 +13,8 @@ counted again.
 
 Lightning switches to eval mode with `model.eval()` but back by setting each module's
 `.training` flag (`_ModuleMode.restore`), which the eval probe's `train()` wrapper never sees;
-so the validation loop's `run` is wrapped to open and close the eval span itself.
+so the validation (and test, and predict) loop's `run` is wrapped to open and close the eval
+span itself.
 
 Both package names are covered: `lightning.pytorch` and `pytorch_lightning`.
 """
@@ -38,6 +39,7 @@ TAP = Tap(NAME)
 PACKAGES = ("lightning.pytorch", "pytorch_lightning")
 _CONNECTOR = "trainer.connectors.logger_connector.logger_connector"
 _EVAL_LOOP = "loops.evaluation_loop"
+_PREDICT_LOOP = "loops.prediction_loop"
 _SKIP = ("step", "epoch")  # Lightning's own bookkeeping keys, not the loop's values
 
 
@@ -137,12 +139,17 @@ def _span(original: Any) -> Any:
 
 
 def _attach_eval_loop(module: ModuleType) -> None:
-    loop = getattr(module, "_EvaluationLoop", None) or getattr(module, "EvaluationLoop", None)
-    if isinstance(loop, type):
-        _patch(loop, "run", _span)
+    # validation and test (`_EvaluationLoop`), and prediction (`_PredictionLoop`): each
+    # restores train mode by flag, and none of it is training time
+    for name in ("_EvaluationLoop", "EvaluationLoop", "_PredictionLoop", "PredictionLoop"):
+        loop = getattr(module, name, None)
+        if isinstance(loop, type):
+            _patch(loop, "run", _span)
+            return
 
 
 def install() -> None:
     for package in PACKAGES:
         when_imported(f"{package}.{_CONNECTOR}", _attach_connector)
         when_imported(f"{package}.{_EVAL_LOOP}", _attach_eval_loop)
+        when_imported(f"{package}.{_PREDICT_LOOP}", _attach_eval_loop)
