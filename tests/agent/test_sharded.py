@@ -56,6 +56,7 @@ def test_layouts_beyond_two_cpu_ranks():
     assert got == {
         "fsdp2_hsdp": [3184, 1024, 8],  # dp = 2 replicas x 4 shards, not the shard group's 4
         "fsdp2_dp_x_tp": [3184, 1024, 2],  # dp = the data dimension only, not 2 x 4 ranks
+        "fsdp2_named_dp_x_tp": [3184, 1024, 2],  # the same, from the full mesh's "dp"
         "fsdp1_hybrid": [3184, 1024, 8],  # the whole model, not one rank's quarter (796)
         "fsdp1_flat_tied": [1296, 0, 8],  # the tied table is no lookup-only embedding
     }

@@ -10,7 +10,13 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy, fully_shard
+from torch.distributed.fsdp import (
+    DataParallelMeshDims,
+    FullyShardedDataParallel,
+    ShardingStrategy,
+    fully_shard,
+)
+from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 from torch.testing._internal.distributed.fake_pg import FakeStore
 
@@ -46,6 +52,16 @@ tp = lm()
 parallelize_module(tp, mesh["tp"], {"1": ColwiseParallel(), "2": RowwiseParallel()})
 fully_shard(tp, mesh=mesh["dp"])
 out["fsdp2_dp_x_tp"] = read(tp)
+
+# the same 2 x 4 mesh given whole to fully_shard, its data dimension named (dp_mesh_dims):
+# every parameter a DTensor on the full mesh, sharded over "tp"
+spmd = lm()
+for layer in spmd:
+    for name, param in list(layer.named_parameters(recurse=False)):
+        full = distribute_tensor(param.detach(), mesh, [Replicate(), Shard(0)])
+        setattr(layer, name, nn.Parameter(full))
+fully_shard(spmd, mesh=mesh, dp_mesh_dims=DataParallelMeshDims(shard="dp"))
+out["fsdp2_named_dp_x_tp"] = read(spmd)
 
 # FSDP1 hybrid sharding on the same 2 x 4 mesh: shard in groups of 4, replicate across 2
 hybrid = FullyShardedDataParallel(
