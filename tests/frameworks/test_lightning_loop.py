@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import latest_summary, run_dirs, run_tm, tm_env
+from ..conftest import latest_summary, read_events, run_dirs, run_tm, tm_env
 from .conftest import Ran, copy_script, metric_records, run_plain
 
 pytest.importorskip("lightning")
@@ -38,3 +38,28 @@ def test_lightning_self_log(workdir: Path) -> None:
     assert {m["via"] for m in metrics} == {"lightning"}
     assert [float(m["value"]).hex() for m in metrics] == plain["losses"]
     assert list(workdir.glob("lightning_logs/version_*/events.out.tfevents.*"))
+
+
+def test_lightning_values_are_what_its_loggers_receive(workdir: Path) -> None:
+    """val_loss is logged per batch with self.log; Lightning's logger receives the epoch mean,
+    and so must trainmeter. The model is built inside the LightningModule; validation runs
+    twice (every 2 of 4 steps), and Lightning leaves eval mode without calling train()."""
+    copy_script(workdir, "lightning_val.py")
+    answer = Ran(run_tm(["--no-web", "lightning_val.py"], workdir)).check().answer
+    run_dir = run_dirs(workdir)[-1]
+    metrics = metric_records(run_dir)
+    assert [m["value"] for m in metrics if m["key"] == "val_loss"] == answer["val_means"]
+    assert [float(m["value"]).hex() for m in metrics if m["key"] == "train_loss"] == answer[
+        "losses"
+    ]
+    events = read_events(run_dir)
+    facts = {r["d"]["key"]: r["d"]["value"] for r in events if r["kind"] == "fact"}
+    assert (facts["n_layers"], facts["d_model"]) == (3, 16)  # Net's config, inside the module
+    # Net: embedding 64*16 + 3 linears (16*16+16) + head (16*64+64) = 1024 + 816 + 1088
+    assert (facts["n_params"], facts["n_embedding_params"]) == (2928, 1024)
+    phases: dict[str, int] = {}
+    for r in events:
+        if r["kind"] == "phase":
+            phases[r["d"]["name"]] = phases.get(r["d"]["name"], 0) + r["d"]["n"]
+    assert phases["eval"] == 2  # two validation runs
+    assert phases["data"] >= 4  # every one of the 4 training batches (validation's are eval's)

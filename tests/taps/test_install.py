@@ -82,11 +82,18 @@ def test_attaches_when_the_user_imports_the_tracker(tmp_path: Path) -> None:
 def test_both_lightning_package_names() -> None:
     pl_new = pytest.importorskip("lightning.pytorch")
     pl_old = pytest.importorskip("pytorch_lightning")
+    from lightning.pytorch.trainer.connectors.logger_connector import logger_connector as new
+    from pytorch_lightning.trainer.connectors.logger_connector import logger_connector as old
+
     taps.install_all()
-    for package in (pl_new, pl_old):
-        assert getattr(package.LightningModule.log, "__trainmeter_tap__", None) == "lightning"
+    for package, connector in ((pl_new, new), (pl_old, old)):
+        log_metrics = connector._LoggerConnector.log_metrics
+        assert getattr(log_metrics, "__trainmeter_tap__", None) == "lightning"
+        assert not hasattr(
+            package.LightningModule.log, "__trainmeter_tap__"
+        )  # self.log only collects
     taps.uninstall_all()
-    assert not hasattr(pl_new.LightningModule.log, "__trainmeter_tap__")
+    assert not hasattr(new._LoggerConnector.log_metrics, "__trainmeter_tap__")
 
 
 def test_install_twice_wraps_once() -> None:

@@ -78,3 +78,57 @@ def test_own_failure_disables_lightning_tap_alone(tmp_path, collector, monkeypat
     assert capsys.readouterr().err.count("the lightning tap failed (AttributeError") == 1
     assert not pl_tap.TAP.enabled
     assert collector.metrics() == []
+
+
+class Validated(Tiny):
+    """Logs `val` per validation batch: 1.0, 2.0, 4.0; Lightning's loggers get their mean."""
+
+    def validation_step(self, batch, batch_idx):
+        self.log("val", torch.tensor([1.0, 2.0, 4.0][batch_idx]))
+
+
+@pytest.mark.parametrize("logger", [True, False])
+def test_values_are_what_lightning_hands_its_loggers(tmp_path: Path, collector, logger) -> None:
+    taps.install_all()
+    torch.manual_seed(0)
+    data = TensorDataset(torch.randn(6, 4), torch.randn(6, 1))
+    trainer = pl.Trainer(
+        max_steps=2,
+        val_check_interval=2,
+        num_sanity_val_steps=0,
+        default_root_dir=str(tmp_path),
+        logger=logger,
+        log_every_n_steps=1,
+        accelerator="cpu",
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(Validated(), DataLoader(data, batch_size=2), DataLoader(data, batch_size=2))
+    # one validation (after step 2) over 3 batches of 2: (1*2 + 2*2 + 4*2) / 6 = 7/3 (float32)
+    vals = [m["value"] for m in collector.metrics() if m["key"] == "val"]
+    assert vals == [pytest.approx(7 / 3, rel=1e-6)]  # the epoch mean, not the last batch's 4.0
+
+
+def test_validate_and_predict_are_eval_spans(tmp_path: Path, collector) -> None:
+    """Lightning leaves eval mode by setting `.training` flags, never through `train()`: its
+    loops' runs open and close the span, and nothing stays open after them."""
+    from trainmeter.agent.probes import phases
+
+    taps.install_all()
+    module = Tiny()
+    trainer = pl.Trainer(
+        default_root_dir=str(tmp_path),
+        logger=False,
+        accelerator="cpu",
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    data = DataLoader(TensorDataset(torch.randn(4, 4), torch.randn(4, 1)), batch_size=2)
+    module.validation_step = lambda batch, batch_idx: None
+    module.predict_step = lambda batch, batch_idx: module.layer(batch[0])
+    before = phases._totals["eval"][1]
+    trainer.validate(module, data)
+    trainer.predict(module, data)
+    assert phases._totals["eval"][1] - before == 2  # one span each
+    assert not phases.eval_open()  # the data waits of what follows are training's again

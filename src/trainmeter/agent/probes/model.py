@@ -4,8 +4,10 @@ Why here and not from the user: MFU needs FLOPs per token, and every convention 
 most need L, d and T. The root module already holds all of it: parameters (tied weights once),
 `nn.Embedding` tables, and, for Hugging Face style models, a `config` with the layer count and
 width. Wrappers (DDP's `.module`, FSDP's `_fsdp_wrapped_module`, torch.compile's `_orig_mod`,
-are looked through for the config and the process group; parameters are counted on the root
-itself, which already yields the wrapped model's parameters. Reading shapes and counts touches no tensor value.
+Lightning's `_forward_module`) and a LightningModule's inner model are looked through for the
+config and the process group; parameters are counted on the root itself, which already yields
+the wrapped model's parameters, at their full (unsharded) size under FSDP1, FSDP2 and tensor
+parallelism. Reading shapes and counts touches no tensor value and gathers nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from . import steps
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
-WRAPPER_ATTRS = ("_orig_mod", "module", "_fsdp_wrapped_module")
+#: `_forward_module`: Lightning's wrapper around the LightningModule under DDP/FSDP strategies.
+WRAPPER_ATTRS = ("_orig_mod", "module", "_fsdp_wrapped_module", "_forward_module")
 DP_WRAPPERS = ("DistributedDataParallel", "FullyShardedDataParallel")
 
 _torch: Any = None
@@ -36,9 +39,30 @@ def unwrap_chain(module: Any, limit: int = 8) -> list[Any]:
                 inner = candidate
                 break
         if inner is None:
+            inner = _lightning_inner(chain[-1])
+        if inner is None or inner in chain:
             break
         chain.append(inner)
     return chain
+
+
+def _is_lightning(module: Any) -> bool:
+    return any(cls.__name__ == "LightningModule" for cls in type(module).__mro__)
+
+
+def _lightning_inner(module: Any) -> Any:
+    """The model a LightningModule builds inside itself (`self.model = GPT(config)`): the child
+    that carries a config, else the child holding the most parameters. Counting reads shapes."""
+    if not _is_lightning(module):
+        return None
+    best, best_n = None, 0
+    for child in module.children():
+        if any(_get(child, attr) is not None for attr in CONFIG_ATTRS[:3]):
+            return child
+        n = sum(int(p.numel()) for p in child.parameters())
+        if n > best_n:
+            best, best_n = child, n
+    return best
 
 
 def _get(config: Any, key: str) -> Any:
@@ -63,8 +87,8 @@ def config_int(config: Any, keys: tuple[str, ...]) -> int | None:
 
 
 #: Where models keep their hyper-parameters: HF and nanoGPT `config`, TorchTitan `model_args`,
-#: Meta's reference Llama `params`.
-CONFIG_ATTRS = ("config", "model_args", "params")
+#: Meta's reference Llama `params`; last, a LightningModule's saved `hparams`.
+CONFIG_ATTRS = ("config", "model_args", "params", "hparams")
 
 
 def find_config(chain: list[Any]) -> Any:
@@ -77,29 +101,77 @@ def find_config(chain: list[Any]) -> Any:
     return None
 
 
-def _numel(p: Any) -> int:
-    full = getattr(p, "_unpadded_unsharded_size", None)  # FSDP1 flat parameter, sharded here
-    if full is not None:
+def _numel(p: Any, full: dict[int, int]) -> int:
+    """Elements of the whole (unsharded) parameter. A DTensor (`fully_shard`, tensor
+    parallel) answers `numel()` with its global shape already; an FSDP1 FlatParameter carries
+    its unsharded size; an original parameter under FSDP1 `use_orig_params=True` is a local
+    slice whose full size `full` holds (from `_fsdp1_full_sizes`). Only shapes are read."""
+    size = full.get(id(p))
+    if size is not None:
+        return size
+    flat = getattr(p, "_unpadded_unsharded_size", None)  # FSDP1 flat parameter, sharded here
+    if flat is not None:
         n = 1
-        for dim in full:
+        for dim in flat:
             n *= int(dim)
         return n
     return int(p.numel())
 
 
-def _ptr(p: Any) -> int:
+def _ptr(p: Any) -> tuple[int, tuple[int, ...]] | None:
+    """Storage identity of a weight: its data pointer with its shape (a FlatParameter and the
+    first view into it share a pointer but are not tied); None when there is none to read
+    (an empty local shard, a DTensor, a meta or fake tensor: identity by object is enough)."""
     try:
-        return int(p.data_ptr())
-    except Exception:  # noqa: BLE001 - fake or meta tensors: identity is enough
-        return 0
+        if p.numel() == 0:
+            return None
+        ptr = int(p.data_ptr())
+        return (ptr, tuple(p.shape)) if ptr else None
+    except Exception:  # noqa: BLE001 - fake, meta or wrapper tensors
+        return None
+
+
+def _fsdp1_full_sizes(root: Any) -> tuple[dict[int, int], set[int]]:
+    """id(original parameter) -> its full size, for every FSDP1 FlatParameter under `root`;
+    and the ids of the weights FSDP1 recorded as shared (tied), since without
+    `use_orig_params` a tied head's weight is no longer a parameter of its module.
+
+    With `use_orig_params=True` each rank's original parameters are views of its local shard
+    (some empty), so their `numel()` undercounts N; the FlatParameter records every original
+    parameter's shape (`_shapes`, one per `_param_infos` entry, and shared ones in
+    `_shared_param_infos`). Shapes only: nothing is gathered.
+    """
+    sizes: dict[int, int] = {}
+    tied: set[int] = set()
+    for module in root.modules():
+        flat = getattr(getattr(module, "_handle", None), "flat_param", None)
+        infos = getattr(flat, "_param_infos", None)
+        shapes = getattr(flat, "_shapes", None)
+        if not infos or not shapes:
+            continue
+        for info, shape in zip(infos, shapes, strict=False):
+            n = 1
+            for dim in shape:
+                n *= int(dim)
+            param = getattr(info.module, info.param_name, None)
+            if param is not None:
+                sizes[id(param)] = n
+        for shared in getattr(flat, "_shared_param_infos", None) or ():
+            param = getattr(shared.module, shared.param_name, None)
+            prim = getattr(shared.prim_module, shared.prim_param_name, None)
+            if param is not None and id(prim) in sizes:
+                sizes[id(param)] = sizes[id(prim)]
+            tied.update((id(param), id(prim)))
+    return sizes, tied
 
 
 def count_params(root: Any) -> tuple[int, int, int]:
     """(N, E, frozen): each weight once (by identity, and by storage when it has one); E holds
     embedding tables that no other module also registers (a table tied to the output head is
     a matmul weight, so it stays in N − E)."""
+    full, tied = _fsdp1_full_sizes(root)
     seen_ids: set[int] = set()
-    seen_ptrs: set[int] = set()
+    seen_ptrs: set[Any] = set()
     total = frozen = 0
     for p in root.parameters():
         ptr = _ptr(p)
@@ -108,14 +180,14 @@ def count_params(root: Any) -> tuple[int, int, int]:
         seen_ids.add(id(p))
         if ptr:
             seen_ptrs.add(ptr)
-        n = _numel(p)
+        n = _numel(p, full)
         total += n
         if not p.requires_grad:
             frozen += n
     lookup_types = (_torch.nn.Embedding, _torch.nn.EmbeddingBag)
     tables: dict[int, Any] = {}
     other_ids: set[int] = set()
-    other_ptrs: set[int] = set()
+    other_ptrs: set[Any] = set()
     for module in root.modules():
         if isinstance(module, lookup_types):
             weight = getattr(module, "weight", None)
@@ -128,24 +200,61 @@ def count_params(root: Any) -> tuple[int, int, int]:
             if ptr:
                 other_ptrs.add(ptr)
     embedding = 0
-    counted_ptrs: set[int] = set()
+    counted_ptrs: set[Any] = set()
     for key, weight in tables.items():
         ptr = _ptr(weight)
-        if key in other_ids or (ptr and (ptr in other_ptrs or ptr in counted_ptrs)):
+        if key in other_ids or key in tied:
+            continue
+        if ptr and (ptr in other_ptrs or ptr in counted_ptrs):
             continue
         if ptr:
             counted_ptrs.add(ptr)
-        embedding += _numel(weight)
+        embedding += _numel(weight, full)
     return total, embedding, frozen
 
 
-def data_parallel_degree(chain: list[Any]) -> tuple[int, str] | None:
-    """Ranks in the DDP/FSDP process group (a local query, no collective), and the wrapper."""
+def data_parallel_degree(chain: list[Any], root: Any = None) -> tuple[int, str] | None:
+    """How many ranks hold a different slice of the batch, and where that was read. Local
+    queries only (group and mesh sizes), never a collective.
+
+    - DDP and FSDP1: the wrapper's `process_group`; FSDP1's hybrid strategies shard within
+      that group and replicate across `_inter_node_pg`, so dp is the product of the two.
+    - `fully_shard` (FSDP2): the data-parallel mesh its parameter groups keep
+      (`mesh_info.mesh`): 1-D for FSDP, replicate x shard for HSDP, and only the data
+      dimensions of a larger mesh (a tensor-parallel dimension is not in it).
+    """
+    size = _torch.distributed.get_world_size
     for module in chain:
         name = type(module).__name__
         group = getattr(module, "process_group", None)
         if name in DP_WRAPPERS and group is not None:
-            return int(_torch.distributed.get_world_size(group)), name
+            n = int(size(group))
+            inter = getattr(module, "_inter_node_pg", None)
+            strategy = str(getattr(module, "sharding_strategy", ""))
+            if inter is not None and "HYBRID" in strategy:
+                return n * int(size(inter)), f"{name} hybrid shard x replicate groups"
+            return n, f"{name} process group"
+    mesh = _fully_shard_mesh(root if root is not None else chain[0])
+    if mesh is not None:
+        return int(mesh.size()), "fully_shard data-parallel mesh"
+    return None
+
+
+def _fully_shard_mesh(root: Any) -> Any:
+    """The data-parallel DeviceMesh of the first `fully_shard` module under `root`, or None."""
+    for module in root.modules():
+        get_state = getattr(module, "_get_fsdp_state", None)
+        if get_state is None:
+            continue
+        state = get_state()
+        groups = getattr(state, "_fsdp_param_groups", None)
+        if groups is None:  # torch before the list: one group or None
+            one = getattr(state, "_fsdp_param_group", None)
+            groups = [one] if one is not None else []
+        for group in groups:
+            mesh = getattr(getattr(group, "mesh_info", None), "mesh", None)
+            if mesh is not None:
+                return mesh
     return None
 
 
@@ -175,9 +284,9 @@ def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
         experts = config_int(config, EXPERT_KEYS)
         if experts is not None and experts > 1:
             _fact("moe_experts", experts, where)
-    dp = data_parallel_degree(chain)
+    dp = data_parallel_degree(chain, root)
     if dp is not None:
-        _fact("dp", dp[0], f"size of the {dp[1]} process group")
+        _fact("dp", dp[0], f"size of the {dp[1]}")
 
 
 on_first_forward.probe = "model"  # type: ignore[attr-defined]

@@ -8,7 +8,10 @@ Each phase is timed where the loop already goes through torch (or transformers/s
   `torch.distributed.checkpoint.save` when those modules get imported; a save nested in another
   save counts once;
 - `eval`: from the root model's `.eval()` to its next `.train()` (`nn.Module.train` is wrapped:
-  it runs only at mode switches, never per step).
+  it runs only at mode switches, never per step); or, for a loop that switches modes its own way
+  (Lightning sets `.training` flags directly when it restores train mode), from
+  `begin_eval_span()` to `end_eval_span()`, called by that loop's tap; while such a span is
+  held the mode switches inside it change nothing.
 
 Totals only grow, on the training thread; the sender thread sends the difference since its last
 look as `phase` records {name, s, n}, so no lock is needed and nothing is lost between flushes.
@@ -29,6 +32,7 @@ NAMES = ("data", "checkpoint", "eval")
 _totals: dict[str, list[float]] = {name: [0.0, 0] for name in NAMES}
 _sent: dict[str, tuple[float, float]] = {name: (0.0, 0) for name in NAMES}
 _eval_since: float | None = None
+_held = 0  # eval spans opened by a loop's tap (begin_eval_span), not by mode switches
 _saving = 0
 
 
@@ -177,7 +181,11 @@ def _wrap_train(original: Any) -> Any:
         # `train()` recurses into every submodule, and loops such as HF Trainer call
         # `model.train()` every step: only a real switch (into eval, or out of an open eval
         # span) with a bool mode looks any further than this one comparison
-        if mode is (_eval_since is not None) and (self is steps.root() or self in _family()):
+        if (
+            mode is (_eval_since is not None)
+            and not _held
+            and (self is steps.root() or self in _family())
+        ):
             try:
                 _switch(mode)
             except Exception as exc:  # noqa: BLE001 - promise 1
@@ -210,6 +218,22 @@ def _switch(training: bool) -> None:
     elif training and _eval_since is not None:
         add("eval", time.perf_counter() - _eval_since)
         _eval_since = None
+
+
+def begin_eval_span() -> None:
+    """A loop's evaluation starts (a tap calls this where the loop starts validating)."""
+    global _held
+    _held += 1
+    _switch(False)
+
+
+def end_eval_span() -> None:
+    """The evaluation `begin_eval_span` opened is over: its time is added to `eval`."""
+    global _held
+    if _held:
+        _held -= 1
+        if not _held:
+            _switch(True)
 
 
 def attach_eval(torch: Any) -> None:
