@@ -103,7 +103,7 @@ def live_run(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("live")
     env = tm_env(TRAINMETER_FAKE_NVML=str(FAKE_H100))
     proc = _Proc(
-        ["--port", "0", "--convention", "megatron", str(EXAMPLES / "tiny_gpt.py"), "--steps", "3000"],
+        ["--port", "0", "--convention", "megatron", str(EXAMPLES / "tiny_gpt.py"), "--steps", "20000"],
         cwd,
         env,
     )
