@@ -51,7 +51,7 @@ def put(key: str, value: float, via: str, step: int | None, t: float | None = No
 def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: float) -> None:
     """`put` for a caller that already holds the live sender."""
     ring = ring_module._ring
-    if ring is None or ring.owner is not sender or sender._thread is None:
+    if ring is None or ring.owner is not sender or sender._thread is None or _registered_for is not sender:
         ring = _first_value(sender)
         if ring is None:
             _pending.append((key, value, via, step, t))
@@ -77,7 +77,7 @@ def put_emitted(
     """`emit`'s keyword arguments into the ring, each key alone (`skip(key)` for one that is
     not a finite number): the whole hot path of `emit` in one call, nothing looked up twice."""
     ring = ring_module._ring
-    if ring is None or ring.owner is not sender or sender._thread is None:
+    if ring is None or ring.owner is not sender or sender._thread is None or _registered_for is not sender:
         ring = _first_value(sender)
     for key, value in values.items():
         try:
@@ -117,7 +117,8 @@ def _refuse(ring: ring_module.Ring, seq: int, kid: int) -> None:
 
 def _first_value(sender: Any) -> ring_module.Ring | None:
     """The first value of a sender (a new process, a forked child, a test): hook the outbox
-    into it, start its thread, and find or make the ring."""
+    into it, start its thread, and find or make the ring. The ring may exist already (the step
+    probe makes it at the first optimizer step): the sender must still learn to ship from it."""
     if _registered_for is not sender:
         _register(sender)
     if sender._thread is None:
