@@ -28,15 +28,15 @@ import json
 import os
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from agent_overhead import Sink  # a datagram sink standing in for tm's ingest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -577,33 +577,6 @@ def bench_ingest(pairs: int, rate: float, seconds: float, rows: list[Row]) -> No
                     print(f"  ! ingest {side}: exit {proc.returncode}", file=sys.stderr)
     row.note = "records in events.jsonl ÷ records sent (sender never blocks)"
     rows.append(row)
-
-
-class Sink:
-    """A datagram socket that reads and discards, standing in for `tm`'s ingest."""
-
-    def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="tm-bench-sink-")
-        self.path = os.path.join(self.dir, "ingest")
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(self.path)
-        self.sock.settimeout(0.2)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        while not self.stop.is_set():
-            try:
-                self.sock.recv(1 << 20)
-            except (TimeoutError, OSError):
-                continue
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(2)
-        self.sock.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # ---- main -------------------------------------------------------------------------------------------
