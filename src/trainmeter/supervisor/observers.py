@@ -47,10 +47,26 @@ class ObserverSet:
             try:
                 fn(*args)
             except Exception as exc:  # noqa: BLE001 - a view never stops the run
-                name = getattr(obs, "name", type(obs).__name__)
-                if obs in self.observers:
-                    self.observers.remove(obs)
-                self.warn(f"view:{name}", f"the {name} view failed and is off: {exc!r}")
+                self.drop(obs, exc)
+
+    def drop(self, obs: Any, exc: BaseException) -> None:
+        """Switch off a view that raised, with one warning."""
+        name = getattr(obs, "name", type(obs).__name__)
+        if obs in self.observers:
+            self.observers.remove(obs)
+        self.warn(f"view:{name}", f"the {name} view failed and is off: {exc!r}")
+
+    def record_many(self, records: list[dict[str, Any]]) -> None:
+        """`on_record` for a batch (a replay): one guard per view and batch, not per record."""
+        for obs in list(self.observers):
+            on_record = getattr(obs, "on_record", None)
+            if on_record is None:
+                continue
+            try:
+                for record in records:
+                    on_record(record)
+            except Exception as exc:  # noqa: BLE001 - a view never stops the replay
+                self.drop(obs, exc)
 
     def record(self, record: dict[str, Any]) -> None:
         self._call("on_record", record)

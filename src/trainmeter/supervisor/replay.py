@@ -24,6 +24,7 @@ from typing import Any
 
 from . import late_parts as parts
 from .decode import Decoder, log_summary
+from .observers import ObserverSet
 from .recorder import EngineLike, Recorder
 from .runs import RunNotFound, resolve_run  # noqa: F401 - re-exported: the one resolver
 from .store import RunStore
@@ -144,8 +145,7 @@ class _Observed:
 
     def __init__(self, recorder: Recorder, observers: list[Any], warn: Any, interval: float):
         self.recorder = recorder
-        self.observers = observers
-        self.warn = warn
+        self.observers = ObserverSet(observers, warn)
         self.interval = interval
         self.next_t: float | None = None
 
@@ -165,38 +165,14 @@ class _Observed:
                     next_t = t + self.interval
                     self._feed(pairs[start : i + 1])
                     start = i + 1
-                    self._call("on_snapshot", self.recorder.snapshot(now=t), t)
+                    self.observers.snapshot(self.recorder.snapshot(now=t), t)
         self.next_t = next_t
         self._feed(pairs[start:] if start else pairs)
 
     def _feed(self, pairs: list[tuple[bytes, dict[str, Any]]]) -> None:
         self.recorder.accept_many(pairs)
-        for obs in list(self.observers):
-            on_record = getattr(obs, "on_record", None)
-            if on_record is None:
-                continue
-            try:
-                for _, record in pairs:
-                    on_record(record)
-            except Exception as exc:  # noqa: BLE001 - a view never stops the replay
-                self._drop(obs, exc)
-
-    def _call(self, method: str, *args: Any) -> None:
-        for obs in list(self.observers):
-            fn = getattr(obs, method, None)
-            if fn is None:
-                continue
-            try:
-                fn(*args)
-            except Exception as exc:  # noqa: BLE001
-                self._drop(obs, exc)
-
-    def _drop(self, obs: Any, exc: BaseException) -> None:
-        name = getattr(obs, "name", type(obs).__name__)
-        if obs in self.observers:
-            self.observers.remove(obs)
-        self.warn(f"view:{name}", f"the {name} view failed and is off: {exc!r}")
+        self.observers.record_many([record for _, record in pairs])
 
     def finish(self, snap: dict[str, Any]) -> None:
-        self._call("on_finish", snap)
+        self.observers.finish(snap)
 
