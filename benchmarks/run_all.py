@@ -214,6 +214,7 @@ def bench_step_and_emit(pairs: int, steps: int, rows: list[Row]) -> None:
             for side, (tm, py) in sides.items():
                 plain = run_bench([py, "loop.py", n, "none"], cwd, clean_env())
                 under = run_bench([*tm, "-q", "--no-web", "--", py, "loop.py", n, "none"], cwd, clean_env())
+                shutil.rmtree(cwd / ".trainmeter", ignore_errors=True)  # count this run's log only
                 with_emit = run_bench(
                     [*tm, "-q", "--no-web", "--", py, "loop.py", n, "emit"], cwd, clean_env()
                 )
