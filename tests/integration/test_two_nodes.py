@@ -8,7 +8,9 @@ evaluates to data, and `tm summary DIR1 DIR2` shows the job as one run.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -85,6 +87,7 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
     if not Path(PROMETHEUS).exists():
         pytest.skip("prometheus is not installed (apt-get install prometheus)")
     rdzv, m0, m1, prom = free_ports(4)
+    logs: list = []
     env = tm_env(TRAINMETER_FAKE_NVML=str(NVML), SECONDS_TO_TRAIN="18", OMP_NUM_THREADS="1")
     nodes = []
     for node, port in ((0, m0), (1, m1)):
@@ -98,11 +101,16 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
             f"--node_rank={node}", "--nproc_per_node=2", "--rdzv_backend=c10d",
             f"--rdzv-id={JOB}", f"--rdzv_endpoint=127.0.0.1:{rdzv}", str(SCRIPT),
         ]  # fmt: skip
+        # output to a file, not a pipe: a rank left behind must never block the test's read;
+        # each node in its own session, so a node that hangs is killed with all its ranks
+        log = open(cwd / "node.log", "wb")  # noqa: SIM115 - closed with the node below
         nodes.append(
             subprocess.Popen(
-                cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+                cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
-        )
+        )  # fmt: skip
+        logs.append(log)
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
@@ -176,8 +184,15 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
             try:
                 p.wait(timeout=120)
             except subprocess.TimeoutExpired:
-                p.kill()
-    outs = [p.stdout.read().decode() for p in nodes]
+                os.killpg(p.pid, signal.SIGKILL)  # tm and every rank it started
+                p.wait(timeout=30)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # a rank or launcher tm left behind, if any
+            except ProcessLookupError:
+                pass
+        for log in logs:
+            log.close()
+    outs = [(tmp_path / f"node{n}" / "node.log").read_text(errors="replace") for n in (0, 1)]
     assert [p.returncode for p in nodes] == [0, 0], outs
     # each node's tm says which node of the job it watched, and its own ranks
     said = sorted(

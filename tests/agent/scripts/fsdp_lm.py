@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import torch
@@ -44,3 +45,9 @@ for _ in range(2):
     opt.zero_grad()
 print(f"rank {rank} done", flush=True)
 dist.destroy_process_group()
+# Leave without interpreter finalization: a gloo rank can abort there (SIGABRT, "terminate
+# called without an active exception", a known torch teardown race seen here under load), which
+# torchrun reports as a failed job. How a rank exits is not what this test checks; os._exit is
+# also a death the agent must survive (its ring keeps every step and value).
+sys.stdout.flush()
+os._exit(0)

@@ -5,6 +5,7 @@ sets the pace, so tokens/s are steady and the two nodes step together (DDP's all
 """
 
 import os
+import sys
 import time
 
 import torch
@@ -43,3 +44,9 @@ while True:
     time.sleep(0.05 + 0.02 * rank)  # the highest rank is the slowest to come back
 print(f"rank {rank} done after {step} steps", flush=True)
 dist.destroy_process_group()
+# Leave without interpreter finalization: a gloo rank can abort there (SIGABRT, "terminate
+# called without an active exception", a known torch teardown race seen here under load), which
+# torchrun reports as a failed job. How a rank exits is not what this test checks; os._exit is
+# also a death the agent must survive (its ring keeps every step and value).
+sys.stdout.flush()
+os._exit(0)
