@@ -59,10 +59,10 @@ def main() -> None:
         """Empty the ring between repeats, so each repeat writes into free slots."""
         r = ring._ring
         while True:
-            lines, numbers = outbox.drain_lines(1 << 16)
-            if not numbers:
+            lines, last = outbox.drain_lines(1 << 16)
+            if not last:
                 break
-            r.tail = numbers[-1] + 1
+            r.tail = last + 1
             try:
                 while True:
                     receiver.recv(1 << 20, socket.MSG_DONTWAIT)
@@ -97,8 +97,7 @@ def main() -> None:
     from trainmeter.agent.probes import steps
 
     steps._root = None  # every call commits a step (no root: nothing to compare with)
-    steps._p_micro = 1
-    steps._compiling = torch.compiler.is_compiling  # as attach() sets it
+    steps._compiling = steps._compiling_check(torch)  # as attach() sets it
     hook = steps._after_step
     ring_now = ring.current()
     assert ring_now is not None

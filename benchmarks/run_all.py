@@ -201,7 +201,9 @@ def count_key(cwd: Path, key: str) -> int:
 def bench_step_and_emit(pairs: int, steps: int, rows: list[Row]) -> None:
     """The agent's cost per optimizer step, and emit() every step, under the full `tm`."""
     step = Row("agent cost per optimizer step", "µs/step", "≤ 0.33")
+    step_cpu = Row("agent cost per optimizer step, CPU", "µs CPU/step", "≤ 0.33")
     emit = Row("emit() every step", "µs/step", "≤ 0.05")
+    emit_cpu = Row("emit() every step, CPU", "µs CPU/step", "≤ 0.05")
     kept = {"ours": [], "peer": []}
     with tempfile.TemporaryDirectory(prefix="tm-bench-loop-") as tmp:
         cwd = Path(tmp)
@@ -221,63 +223,82 @@ def bench_step_and_emit(pairs: int, steps: int, rows: list[Row]) -> None:
                 if plain and under and with_emit:
                     getattr(step, side).append(under["wall"] - plain["wall"])
                     getattr(emit, side).append(with_emit["wall"] - under["wall"])
+                    getattr(step_cpu, side).append(under["cpu"] - plain["cpu"])
+                    getattr(emit_cpu, side).append(with_emit["cpu"] - under["cpu"])
                     total = 300 + 8 * max(steps // 8, 1)
                     kept[side].append(count_key(cwd, "train_loss") / total)
     step.note = "tm minus plain python, the loop's own timer (start-up excluded)"
+    step_cpu.note = (
+        "the same runs, the training process's CPU time (all its threads: the agent's sender"
+        " included), which the other process on the 2 cores disturbs less than the wall clock"
+    )
     emit.note = "tm with emit minus tm without; values kept: " + ", ".join(
         f"{s} {min(v) * 100:.1f}%" for s, v in kept.items() if v
     )
-    rows += [step, emit]
+    emit_cpu.note = "the same runs, the training process's CPU time (all its threads)"
+    rows += [step, step_cpu, emit, emit_cpu]
 
 
-HOOKS_OURS = r"""
+# Each side's whole per-step mechanism, torch's own dispatch of it included: the root called
+# through torch (a module whose forward is trivial) and the optimizer step post-hook, a million
+# times, minus the same calls without the agent. The hook of the optimizer is called directly on
+# both sides: torch's loop over step hooks costs both the same.
+HOOKS_COMMON = r"""
 import json, time, torch
 from torch import nn
-from trainmeter.agent.probes import steps, tokens
-tokens.bind(torch)
-model = nn.Linear(4, 4)
+class Root(nn.Module):
+    def __init__(self):
+        super().__init__(); self.w = nn.Parameter(torch.zeros(1))
+    def forward(self, ids):
+        return ids
+model = Root()
 ids = torch.zeros(4, 8, dtype=torch.long)
-steps._root = model
-steps._first_done = True
 N = 1_000_000
-best = []
-for _ in range(5):
-    t0 = time.perf_counter()
-    for _ in range(N):
-        steps._root_pre(model, (ids,), {})
-        steps._after_step(None, (), {})
-    best.append((time.perf_counter() - t0) / N * 1e6)
-print("BENCH " + json.dumps({"us": min(best)}))
+def per_call(after):
+    best = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(N):
+            model(ids)
+            after(None, (), {})
+        best.append((time.perf_counter() - t0) / N * 1e6)
+    return min(best)
+def nothing(optimizer, args, kwargs):
+    return None
+bare = per_call(nothing)
 """
 
-HOOKS_PEER = r"""
-import json, time, torch
-from torch import nn
+HOOKS_OURS = HOOKS_COMMON + r"""
+from trainmeter.agent.probes import steps
+steps.attach(torch)
+steps._adopt(model)  # what discovery does at the first training forward
+steps._remove(steps._root_hook[1:])  # the first call's one-off hook
+steps._root_hook[1:] = []
+model(ids); steps._after_step(None, (), {})  # the first step: the dtype of the tokens is seen
+assert steps.pending_micro() == 0 and steps.totals().steps == 1
+with_agent = per_call(steps._after_step)
+assert steps.totals().micro == 5 * N + 1
+print("BENCH " + json.dumps({"us": with_agent - bare}))
+"""
+
+HOOKS_PEER = HOOKS_COMMON + r"""
 import os
 from trainmeter.agent import core, sender
 agent = core.Agent(sender.Sender(os.environ["TRAINMETER_SOCK"]))
 agent.torch = torch
-model = nn.Linear(4, 4)
-ids = torch.zeros(4, 8, dtype=torch.long)
 agent._root = model
+model.register_forward_pre_hook(agent._on_root_forward, with_kwargs=True)  # as its _found_root
 agent._forward_tracking = True
 agent._step_index = 10
 agent._count_state = "done"
-N = 1_000_000
-best = []
-for _ in range(5):
-    t0 = time.perf_counter()
-    for _ in range(N):
-        agent._on_root_forward(model, (ids,), {})
-        agent._on_optimizer_step(None, (), {})
-    best.append((time.perf_counter() - t0) / N * 1e6)
-print("BENCH " + json.dumps({"us": min(best)}))
+with_agent = per_call(agent._on_optimizer_step)
+print("BENCH " + json.dumps({"us": with_agent - bare}))
 """
 
 
 def bench_hooks(pairs: int, rows: list[Row]) -> None:
     """Each side's per-step hooks called directly a million times: what the agent itself costs."""
-    row = Row("agent hooks alone (root forward + optimizer step)", "µs/step", "≤ 0.33")
+    row = Row("agent per-step mechanism alone (root call + optimizer hook)", "µs/step", "≤ 0.33")
     with tempfile.TemporaryDirectory(prefix="tm-bench-hooks-") as tmp:
         cwd = Path(tmp)
         sink = Sink()
@@ -296,7 +317,73 @@ def bench_hooks(pairs: int, rows: list[Row]) -> None:
                         row.peer.append(peer["us"])
         finally:
             sink.close()
-    row.note = "1M calls of both hooks, best of 5 per run; steady where the loop is noisy"
+    row.note = (
+        "1M root calls through torch plus the step hook, minus the same without the agent, best of"
+        " 5 per run; torch's dispatch of each side's mechanism included; steady where the loop is"
+        " noisy"
+    )
+    rows.append(row)
+
+
+# emit() alone, in one process with its sender live: the CPU of the whole process (the loop's
+# thread and the sender's) while a million values go out, until the last is shipped, per value.
+EMIT_ALONE = r"""
+import json, os, time
+from trainmeter import emit
+N = int(os.environ["BENCH_N"])
+emit(train_loss=0.0)  # the first value starts the sender
+time.sleep(0.3)
+c0, t0 = time.process_time(), time.perf_counter()
+for _ in range(N):
+    emit(train_loss=0.5)
+wall = time.perf_counter() - t0
+time.sleep(1.0)  # the sender ships the rest; its CPU counts, the sleep does not
+cpu = time.process_time() - c0
+print("BENCH " + json.dumps({"cpu": cpu / N * 1e6, "wall": wall / N * 1e6}))
+"""
+
+
+class CountingSink(Sink):
+    """A sink that also counts the values of one key it received."""
+
+    def __init__(self, key: bytes) -> None:
+        self.key, self.count = key, 0
+        super().__init__()
+
+    def _read(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.count += self.sock.recv(1 << 20).count(self.key)
+            except (TimeoutError, OSError):
+                continue
+
+
+def bench_emit_alone(pairs: int, n: int, rows: list[Row]) -> None:
+    """Each side's emit() called n times with its sender live: CPU per value, values received."""
+    row = Row("emit() alone, sender included", "µs CPU/value", "≤ 0.05")
+    kept: dict[str, list[float]] = {"ours": [], "peer": []}
+    with tempfile.TemporaryDirectory(prefix="tm-bench-emit-") as tmp:
+        cwd = Path(tmp)
+        for _ in range(pairs):
+            sides = [("ours", OUR_PY, "TRAINMETER_SOCKET")]
+            if have_peer():
+                sides.append(("peer", str(PEER_PY), "TRAINMETER_SOCK"))
+            for side, py, env_name in sides:
+                sink = CountingSink(b"train_loss")
+                try:
+                    env = clean_env(BENCH_N=str(n), **{env_name: sink.path})
+                    out = run_bench([py, "-c", EMIT_ALONE], cwd, env)
+                    time.sleep(0.3)
+                finally:
+                    sink.close()
+                if out:
+                    getattr(row, side).append(out["cpu"])
+                    kept[side].append(sink.count / (n + 1))
+    row.note = (
+        f"{n:,} calls of `emit(train_loss=...)` in one process, the CPU of all its threads until"
+        " the last value is shipped, into a sink that reads and counts (no `tm`); values received: "
+        + ", ".join(f"{s} {min(v) * 100:.1f}%" for s, v in kept.items() if v)
+    )
     rows.append(row)
 
 
@@ -587,7 +674,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, a few minutes")
     parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs per cell (>= 5)")
-    parser.add_argument("--only", default="", help="comma list: startup,step,hooks,replay,ingest,history")
+    parser.add_argument("--only", default="", help="comma list: startup,step,hooks,emit,replay,ingest,history")
     parser.add_argument("--instructions", action="store_true", help="callgrind counts (slow)")
     parser.add_argument("--mem-steps", default="1000000,5000000", help="replay memory sizes")
     args = parser.parse_args()
@@ -605,6 +692,8 @@ def main() -> int:
         bench_step_and_emit(pairs, 4000 if args.quick else 20000, rows)
     if want("hooks"):
         bench_hooks(pairs, rows)
+    if want("emit"):
+        bench_emit_alone(pairs, 100_000 if args.quick else 1_000_000, rows)
     if args.instructions:
         bench_instructions(rows)
     if want("replay"):

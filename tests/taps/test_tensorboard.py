@@ -10,7 +10,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from torch.utils.tensorboard import SummaryWriter
 
 from trainmeter.agent import taps
-from trainmeter.agent.state import STATE
+from trainmeter.agent.probes import steps
 from trainmeter.agent.taps import tensorboard as tb_tap
 
 
@@ -69,7 +69,7 @@ def test_add_scalar_forwarded_and_recorded(tmp_path: Path, collector) -> None:
 
 def test_step_falls_back_to_optimizer_steps(tmp_path: Path, collector, monkeypatch) -> None:
     taps.install_all()
-    monkeypatch.setattr(STATE, "step", 41)
+    monkeypatch.setattr(steps, "_n_steps", 41)  # optimizer steps the step probe counted
     writer = SummaryWriter(log_dir=str(tmp_path))
     writer.add_scalar("loss", 2.0)
     writer.close()
@@ -132,7 +132,7 @@ def test_step_given_as_tensors(tmp_path: Path, collector, cuda_like, monkeypatch
     import torch
 
     taps.install_all()
-    monkeypatch.setattr(STATE, "step", 12)
+    monkeypatch.setattr(steps, "_n_steps", 12)
     writer = SummaryWriter(log_dir=str(tmp_path))
     writer.add_scalar("loss", 1.0, torch.tensor(5))  # a CPU step tensor is read
     fake_step = cuda_like()

@@ -162,47 +162,53 @@ def _ring_pending() -> int:
     return max(int(repr(ring.seq)[6:-1]) - ring.tail, 0)  # "count(N)": N, not advanced
 
 
-def template(sender: object, via: str, key: str) -> str:
-    """The JSON line of one value, with %-holes for t, value, step and q (in that order)."""
+def template(sender: object, via: str, key: str, stepped: bool = False) -> str:
+    """The JSON line of one value, with %-holes for t, value, (with `stepped`) step, and q."""
     rank = "null" if sender.rank is None else str(int(sender.rank))  # type: ignore[attr-defined]
     head = f'{{"v":1,"t":%r,"src":"{"emit" if via == "emit" else "agent"}","rank":{rank},'
     head += f'"pid":{int(sender.pid)},'  # type: ignore[attr-defined]
     jkey = json.dumps(key).replace("%", "%%")  # a key's own "%" is no hole
     jvia = json.dumps(via).replace("%", "%%")
+    step = ',"step":%d' if stepped else ""
     if via == "emit" and key in FACT_KEYS:
-        return head + f'"kind":"fact","d":{{"key":{jkey},"value":%r,"source":"emitted"%s}},"q":%d}}'
-    return head + f'"kind":"metric","d":{{"key":{jkey},"value":%r,"via":{jvia}%s}},"q":%d}}'
+        return head + f'"kind":"fact","d":{{"key":{jkey},"value":%r,"source":"emitted"{step}}},"q":%d}}'
+    return head + f'"kind":"metric","d":{{"key":{jkey},"value":%r,"via":{jvia}{step}}},"q":%d}}'
 
 
-def drain_lines(limit: int) -> tuple[list[bytes], list[int]]:
-    """Sender thread: up to `limit` values from the ring as record lines, and their numbers."""
+def drain_lines(limit: int) -> tuple[list[bytes], int]:
+    """Sender thread: up to `limit` values from the ring as record lines, and the number of the
+    last value taken (0: none)."""
     global _templates_for
     sender = get_sender()
     ring = ring_module._ring
     if sender is None or ring is None:
-        return [], []
+        return [], 0
     if _templates_for is not ring:
         _templates_for = ring
         _templates.clear()
     lines: list[bytes] = []
-    numbers: list[int] = []
+    append = lines.append
+    templates = _templates
     names = ring.key_names
-    for seq, kid, step, t, value in ring.take(limit):
-        numbers.append(seq)
+    taken = ring.take(limit)
+    for seq, kid, step, t, value in taken:
         if kid < 0:
             continue  # a refused value's tombstone: counted already, nothing to send
-        entry = _templates.get(kid)
-        if entry is None:
+        forms = templates.get(kid)
+        if forms is None:
             via, key = names[kid]
-            stepped = not (via == "emit" and key in FACT_KEYS)
-            entry = _templates[kid] = (template(sender, via, key), stepped)
-        form, stepped = entry
-        extra = f',"step":{step}' if stepped and step >= 0 else ""
+            fact = via == "emit" and key in FACT_KEYS  # about the run, not a step
+            stepped = None if fact else template(sender, via, key, stepped=True)
+            forms = templates[kid] = (template(sender, via, key), stepped)
+        plain, stepped = forms
         try:
-            lines.append((form % (t, value, extra, seq)).encode("utf-8"))
+            if step >= 0 and stepped is not None:
+                append((stepped % (t, value, step, seq)).encode())
+            else:  # a value given before the first step, or a fact
+                append((plain % (t, value, seq)).encode())
         except (TypeError, ValueError):  # cannot happen for a float; if it did: counted
             sender.dropped += 1
-    return lines, numbers
+    return lines, taken[-1][0] if taken else 0
 
 
 def _drain_pending() -> None:

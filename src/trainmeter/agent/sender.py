@@ -63,7 +63,7 @@ class Sender:
         self._backlog: collections.deque[tuple[bytes, int, int]] = collections.deque()
         #: Set by the outbox: take up to n values from the ring as (lines, their numbers);
         #: called after a datagram holding numbers up to q was sent; how many wait.
-        self.ring_source: Callable[[int], tuple[list[bytes], list[int]]] | None = None
+        self.ring_source: Callable[[int], tuple[list[bytes], int]] | None = None
         self.on_shipped: Callable[[int], None] | None = None
         self.ring_pending: Callable[[], int] | None = None
         self.pending_count: Callable[[], int] | None = None
@@ -168,10 +168,10 @@ class Sender:
         # values from the ring while the receiver keeps up: what it cannot take yet stays in
         # the ring (shared memory), not in this process, so nothing waits here to be lost
         while source is not None and not self._backlog and not self.quiet and not self._ring_closed:
-            ring_lines, numbers = source(_RING_BATCH)
-            if not numbers:
+            ring_lines, last = source(_RING_BATCH)
+            if not last:
                 break
-            self._pack(ring_lines, numbers[-1])
+            self._pack(ring_lines, last)
             self._ship()
 
     def _pack(self, lines: list[bytes], last_q: int) -> None:

@@ -6,7 +6,8 @@ How the model's forward is found, cheaply:
   counter; a training-mode call entered at depth 0 is a root call. The first root module with
   parameters (a loss module has none) is the model: its *root*. Global hooks push every
   module of every forward onto torch's slow call path, so they live only until the root is
-  found: then they are removed and one forward pre-hook (with kwargs) goes on the root alone.
+  found: then they are removed, and the root's class counts its calls (`_CallPatch`: cheaper
+  than a hook on the root, which would send every call down torch's slow path).
 - Each training-mode call of the root is one micro-batch. Its token tensor (`tokens.find`:
   `input_ids=`, else the first 2-D integer tensor) adds `numel()` tokens; only metadata is read.
 - A global optimizer step post-hook commits the pending micro-batches as one step. A step with
@@ -45,7 +46,6 @@ from typing import Any, NamedTuple
 from .. import importhook
 from .. import ring as ring_module
 from ..sender import get_sender
-from ..state import STATE
 from . import guard
 from . import tokens as tok
 
@@ -59,11 +59,6 @@ _first_done = False
 _real_on = True
 _last_optimizer = 0  # id() only: holding the optimizer would keep its state alive
 
-# pending micro-batches of the step in progress (training thread only)
-_p_micro = 0
-_p_tokens = 0
-_p_real = 0
-_p_real_missing = 0
 _any_tokens = False
 
 
@@ -80,12 +75,16 @@ class Totals(NamedTuple):
 
 # The running totals live in the ring's header (shared memory), written by the step hook in one
 # `pack_into` and read whole by `totals()`: until there is a ring, a scratch buffer of the same
-# layout. The training thread keeps its own copy in plain ints (`_n_steps` ...) to add to.
+# layout. The training thread counts in plain ints: each root call adds its micro-batch and
+# tokens to `_n_micro`, `_n_tokens` ... at once, and the step hook only advances `_n_steps` and
+# publishes, so what is published is always whole steps. `_c_micro` is `_n_micro` at the last
+# step: the micro-batches of the step in progress are the difference.
 _pack_totals = ring_module.TOTALS.pack_into
 _unpack_totals = ring_module.TOTALS.unpack_from
 _TOTALS_AT = ring_module.TOTALS_AT
 _hdr: Any = bytearray(ring_module.HEADER_BYTES)
 _n_steps = _n_tokens = _n_real = _n_missing = _n_micro = 0
+_c_micro = 0
 _t = 0.0
 _sent = Totals(0, 0, 0, 0, 0, 0.0)
 
@@ -97,8 +96,14 @@ def totals() -> Totals:
 
 
 def _mine() -> Totals:
-    """The totals from the training thread's own copy (private memory, safe after fork)."""
+    """The training thread's own counters (private memory, safe after fork), the micro-batches
+    of the step in progress included."""
     return Totals(_n_steps, _n_tokens, _n_real, _n_missing, _n_micro, _t)
+
+
+def pending_micro() -> int:
+    """Micro-batches of the step in progress (training thread)."""
+    return _n_micro - _c_micro
 
 
 #: Called once per root module at its first counted forward: f(root, token_tensor, args, kwargs).
@@ -109,10 +114,13 @@ step_listeners: list[Callable[[int], None]] = []
 capture: list[Any] | None = None
 
 _nn_module: Any = None
-_compiling: Callable[[], bool] = bool  # torch.compiler.is_compiling once attached
+#: torch.compiler.is_dynamo_compiling once attached (see `_compiling_check`)
+_compiling: Callable[[], bool] = bool
+_tensor_cls: Any = None  # torch.Tensor, for the fast path of `_root_call`
+_ids_dtype: Any = None  # the dtype of the token tensors seen first and alone
 _comptime: Any = None  # torch._dynamo.comptime.comptime: runs a function at compile time
 _discovery: list[Any] = []  # handles of the two global forward hooks, while discovering
-_root_hook: list[Any] = []  # handles of the root's own hooks
+_root_hook: list[Any] = []  # the root's class patch, and its first call's forward hook
 _step_hook: list[Any] = []
 
 
@@ -159,9 +167,8 @@ def _adopt(module: Any, hooks: bool = True) -> bool:
     tracing the global hooks and recompiling once they are gone."""
     global _root, _first_done
     if module is _root and _root_hook:
-        # the root again, after a step without its forward: its own pre-hook is in this call's
-        # hook list and counts it; removing that hook now would make torch call it without
-        # its keyword arguments
+        # the root again, after a step without its forward: its class counted this call
+        # already (`_root_call` runs before torch's hooks)
         _remove(_discovery)
         return True
     if module in _rejected:
@@ -173,8 +180,8 @@ def _adopt(module: Any, hooks: bool = True) -> bool:
     _root, _first_done = module, False
     if not hooks:
         return True  # a root compiled in place: `_compiled_pre` counts its calls
-    _root_hook.append(module.register_forward_pre_hook(_root_pre, with_kwargs=True))
-    # this call's pre-hooks were already listed: count it after its forward, once
+    _root_hook.append(_CallPatch(type(module)))
+    # this call began before its class counted calls: count it after its forward, once
     _root_hook.append(module.register_forward_hook(_first_call, with_kwargs=True, always_call=True))
     return True
 
@@ -212,30 +219,88 @@ def _remove(handles: list[Any]) -> None:
             pass
 
 
-# ---- the hot path: the root's pre-hook and the optimizer's post-hook --------------------
+# ---- the hot path: the root's calls and the optimizer's post-hook -----------------------
 
 
-def _root_pre(module: Any, args: Any, kwargs: Any = None) -> None:
-    # kwargs defaults: torch calls a pre-hook without them if its handle went away mid-call
-    if _compiling():
-        return
-    if module.training and module is _root:
-        try:
-            _micro(module, args, kwargs or {})
-        except Exception as exc:  # noqa: BLE001 - promise 1
-            _fail(exc)
+class _CallPatch:
+    """The root's class calls `_root_call` first: the counting of a micro-batch without torch's
+    hook machinery. A forward pre-hook on the root would send every call of the model down
+    `Module._call_impl`'s general path (about 1 µs a call on this machine, more than all our
+    counting); a class attribute costs one Python frame. Only instances of that class pass
+    through it, and only the root is counted. `remove()` puts the class back as it was."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.own = cls.__dict__.get("__call__", _NO_RESULT)
+        inner = cls.__call__
+        inner = getattr(inner, "__trainmeter_original__", inner)
+        self.patched = _root_call(inner)
+        cls.__call__ = self.patched  # type: ignore[method-assign]
+
+    def remove(self) -> None:
+        cls = self.cls
+        if cls.__dict__.get("__call__") is not self.patched:
+            return  # someone patched it after us: leave theirs
+        if self.own is _NO_RESULT:
+            delattr(cls, "__call__")
+        else:
+            cls.__call__ = self.own  # type: ignore[method-assign]
+
+
+def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
+    """The class's new `__call__`: count, then call what the class called before. When that is
+    torch's own `Module._wrapped_call_impl`, do its two lines here instead of calling it: the
+    extra frame and the repacking of the arguments would cost five times the counting."""
+    direct = _is_torch_wrapped_call(inner)
+
+    def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
+        global _n_micro, _n_tokens, _n_missing
+        # dynamo may trace this (the root called inside a compiled function): it then sees a
+        # constant first and reads no global of ours, so it adds no guard and no graph break
+        if not _compiling() and module is _root and module.training:
+            try:
+                # the common call, `model(ids)`: the tokens first and alone, of the dtype seen
+                # before (a third of the general path's cost; `_micro` gives the same counts)
+                ids = args[0] if args and not kwargs and _first_done and capture is None else None
+                if type(ids) is _tensor_cls and ids.dtype is _ids_dtype and ids.dim() == 2:
+                    _n_micro += 1
+                    _n_tokens += ids.numel()
+                    _n_missing += 1  # no keyword arguments: no mask to read padding from
+                else:
+                    _micro(module, args, kwargs)
+            except Exception as exc:  # noqa: BLE001 - promise 1
+                _fail(exc)
+        if direct:
+            compiled = module._compiled_call_impl
+            if compiled is not None:
+                return compiled(*args, **kwargs)
+            return module._call_impl(*args, **kwargs)
+        return inner(module, *args, **kwargs)
+
+    __call__.__trainmeter_original__ = inner  # type: ignore[attr-defined]
+    return __call__
+
+
+def _is_torch_wrapped_call(function: Any) -> bool:
+    """Whether `function` is torch's `Module._wrapped_call_impl` as `_root_call` knows it: use
+    `_compiled_call_impl` when set, else `_call_impl`. Another torch, another body: call it."""
+    if _nn_module is None or function is not getattr(_nn_module.Module, "_wrapped_call_impl", None):
+        return False
+    code = getattr(function, "__code__", None)
+    return getattr(code, "co_names", None) == ("_compiled_call_impl", "_call_impl")
 
 
 def _compiled_pre(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Eagerly, before a module compiled in place runs its compiled call: what `_pre` and
-    `_root_pre` would do, had dynamo not traced them."""
+    `_root_call` would do, had dynamo not traced them."""
     if not module.training or _compiling():
         return
     try:
         if module is _root:
             if _discovery:
                 _remove(_discovery)  # the root again after a step without its forward
-            _micro(module, args, kwargs)
+            if not _root_hook:  # else its class counted this call already (`_root_call`)
+                _micro(module, args, kwargs)
         elif _discovery and _depth == 0 and _adopt(module, hooks=False):
             _micro(module, args, kwargs)
     except Exception as exc:  # noqa: BLE001 - promise 1
@@ -272,19 +337,22 @@ def _wrap_compile(original: Any) -> Any:
 
 
 def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    global _p_micro, _p_tokens, _p_real, _p_real_missing, _any_tokens, _first_done, capture
-    _p_micro += 1
+    global _n_micro, _n_tokens, _n_real, _n_missing, _any_tokens, _first_done, capture
+    global _ids_dtype
+    _n_micro += 1
     tokens = tok.find(args, kwargs)
     if tokens is not None:
-        _p_tokens += tokens.numel()
+        _n_tokens += tokens.numel()
         if not _any_tokens:
             _any_tokens = True
             _mark_tokens()
+        if tokens is (args[0] if args else None):
+            _ids_dtype = tokens.dtype  # the fast path of `_root_call` looks for this one
         real = _real(tokens, kwargs) if _real_on and kwargs else None
         if real is None:
-            _p_real_missing += 1
+            _n_missing += 1
         else:
-            _p_real += real
+            _n_real += real
     if capture is not None:
         capture.append((args, kwargs, tokens))
         capture = None
@@ -316,8 +384,7 @@ def _real(tokens: Any, kwargs: dict[str, Any]) -> int | None:
 
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
-    global _n_steps, _n_tokens, _n_real, _n_missing, _n_micro, _t, _last_optimizer
-    global _p_micro, _p_tokens, _p_real, _p_real_missing
+    global _n_steps, _c_micro, _t, _last_optimizer
     if _compiling():
         # a compiled optimizer step: this hook is being traced, and counting here would need a
         # graph break. Say so once, at compile time, instead of counting nothing silently
@@ -326,29 +393,29 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         return
     try:
         previous, _last_optimizer = _last_optimizer, id(optimizer)
-        if not _p_micro and _root is not None:
-            # no forward of the root since the last step: the same step again (a second
-            # optimizer, a repeated call), not counted twice. The same optimizer stepping
-            # twice may also mean the model was replaced: look for the root again
-            if _last_optimizer == previous and not _discovery:
-                _start_discovery()
-            return
+        if _n_micro == _c_micro:
+            if _root is not None:
+                # no forward of the root since the last step: the same step again (a second
+                # optimizer, a repeated call), not counted twice. The same optimizer stepping
+                # twice may also mean the model was replaced: look for the root again
+                if _last_optimizer == previous and not _discovery:
+                    _start_discovery()
+                return
+        _c_micro = _n_micro  # the micro-batches since the last step are this step's
         _n_steps += 1
-        _n_tokens += _p_tokens
-        _n_real += _p_real
-        _n_missing += _p_real_missing
-        _n_micro += _p_micro
-        _p_micro = _p_tokens = _p_real = _p_real_missing = 0
         # the one publication: a single C call, steps last in memory (see agent.ring)
         _t = _monotonic()
         _pack_totals(_hdr, _TOTALS_AT, _n_tokens, _n_real, _n_missing, _n_micro, _t, _n_steps)
-        n = _n_steps
-        STATE.step = n
         if step_listeners:
             for listener in tuple(step_listeners):
-                _call(listener, n)
+                _call(listener, _n_steps)
     except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
+
+
+def current_step() -> int:
+    """Optimizer steps this process has counted (`emit` and the taps stamp values with it)."""
+    return _n_steps
 
 
 def _bind_comptime(dynamo: Any) -> None:
@@ -396,7 +463,7 @@ def _bind(ring: Any) -> None:
     """A new ring (at attach, or in a forked child): publish the totals there from now on. What
     this process inherited at fork is its base, so `tm` counts only this process's steps."""
     global _hdr
-    c = _mine()
+    c = totals()  # whole steps: the step in progress is not the base's
     base = struct.Struct(f"<{ring_module.H_BASE_MICRO - ring_module.H_BASE_STEPS + 1}q")
     base.pack_into(
         ring.mm, ring_module.H_BASE_STEPS * 8, c.steps, c.tokens, c.real, c.real_missing, c.micro
@@ -415,19 +482,34 @@ def _fail(exc: BaseException) -> None:
 
 def _forget_after_fork() -> None:
     """A forked child (a DataLoader worker) must not resend its parent's unsent steps."""
-    global _sent, _p_micro, _p_tokens, _p_real, _p_real_missing, _hdr
+    global _sent, _c_micro, _hdr
+    # the parent's step in progress is not the child's: its micro-batches so far become part
+    # of what the child inherited, and the child's totals start from there
+    _c_micro = _n_micro
     ring = ring_module._ring
     if ring is None or _hdr is not ring.mm:  # never write into the parent's ring
         c = _mine()
         _hdr = bytearray(ring_module.HEADER_BYTES)
         _pack_totals(_hdr, _TOTALS_AT, c.tokens, c.real, c.real_missing, c.micro, c.t, c.steps)
     _sent = _mine()
-    _p_micro = _p_tokens = _p_real = _p_real_missing = 0
+
+
+def _compiling_check(torch: Any) -> Callable[[], bool]:
+    """The cheapest test dynamo folds to a constant True while it traces: torch's
+    `is_dynamo_compiling` (a bare `return False` when not tracing, half the cost of
+    `is_compiling`, which also asks TorchScript). Both are in dynamo's table of tracing-state
+    functions; older torch has only the second."""
+    compiler = getattr(torch, "compiler", None)
+    return (
+        getattr(compiler, "is_dynamo_compiling", None)
+        or getattr(compiler, "is_compiling", None)
+        or bool
+    )
 
 
 def attach(torch: Any) -> list[str]:
     """Start discovery and hook every optimizer; return the probe names that attached."""
-    global _nn_module, _compiling
+    global _nn_module, _compiling, _tensor_cls
     from torch.nn.modules import module as nn_module
     from torch.optim import optimizer as optim_module
 
@@ -438,8 +520,8 @@ def attach(torch: Any) -> list[str]:
     warnings.filterwarnings(
         "ignore", message=r"Using `torch.compile\(module\)` when there are global hooks"
     )
-    compiler = getattr(torch, "compiler", None)
-    _compiling = getattr(compiler, "is_compiling", None) or bool
+    _compiling = _compiling_check(torch)
+    _tensor_cls = torch.Tensor
     # dynamo is imported only when the user compiles: take its `comptime` then, not before
     importhook.when_imported("torch._dynamo", _bind_comptime)
     module_cls = torch.nn.Module

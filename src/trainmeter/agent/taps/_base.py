@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable, Iterable
 
 from ..outbox import put
+from ..probes import steps as _steps
 from ..state import STATE
 from ..values import as_number
 
@@ -66,13 +67,13 @@ def step_or_current(step: Any) -> int | None:
     through `__index__`, which on a CUDA tensor would synchronize the device.
     """
     if step is None or isinstance(step, bool):
-        return STATE.step
+        return _steps._n_steps
     if isinstance(step, int):
         return step
     number = as_number(step)
     if number is not None and number.is_integer():
         return int(number)
-    return STATE.step
+    return _steps._n_steps
 
 
 def arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:

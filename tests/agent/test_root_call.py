@@ -1,0 +1,141 @@
+"""The root's calls are counted by its class (`steps._CallPatch`), not by a hook on it: what that
+must keep true, in this process, with real torch modules and optimizers."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from trainmeter.agent.probes import steps  # noqa: E402
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(16, 4)
+        self.out = nn.Linear(4, 16)
+
+    def forward(self, ids, attention_mask=None):  # noqa: ANN001, ANN201
+        return self.out(self.emb(ids)).float().pow(2).mean()
+
+
+class SubNet(Net):
+    pass
+
+
+_STATE = ("_root", "_first_done", "_ids_dtype", "_depth", "_n_steps", "_n_tokens", "_n_real")
+_STATE += ("_n_missing", "_n_micro", "_c_micro", "_t", "_sent", "_hdr")
+
+
+@pytest.fixture
+def probe():
+    """The step probe attached for one test, then taken off with every global put back (other
+    tests in this process read the step count)."""
+    saved = {k: getattr(steps, k) for k in _STATE}
+    header = bytes(steps._hdr)
+    before = steps.totals()
+    steps.attach(torch)
+    yield lambda: _since(before)
+    steps.detach()
+    for k, v in saved.items():
+        setattr(steps, k, v)
+    steps._hdr[: len(header)] = header
+
+
+def _since(before: steps.Totals) -> tuple[int, int, int, int]:
+    now = steps.totals()  # whole steps, as published
+    return (
+        now.steps - before.steps,
+        now.micro - before.micro,
+        now.tokens - before.tokens,
+        now.real - before.real,
+    )
+
+
+def _step(model: nn.Module, opt: torch.optim.Optimizer, *args, **kwargs) -> None:
+    model(*args, **kwargs).backward()
+    opt.step()
+    opt.zero_grad()
+
+
+def test_the_roots_class_counts_its_calls_and_only_the_root(probe):
+    model, other = Net(), Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ids = torch.randint(0, 16, (3, 5))
+    for _ in range(3):
+        _step(model, opt, ids)
+        other(ids)  # the same class in training mode, not the root: not a micro-batch
+    assert steps.root() is model
+    assert "__call__" in Net.__dict__ and "__call__" not in model.__dict__
+    assert probe() == (3, 3, 45, 0)
+    with torch.no_grad():
+        model.eval()
+        model(ids)  # eval calls are not micro-batches
+        model.train()
+    mask = torch.ones(3, 5, dtype=torch.long)
+    mask[0, 3:] = 0
+    _step(model, opt, ids=ids, attention_mask=mask)
+    assert probe() == (4, 4, 60, 13)  # keyword call: the general path, padding read from the mask
+
+
+def test_detach_puts_the_class_back_and_a_subclass_keeps_its_own_call(probe):
+    model = SubNet()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    _step(model, opt, torch.randint(0, 16, (2, 4)))
+    assert "__call__" in SubNet.__dict__ and "__call__" not in Net.__dict__
+    steps.detach()
+    assert "__call__" not in SubNet.__dict__
+    assert SubNet.__call__ is nn.Module.__call__
+
+
+def test_copies_of_a_counted_model_are_plain_models(probe):
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ids = torch.randint(0, 16, (2, 4))
+    _step(model, opt, ids)
+    twin = copy.deepcopy(model)  # an EMA copy, say
+    loaded = pickle.loads(pickle.dumps(model))
+    assert "__call__" not in twin.__dict__ and "__call__" not in loaded.__dict__
+    with torch.no_grad():
+        assert torch.equal(twin(ids), model(ids)) and torch.equal(loaded(ids), model(ids))
+    assert probe()[:2] == (1, 1)
+    assert steps.pending_micro() == 2  # model's two training-mode calls are pending; the copies' are not
+
+
+def test_a_root_compiled_in_place_after_eager_steps_counts_each_call_once(probe):
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ids = torch.randint(0, 16, (2, 4))
+    for _ in range(2):
+        _step(model, opt, ids)
+    model.compile(backend="eager")
+    for _ in range(2):
+        _step(model, opt, ids)
+    assert probe() == (4, 4, 32, 0)
+
+
+def test_the_counted_root_called_inside_a_compiled_function_keeps_one_full_graph(probe):
+    from torch._dynamo.utils import counters
+
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ids = torch.randint(0, 16, (2, 4))
+    _step(model, opt, ids)  # adopted eagerly: its class now counts its calls
+    assert "__call__" in Net.__dict__
+
+    @torch.compile(backend="eager", fullgraph=True)  # a graph break would raise
+    def loss_of(m: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        return m(x)
+
+    torch._dynamo.reset()
+    counters.clear()
+    for _ in range(3):
+        with torch.no_grad():
+            eager = model(ids)
+        assert torch.equal(loss_of(model, ids).detach(), eager)
+    assert counters["stats"]["unique_graphs"] == 1  # our globals changed between calls: no recompile
