@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any
 
 from .. import importhook
 from ..sender import get_sender
 from . import guard, steps
+
+TYPE_CHECKING = False  # typing costs milliseconds in every Python the run starts
+if TYPE_CHECKING:
+    from typing import Any
 
 NAMES = ("data", "checkpoint", "eval")
 

@@ -16,9 +16,12 @@ How the model's forward is found, cheaply:
   discovery starts again (it re-adopts the same root in place if nothing changed).
 
 Under torch.compile every hook is traced by dynamo whenever the call it hooks is compiled (a
-module compiled in place with `module.compile()`, a compiled training function). Our hooks must
-then be invisible: each returns at once when `torch.compiler.is_compiling()` (a constant in the
+module compiled in place with `module.compile()`, a compiled training function), and so is the
+root's class `__call__` when the root is called inside a compiled function. Ours must then be
+invisible: each returns at once when `torch.compiler.is_dynamo_compiling()` (a constant in the
 trace), so they add no graph break, no guard and no recompile, and `fullgraph=True` still holds.
+(A non-strict `torch.export` of the root in training mode runs it eagerly: that call counts as a
+micro-batch of the next step.)
 A root compiled in place is counted from outside its compiled call instead: `nn.Module.compile`
 is wrapped so the module's `_compiled_call_impl` goes through `_compiled_pre` first, eagerly.
 
@@ -40,14 +43,18 @@ import sys
 import time
 import warnings
 import weakref
+from collections import namedtuple
 from collections.abc import Callable
-from typing import Any, NamedTuple
 
 from .. import importhook
 from .. import ring as ring_module
 from ..sender import get_sender
 from . import guard
 from . import tokens as tok
+
+TYPE_CHECKING = False  # typing costs milliseconds in every Python the run starts
+if TYPE_CHECKING:
+    from typing import Any
 
 _NO_RESULT = object()
 _monotonic = time.monotonic
@@ -62,15 +69,11 @@ _last_optimizer = 0  # id() only: holding the optimizer would keep its state ali
 _any_tokens = False
 
 
-class Totals(NamedTuple):
-    """Running totals of this process, published whole by the step hook."""
-
-    steps: int
-    tokens: int  # padding included
-    real: int  # padding excluded, summed over micro-batches whose padding could be read
-    real_missing: int  # micro-batches whose padding could not be read
-    micro: int
-    t: float  # monotonic time of the last step
+#: Running totals of this process, published whole by the step hook: steps, tokens (padding
+#: included), real (padding excluded, summed over micro-batches whose padding could be read),
+#: real_missing (micro-batches whose padding could not be read), micro, and t (monotonic time
+#: of the last step). A `collections.namedtuple`: `typing.NamedTuple` would import `typing`.
+Totals = namedtuple("Totals", "steps tokens real real_missing micro t")
 
 
 # The running totals live in the ring's header (shared memory), written by the step hook in one
@@ -411,11 +414,6 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
                 _call(listener, _n_steps)
     except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
-
-
-def current_step() -> int:
-    """Optimizer steps this process has counted (`emit` and the taps stamp values with it)."""
-    return _n_steps
 
 
 def _bind_comptime(dynamo: Any) -> None:

@@ -8,7 +8,9 @@ promise 1 forbids. On an accelerator `real_tokens` is simply left out of the ste
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing costs milliseconds in every Python the run starts
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Keyword arguments that are 2-D integer tensors but never the tokens themselves.
 _NOT_TOKENS = frozenset(

@@ -29,7 +29,6 @@ import threading
 from collections.abc import Callable, Iterable
 
 from ..outbox import put
-from ..probes import steps as _steps
 from ..state import STATE
 from ..values import as_number
 
@@ -60,6 +59,13 @@ def _announce(name: str) -> None:
             pass
 
 
+def _optimizer_steps() -> int:
+    """The optimizer steps the step probe counted; 0 before torch (the probe comes with it, and
+    importing it here would cost every run's start-up the modules it needs)."""
+    steps = sys.modules.get("trainmeter.agent.probes.steps")
+    return steps._n_steps if steps is not None else 0  # type: ignore[attr-defined]
+
+
 def step_or_current(step: Any) -> int | None:
     """The tracker's own step when the call gave one, else the optimizer steps the agent saw.
 
@@ -67,13 +73,13 @@ def step_or_current(step: Any) -> int | None:
     through `__index__`, which on a CUDA tensor would synchronize the device.
     """
     if step is None or isinstance(step, bool):
-        return _steps._n_steps
+        return _optimizer_steps()
     if isinstance(step, int):
         return step
     number = as_number(step)
     if number is not None and number.is_integer():
         return int(number)
-    return _steps._n_steps
+    return _optimizer_steps()
 
 
 def arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
