@@ -41,6 +41,7 @@ from agent_overhead import Sink  # a datagram sink standing in for tm's ingest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 OUR_PY = sys.executable
+OUR_TM = str(Path(sys.executable).parent / "tm")  # the console script, as users (and the peer's side) run it
 PEER_VENV = Path(os.environ.get("TRAINMETER_PEER_VENV", "/tmp/peer"))
 PEER_PY = PEER_VENV / "bin" / "python"
 PEER_TM = PEER_VENV / "bin" / "tm"
@@ -472,7 +473,7 @@ def bench_startup(pairs: int, rows: list[Row]) -> None:
 
         for _ in range(pairs):
             row.ours.append(
-                wall([OUR_PY, "-m", "trainmeter", "-q", "--no-web", "empty.py"])
+                wall([OUR_TM, "-q", "--no-web", "empty.py"])
                 - wall([OUR_PY, "empty.py"])
             )
             if have_peer():

@@ -53,10 +53,11 @@ def _mistyped_command(word: str) -> bool:
     """`tm rnus`: neither a command, a script that exists, nor a program on PATH. Say so, and start no run (a run
     directory for a typo would only clutter `tm runs`). Scripts are named with a path or `.py`."""
     import os
-    import shutil
 
     if word.startswith("-") or "/" in word or "." in word or os.path.exists(word):
         return False
+    import shutil  # here, not above: every run's start-up would pay it (about 6 ms)
+
     if shutil.which(word):
         return False  # a program: `tm python train.py`, `tm torchrun ...` run it as after `--`
     import difflib
