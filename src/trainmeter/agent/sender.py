@@ -61,7 +61,7 @@ class Sender:
         self._queue: collections.deque[dict[str, Any]] = collections.deque()
         self._drains: list[Callable[[], None]] = []
         self._backlog: collections.deque[tuple[bytes, int, int]] = collections.deque()
-        #: Set by the outbox: take up to n values from the ring as (lines, their numbers);
+        #: Set by the outbox: take up to n values from the ring as (lines, the last number);
         #: called after a datagram holding numbers up to q was sent; how many wait.
         self.ring_source: Callable[[int], tuple[list[bytes], int]] | None = None
         self.on_shipped: Callable[[int], None] | None = None
