@@ -18,9 +18,8 @@ def __getattr__(name: str) -> object:
     """`emit` is imported on first use: `tm` itself imports this package on every start and
     needs none of the agent pieces `emit` brings (about 8 ms)."""
     if name == "emit":
-        from .emit import emit as function
+        from .emit import emit as function  # the import sets the package's `emit` (`_Package`)
 
-        globals()["emit"] = function
         return function
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
