@@ -222,3 +222,59 @@ def test_distributed_checkpoint_save_is_timed(monkeypatch):
     phases._patch_dcp(dcp)
     dcp.save({}, checkpoint_id="x")
     assert saved == ["save"] and phases._totals["checkpoint"][1] == 1
+
+
+class _Sends:
+    """Stands in for the sender: keeps each `phase` record's d and t."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[dict, float | None]] = []
+
+    def send(self, kind: str, d: dict, src: str = "agent", t: float | None = None) -> None:
+        self.records.append((d, t))
+
+    def take(self) -> list[tuple[str, float, int, float | None]]:
+        out = [(d["name"], round(d["s"], 9), d["n"], t) for d, t in self.records]
+        self.records.clear()
+        return out
+
+
+def test_phase_seconds_are_sent_at_the_step_they_preceded(monkeypatch):
+    # `tm` puts a wait before rank 0's first step outside the training window by comparing
+    # times: a wait that ended before step 1 but is flushed after it must carry step 1's time,
+    # and a wait after the last step the flush's own (None: the sender stamps it)
+    sends = _Sends()
+    monkeypatch.setattr(phases, "get_sender", lambda: sends)
+    monkeypatch.setattr(phases, "_totals", {name: [0.0, 0] for name in phases.NAMES})
+    monkeypatch.setattr(phases, "_sent", {name: (0.0, 0) for name in phases.NAMES})
+    monkeypatch.setattr(phases, "_mark_step", 0)
+    monkeypatch.setattr(phases, "_mark", None)
+    monkeypatch.setattr(phases, "_mark_sent", None)
+    monkeypatch.setattr(steps, "_n_steps", 0)
+    monkeypatch.setattr(steps, "_t", 0.0)
+
+    phases.add("data", 0.25)  # the first batch
+    phases.drain()  # flushed before step 1: the flush's time is right
+    assert sends.take() == [("data", 0.25, 1, None)]
+    phases.add("data", 0.5)  # a second wait, still before step 1
+    steps._n_steps, steps._t = 1, 100.0  # step 1, and no flush in between
+    phases.drain()
+    assert sends.take() == [("data", 0.5, 1, 100.0)]  # before step 1, by its time
+    phases.add("data", 0.125)  # batch 2: the first add since step 1 marks the totals
+    steps._n_steps, steps._t = 2, 200.0
+    phases.add("data", 0.0625)  # batch 3 marks again (at step 2), then adds
+    phases.add("eval", 2.0)
+    phases.drain()
+    # batch 2 went before step 2; batch 3 and the eval after it (no step since: the flush's time)
+    assert sends.take() == [
+        ("data", 0.125, 1, 200.0),
+        ("data", 0.0625, 1, None),
+        ("eval", 2.0, 1, None),
+    ]
+    phases.drain()
+    assert sends.take() == []  # nothing moved, the mark already sent: nothing twice
+    steps._n_steps, steps._t = 3, 300.0
+    phases.add("checkpoint", 1.0)  # after step 3: marks (nothing new before it), then adds
+    phases.drain()
+    assert sends.take() == [("checkpoint", 1.0, 1, None)]
+    assert phases._totals["data"] == [0.9375, 4]

@@ -15,6 +15,14 @@ Each phase is timed where the loop already goes through torch (or transformers/s
 
 Totals only grow, on the training thread; the sender thread sends the difference since its last
 look as `phase` records {name, s, n}, so no lock is needed and nothing is lost between flushes.
+
+A record's time says which side of a step its seconds fell on (`tm` puts the waits before the
+first step outside the training window, and a final eval after the last step in the tail). The
+flush's own time is not that: a wait that ended before step 1 may be flushed after it. So the
+first `add` after a step marks the totals as they stood at that step (`_mark`), and the sender
+sends what was recorded up to the mark at the step's time, and the rest at the time it flushes
+(or at the latest step's time, when a step came after the mark and no phase has been added
+since).
 """
 
 from __future__ import annotations
@@ -37,24 +45,49 @@ _sent: dict[str, tuple[float, float]] = {name: (0.0, 0) for name in NAMES}
 _eval_since: float | None = None
 _held = 0  # eval spans opened by a loop's tap (begin_eval_span), not by mode switches
 _saving = 0
+_mark_step = 0  # the step count at the latest mark
+# (the step's time, the totals at it); set on the training thread, read by the sender
+_mark: tuple[float, dict[str, tuple[float, float]]] | None = None
+_mark_sent: object = None
 
 
 def add(name: str, seconds: float) -> None:
+    if steps._n_steps != _mark_step:
+        _set_mark()
     entry = _totals[name]
     entry[0] += seconds
     entry[1] += 1
 
 
+def _set_mark() -> None:
+    """The first phase added since a step: the totals so far were all recorded before it."""
+    global _mark, _mark_step
+    _mark_step = steps._n_steps
+    _mark = (steps._t, {name: (e[0], e[1]) for name, e in _totals.items()})
+
+
 def drain() -> None:
-    """Sender thread: one `phase` record per phase that moved since the last flush."""
+    """Sender thread: `phase` records for what moved since the last flush, at the time of the
+    step they preceded where one came after them (see the module docstring)."""
+    global _mark_sent
     sender = get_sender()
     if sender is None:
         return
+    mark = _mark
+    if mark is not None and mark is not _mark_sent:
+        _send_moved(sender, mark[1], mark[0])
+        _mark_sent = mark
+    # read before the totals: seconds added after this read are later than that step too
+    t = steps._t if steps._n_steps != _mark_step else None
+    _send_moved(sender, _totals, t)
+
+
+def _send_moved(sender: Any, totals: Any, t: float | None) -> None:
     for name in NAMES:
-        s, n = _totals[name]
+        s, n = totals[name]
         sent_s, sent_n = _sent[name]
-        if n != sent_n:
-            sender.send("phase", {"name": name, "s": s - sent_s, "n": int(n - sent_n)})
+        if n > sent_n:  # a mark read late may be behind what was already sent
+            sender.send("phase", {"name": name, "s": s - sent_s, "n": int(n - sent_n)}, t=t)
             _sent[name] = (s, n)
 
 
