@@ -1,7 +1,5 @@
 """`python -m trainmeter ...` is the same as `tm ...`."""
 
-import sys
+from .cli.main import entry
 
-from .cli.main import main
-
-sys.exit(main())
+entry()

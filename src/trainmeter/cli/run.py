@@ -12,6 +12,10 @@ import sys
 from ..records import ENV_SOCKET
 from .args import USAGE, RunOptions, UsageError, parse_run_args
 
+#: Whether this process supervised a run: `cli.main.entry` may then leave without the
+#: interpreter's teardown (everything the run wrote is closed by then).
+supervised = False
+
 
 def passthrough(opts: RunOptions) -> int:
     """Already inside a `tm` run (TRAINMETER_SOCKET is set): run the command untouched.
@@ -60,4 +64,7 @@ def main(argv: list[str]) -> int:
         return passthrough(opts)
     from ..supervisor.session import supervise
 
-    return supervise(opts)
+    global supervised
+    status = supervise(opts)
+    supervised = True
+    return status

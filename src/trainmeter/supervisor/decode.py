@@ -23,10 +23,13 @@ to hold that many brackets and holding that many takes the slow path.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from .. import records
 from .plausible import MAX_STEPS_PER_RECORD, MAX_TOKENS_PER_RECORD, Implausible, check
+
+TYPE_CHECKING = False  # typing costs milliseconds before the child starts
+if TYPE_CHECKING:
+    from typing import Any
 
 #: (loads, its error) once orjson is loaded; False when it is not installed (the standard
 #: library alone is still exact). Loaded on the first batch of `FAST_FROM` lines or more: its

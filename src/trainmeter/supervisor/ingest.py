@@ -24,7 +24,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from .decode import Decoder
 
@@ -40,7 +39,7 @@ _DIR_PREFIX = "trainmeter-"
 _SOCK_NAME = "ingest.sock"
 _MSG_TRUNC = getattr(socket, "MSG_TRUNC", 0)
 
-Sink = Callable[[bytes, dict[str, Any]], None]
+Sink = Callable[[bytes, dict], None]  # (the line, the record it decoded to)
 
 
 def _raise_rcvbuf(sock: socket.socket, size: int) -> int:

@@ -18,9 +18,8 @@ import os
 import shutil
 import signal
 import subprocess
+from collections import namedtuple
 from collections.abc import Iterator
-from pathlib import Path
-from typing import NamedTuple
 
 from ..records import ENV_NO_TAP, ENV_SOCKET
 
@@ -37,16 +36,16 @@ class LaunchError(Exception):
         self.message = message
 
 
-class ChildExit(NamedTuple):
-    status: int  # what `tm` returns
-    signal: int | None  # the signal that killed the child, if one did
+#: How the child ended: `status` is what `tm` returns, `signal` the signal that killed the
+#: child if one did, else None. (A plain namedtuple: typing's import is start-up cost.)
+ChildExit = namedtuple("ChildExit", ["status", "signal"])
 
 
 def bootstrap_path() -> str:
     """Where the agent's sitecustomize lives, in the installed package."""
     import trainmeter
 
-    return str(Path(trainmeter.__file__).resolve().parent / BOOTSTRAP_DIR)
+    return os.path.join(os.path.dirname(os.path.realpath(trainmeter.__file__)), BOOTSTRAP_DIR)
 
 
 def child_env(

@@ -12,21 +12,25 @@ Views register themselves in `trainmeter.views.observers.make_observers(...)`, i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+
+TYPE_CHECKING = False  # typing costs milliseconds before the child starts (session imports us)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    class Observer(Protocol):
+        """What a live view implements. All methods are optional in practice (`ObserverSet`
+        checks)."""
+
+        name: str
+
+        def on_record(self, record: dict[str, Any]) -> None: ...
+
+        def on_snapshot(self, snap: dict[str, Any], now: float) -> None: ...
+
+        def on_finish(self, snap: dict[str, Any]) -> None: ...
+
 
 Warn = Callable[[str, str], None]
-
-
-class Observer(Protocol):
-    """What a live view implements. All methods are optional in practice (`ObserverSet` checks)."""
-
-    name: str
-
-    def on_record(self, record: dict[str, Any]) -> None: ...
-
-    def on_snapshot(self, snap: dict[str, Any], now: float) -> None: ...
-
-    def on_finish(self, snap: dict[str, Any]) -> None: ...
 
 
 class ObserverSet:

@@ -7,7 +7,10 @@ supervisor's side, so that the supervisor depends on nothing in `cli/`.
 from __future__ import annotations
 
 import os
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs milliseconds before the child starts
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class RunOptions:

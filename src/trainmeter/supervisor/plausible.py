@@ -10,7 +10,9 @@ one record) so a true record is never refused.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing costs milliseconds before the child starts
+if TYPE_CHECKING:
+    from typing import Any
 
 #: More optimizer steps than this in one `step` record cannot be true.
 MAX_STEPS_PER_RECORD = 1_000_000

@@ -1,11 +1,17 @@
 """One supervised run, start to end: the order of things is the contract.
 
-1. Run directory and ingest socket (each may fail: the training still runs, promise 9).
-2. `run.start` and the declared facts, first in the log.
-3. Start the child; only then load the engine, the samplers and the watcher (start-up cost).
+1. The ingest socket, then the child at once: what `tm` does before the child starts adds to
+   every run's start-up, so only the socket and the launcher are imported before it (each may
+   fail: the training still runs, promise 9).
+2. While the child boots: the run directory, `run.start` and the declared facts, first in the
+   log; only then does the ingest thread read the socket (the agent's first datagrams wait in
+   the socket's queue, or in the agent's backlog, meanwhile).
+3. The live loop; its thread loads the engine, then the samplers and the watcher.
 4. Live loop until the child exits; then a short grace period for the agents' last datagrams.
 5. `ingest_dropped` if lines were dropped, `run.end` last; flush and close the log.
 6. `summary.json` from the engine that was fed exactly the logged records, then the summary line.
+
+The modules only steps 2-6 need are imported where they are used, after the child started.
 """
 
 from __future__ import annotations
@@ -16,14 +22,8 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any
 
 from .. import __version__, records
-from . import job, ring
-from . import late_parts as parts
-from .decode import log_summary
 from .ingest import Ingest
 from .launcher import (
     FORWARDED,
@@ -34,12 +34,20 @@ from .launcher import (
     check_script,
     child_env,
 )
-from .live import LiveLoop
 from .observers import ObserverSet
 from .options import RunOptions
-from .recorder import Recorder
-from .store import RunStore
 from .warn import WarnOnce
+
+TYPE_CHECKING = False  # what only annotations need: imported by type checkers, not by a run
+if TYPE_CHECKING:
+    from datetime import datetime
+    from pathlib import Path
+    from typing import Any
+
+    from .live import LiveLoop
+    from .recorder import Recorder
+    from .ring import Delivered
+    from .store import RunStore
 
 #: Seconds the child runs before the samplers and the watcher are set up (at most `interval`).
 SAMPLERS_AFTER_S = 0.25
@@ -50,6 +58,10 @@ def _process_tree(pid: int) -> list[int]:
     from ..sources.host import process_tree
 
     return process_tree(pid)
+
+
+def _unread(line: bytes, record: dict[str, Any]) -> None:
+    """The ingest socket's sink until `prepare` gives it the recorder (nothing is read before)."""
 
 
 def node_uptime_s() -> float | None:
@@ -97,34 +109,50 @@ class Session:
         self.ingest: Ingest | None = None
         self.live: LiveLoop | None = None
         self.t0 = time.monotonic()
-        self.started_utc = datetime.now(timezone.utc)
+        self.started_unix = time.time()
+        self.started_utc: datetime | None = None  # set in `prepare` (datetime is imported there)
         self.final: dict[str, Any] | None = None
         self.elapsed_s: float | None = None
         self.child_env: dict[str, str] | None = None
         self.observers = ObserverSet([], self.warn)
         self.launched = False  # the command started (a LaunchError leaves nothing to explain)
-        self.delivered = ring.Delivered()  # what the socket brought, to read the rest from rings
+        self.delivered: Delivered | None = None  # what the socket brought (to read the rings)
 
-    # ---- 1 and 2 ----------------------------------------------------------------------------
+    # ---- 1 ----------------------------------------------------------------------------------
 
-    def prepare(self) -> dict[str, str]:
-        """Store, recorder, socket, first records. Returns the child's environment."""
+    def open_socket(self) -> dict[str, str]:
+        """The ingest socket, bound but not yet read (`prepare` starts its thread). Returns the
+        child's environment: without the socket, and so without the agent, when it failed."""
+        try:
+            self.ingest = Ingest(_unread)
+        except OSError as exc:
+            self.warn("ingest", f"no ingest socket ({exc}); the agent cannot report")
+        return child_env(
+            os.environ,
+            self.ingest.path if self.ingest else None,
+            agent=self.opts.agent,
+            tap=self.opts.tap,
+        )
+
+    # ---- 2 ----------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Run directory, recorder, observers, the first records; then the ingest thread."""
+        from datetime import datetime, timezone
+
+        from . import late_parts as parts
+        from . import ring
+        from .recorder import Recorder
+        from .store import RunStore
+
+        self.started_utc = datetime.fromtimestamp(self.started_unix, timezone.utc)
+        self.delivered = ring.Delivered()
         self.store = RunStore.create(self.name, self.warn, root=self.root, when=self.started_utc)
         self.recorder = Recorder(self.store, self.warn)
         self.observers = ObserverSet(
             parts.load_observers(self.opts, self.store.path, self.warn, self.stderr), self.warn
         )
         self.recorder.observers = self.observers
-        try:
-            self.ingest = Ingest(self.delivered.wrap(self.recorder.accept))
-        except OSError as exc:
-            self.warn("ingest", f"no ingest socket ({exc}); the agent cannot report")
-        env = child_env(
-            os.environ,
-            self.ingest.path if self.ingest else None,
-            agent=self.opts.agent,
-            tap=self.opts.tap,
-        )
         self.store.write_json("meta.json", self.meta())
         self.recorder.write_tm("run.start", self.start_payload(), t=self.t0)
         for key, value in self.opts.declared.items():
@@ -134,8 +162,21 @@ class Session:
             self.recorder.write_tm("fact", fact)
         self.recorder.flush()
         if self.ingest is not None:
+            self.ingest.sink = self.delivered.wrap(self.recorder.accept)
             self.ingest.start()
-        return env
+
+    def _prepare_or_unwatch(self) -> bool:
+        """`prepare`, or when it fails, a warning and a closed socket (the agent then hears
+        that nobody listens); the command runs on unwatched either way."""
+        try:
+            self.prepare()
+            return True
+        except Exception as exc:  # noqa: BLE001 - the training runs even when tm's setup fails
+            self.warn("prepare", f"setup failed ({exc!r}); the command runs unwatched")
+            if self.ingest is not None:
+                self.ingest.stop()
+                self.ingest = None
+            return False
 
     def _about(self) -> dict[str, Any]:
         """What both `run.start` and `meta.json` say about the run."""
@@ -151,6 +192,8 @@ class Session:
         }
 
     def start_payload(self) -> dict[str, Any]:
+        from . import job
+
         return {
             **self._about(),
             "node_uptime_s": node_uptime_s(),
@@ -164,7 +207,7 @@ class Session:
     def meta(self, end: dict[str, Any] | None = None) -> dict[str, Any]:
         meta = {
             **self._about(),
-            "start_utc": self.started_utc.isoformat(timespec="seconds"),
+            "start_utc": self.started_utc.isoformat(timespec="seconds") if self.started_utc else None,
             "executable": sys.executable,
         }
         if end:
@@ -174,6 +217,7 @@ class Session:
     # ---- 3 and 4 ----------------------------------------------------------------------------
 
     def run_child(self, env: dict[str, str]) -> ChildExit:
+        """Start the command, then prepare the rest while it boots; watch it and wait."""
         self.child_env = env
         launcher = Launcher(self.opts.command, env)
         with launcher.signals():
@@ -182,16 +226,20 @@ class Session:
                 pid = launcher.start()
             except LaunchError as exc:
                 self.say(exc.message)
-                self._attach_engine()
+                if self._prepare_or_unwatch():
+                    self._attach_engine()
                 return ChildExit(exc.status, None)
             self.launched = True
-            self._start_watching(pid)
+            if self._prepare_or_unwatch():
+                self._start_watching(pid)
             child = launcher.wait()
         return child
 
     def _attach_engine(self) -> None:
         if self.recorder is None or self.recorder.engine_attached:
             return
+        from . import late_parts as parts
+
         factory, missing = (
             (self.engine_factory, None)
             if self.engine_factory is not None
@@ -202,6 +250,8 @@ class Session:
 
     def _start_watching(self, pid: int) -> None:
         """Start the live loop; its thread loads the engine, samplers and watcher itself."""
+        from .live import LiveLoop
+
         ingest = self.ingest
         try:
             self.live = live = LiveLoop(
@@ -225,6 +275,10 @@ class Session:
         # the child's own start-up for the CPU.
         if live.pause(min(self.interval, SAMPLERS_AFTER_S)):
             return
+        from pathlib import Path
+
+        from . import late_parts as parts
+
         run_dir = (self.store.path if self.store else None) or Path.cwd()
         if self.samplers_factory is not None:
             live.samplers = list(self.samplers_factory(pid, run_dir))
@@ -250,6 +304,12 @@ class Session:
         return False
 
     def finish(self, child: ChildExit) -> None:
+        from datetime import datetime, timezone
+
+        from . import ring
+        from .decode import log_summary
+        from .live import LiveLoop
+
         if self.live is not None:
             self.live.stop(timeout=0.1)
         if self.ingest is not None:
@@ -337,7 +397,7 @@ def supervise(opts: RunOptions, **kwargs: Any) -> int:
     session = Session(opts, **kwargs)
     env: dict[str, str] | None = None
     try:
-        env = session.prepare()
+        env = session.open_socket()
     except Exception as exc:  # noqa: BLE001 - the training runs even when tm's setup fails
         session.warn("prepare", f"setup failed ({exc!r}); running the command unwatched")
     if env is None:
