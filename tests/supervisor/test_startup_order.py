@@ -72,6 +72,7 @@ def test_a_setup_that_fails_after_the_start_leaves_the_child_running_unwatched(
     err = capsys.readouterr().err
     assert "setup failed (RuntimeError('no room here'))" in err
     assert "runs unwatched" in err
+    assert "summary failed" not in err  # nothing was recorded: nothing to sum up, no second warning
     assert not run_dirs(tmp_path)
 
 

@@ -412,9 +412,10 @@ def supervise(opts: RunOptions, **kwargs: Any) -> int:
         except ValueError:  # not the main thread
             break
     try:
-        session.finish(child)
-        if not opts.quiet:
-            session.say(session.summary_line())
+        if session.recorder is not None:  # else the setup failed, and said so: nothing to sum up
+            session.finish(child)
+            if not opts.quiet:
+                session.say(session.summary_line())
     except Exception as exc:  # noqa: BLE001 - promise 9: the status is the child's
         session.warn("finish", f"the run summary failed ({exc!r})")
     finally:
