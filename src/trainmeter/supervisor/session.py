@@ -207,7 +207,7 @@ class Session:
     def meta(self, end: dict[str, Any] | None = None) -> dict[str, Any]:
         meta = {
             **self._about(),
-            "start_utc": self.started_utc.isoformat(timespec="seconds") if self.started_utc else None,
+            "start_utc": self.started_utc.isoformat(timespec="seconds"),  # set by `prepare`
             "executable": sys.executable,
         }
         if end:
