@@ -138,7 +138,7 @@ def test_registered_for_every_run_and_a_failure_only_warns(tmp_path) -> None:
     assert warned and warned[-1][0] == "store" and "cannot write the passport" in warned[-1][1]
     import io
 
-    from trainmeter.supervisor.warn import WarnOnce
+    from trainmeter.runlog.warn import WarnOnce
 
     err = io.StringIO()
     once = WarnOnce(err)

@@ -90,7 +90,7 @@ def status_line(pid: int, elapsed: float, host: dict, gpu: dict, prev: tuple | N
 def _write_summary(run_dir: Path) -> None:
     """summary.json from the log, like a normal run (skipped if the replay is not built)."""
     try:
-        from trainmeter.supervisor.replay import replay
+        from trainmeter.runlog.replay import replay
 
         snapshot = replay(run_dir / "events.jsonl").snapshot
         text = json.dumps(snapshot, allow_nan=False, indent=2)

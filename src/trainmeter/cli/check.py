@@ -209,7 +209,8 @@ def parse(argv: list[str]) -> tuple[str | None, dict[str, Any], bool]:
 
 
 def _snapshot(spec: str | None) -> tuple[dict[str, Any], str]:
-    from ..supervisor.replay import replay, resolve_run
+    from ..runlog.replay import replay
+    from ..runlog.runs import resolve_run
 
     run_dir = resolve_run(None if spec == "latest" else spec)
     return replay(run_dir / "events.jsonl").snapshot, str(run_dir)
@@ -219,7 +220,7 @@ def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE, end="")
         return 0
-    from ..supervisor.replay import RunNotFound
+    from ..runlog.runs import RunNotFound
 
     try:
         spec, limits, as_json = parse(argv)

@@ -40,7 +40,7 @@ def _main(argv: list[str]) -> int:
         raise CommandError("wandb needs --project P (the W&B project to create the run in)")
 
     from ..exporters.tables import ExportError, run_table, write_csv, write_parquet
-    from ..supervisor.runs import RunNotFound, resolve_run
+    from ..runlog.runs import RunNotFound, resolve_run
 
     try:
         run_dir = resolve_run(runs[0] if runs else None)

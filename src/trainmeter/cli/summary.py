@@ -51,7 +51,8 @@ def _main(argv: list[str]) -> int:
 
         return main_job([spec, *more], as_json)  # type: ignore[list-item]
 
-    from ..supervisor.replay import RunNotFound, replay, resolve_run
+    from ..runlog.replay import replay
+    from ..runlog.runs import RunNotFound, resolve_run
 
     try:
         run_dir = resolve_run(spec)

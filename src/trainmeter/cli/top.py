@@ -35,10 +35,10 @@ class Follower:
     """Reads a growing `events.jsonl` and feeds each new complete line to a fresh engine."""
 
     def __init__(self, events: Path, screen: Any) -> None:
-        from ..supervisor import late_parts as parts
-        from ..supervisor.observers import ObserverSet
-        from ..supervisor.recorder import Recorder
-        from ..supervisor.store import RunStore
+        from ..runlog import engine_load as parts
+        from ..runlog.observers import ObserverSet
+        from ..runlog.recorder import Recorder
+        from ..runlog.store import RunStore
 
         self.events = events
         self.screen = screen
@@ -56,7 +56,7 @@ class Follower:
         self.recorder.observers = ObserverSet([screen], warn)
         self.recorder.attach_engine(engine, missing or reason)
         self.finished = False
-        from ..supervisor.decode import Decoder
+        from ..runlog.decode import Decoder
 
         self.decoder = Decoder()  # the one decoder of live ingest and replay
         self._fh: Any = None
@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
             print(f"tm top: one run at a time ({spec!r} and {arg!r})", file=sys.stderr)
             return 2
 
-    from ..supervisor.replay import RunNotFound, resolve_run
+    from ..runlog.runs import RunNotFound, resolve_run
 
     try:
         run_dir = resolve_run(spec)

@@ -3,7 +3,7 @@
 The run's log is replayed through the same engine as `tm summary` (so the page shows the very
 numbers `tm summary --json` prints) and served on 127.0.0.1 until Ctrl-C. Several run
 directories are the nodes of one job: they are joined as `tm summary DIR1 DIR2` joins them
-(`supervisor.replay_many.replay_job`), and the curves are the job clock's node's (global rank 0),
+(`runlog.replay_many.replay_job`), and the curves are the job clock's node's (global rank 0),
 as the joined snapshot's steps and loss are.
 """
 
@@ -59,7 +59,7 @@ def main(argv: list[str], stop: threading.Event | None = None) -> int:
     if isinstance(parsed, int):
         return parsed
     specs, port = parsed
-    from ..supervisor.replay import RunNotFound, resolve_run
+    from ..runlog.runs import RunNotFound, resolve_run
     from ..views.web.server import serve
     from ..views.web.server import stop as stop_server
     from ..views.web.state import DashboardState
@@ -113,7 +113,7 @@ def _load_job(run_dirs: list[Path]) -> tuple[dict[str, Any], Any, str]:
 
     The snapshot is `replay_job`'s, the very one `tm summary DIR1 DIR2 --json` prints; the
     curves come from the node holding global rank 0, whose steps and loss the snapshot shows."""
-    from ..supervisor.replay_many import replay_job
+    from ..runlog.replay_many import replay_job
     from ..views.web.replay import replay_with_history
 
     snap = replay_job(run_dirs)

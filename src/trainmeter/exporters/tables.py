@@ -169,9 +169,9 @@ def run_table(run_dir: Path, history: Any = None) -> RunTable:
 
     `history`: a `views.history.History` to feed on the way (records, and the same snapshots).
     """
-    from ..supervisor import late_parts as parts
-    from ..supervisor.replay import replay
-    from ..supervisor.warn import WarnOnce
+    from ..runlog import engine_load as parts
+    from ..runlog.replay import replay
+    from ..runlog.warn import WarnOnce
 
     events = Path(run_dir) / "events.jsonl"
     interval = max(_run_span(events) / MAX_SAMPLES, MIN_INTERVAL_S)

@@ -1,7 +1,7 @@
 """Which live views watch a run: the one place each view registers itself.
 
 `tm` calls `make_observers` once, before the child starts, and feeds what it returns through
-`supervisor.observers.ObserverSet` (records, a snapshot a second, the final snapshot). Each view
+`runlog.observers.ObserverSet` (records, a snapshot a second, the final snapshot). Each view
 is imported only when it is asked for, so a plain `tm -q --no-web` run pays for none of them.
 """
 

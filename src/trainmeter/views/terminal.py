@@ -187,10 +187,3 @@ def summary_line(
         parts.append(node)
     where = f"run {run_dir}" if run_dir else "no run log"
     return f"trainmeter: {', '.join(parts)}; {where}"
-
-
-def summary_text(snap: dict[str, Any], source: str | None = None, width: int = 100) -> str:
-    """`tm summary` as plain text (no colour): what a pipe or a file gets."""
-    from .terminal_summary import render_plain
-
-    return render_plain(snap, source, width=width)

@@ -624,3 +624,8 @@ def render_plain(snap: dict[str, Any], source: str | None, width: int = 100) -> 
     console = make_console(buf, width=width, colour=False)
     render(console, snap, source)
     return buf.getvalue().rstrip("\n")
+
+
+def summary_text(snap: dict[str, Any], source: str | None = None, width: int = 100) -> str:
+    """`tm summary` as plain text (no colour): what a pipe or a file gets."""
+    return render_plain(snap, source, width=width)

@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import late_parts as parts
+from . import engine_load as parts
 from .decode import Decoder, log_summary
 from .observers import ObserverSet
 from .recorder import EngineLike, Recorder
-from .runs import RunNotFound, resolve_run  # noqa: F401 - re-exported: the one resolver
 from .store import RunStore
 from .warn import WarnOnce
 
