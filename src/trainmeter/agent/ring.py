@@ -174,6 +174,14 @@ class Ring:
         self.read = seq
         return out
 
+    def unshipped(self) -> int:
+        """Values not yet shipped: those the sender took and has not sent (`read - tail`), plus
+        one when the next value is written but not taken yet (a peek at one slot: whether more
+        wait is all the exit flush asks; `tm` reads whatever is left from the ring)."""
+        seq = self.read
+        written = SLOT.unpack_from(self.mm, SLOTS_AT + (seq & self.mask) * SLOT_BYTES)[-1]
+        return max(seq - self.tail, 0) + (written == seq or seq in self.skipped)
+
     def close(self) -> None:
         try:
             self.h.release()
@@ -207,7 +215,8 @@ def read_keys(mm: Any, count: int) -> list[tuple[str, str]]:
 
 # ---- the process's ring ---------------------------------------------------------------------
 
-_ring: Ring | None = None
+#: This process's ring once made (`current()` makes it): others read it, only this module sets it.
+active: Ring | None = None
 _tried = False
 #: Called with each new ring (the step probe points its totals there). Never raise out.
 on_new: list[Callable[[Ring], None]] = []
@@ -217,12 +226,12 @@ def current() -> Ring | None:
     """This process's ring, made on first use inside `tm`; None outside `tm` or when the file
     cannot be made (then values travel by the socket alone, and what is left at exit is
     counted)."""
-    global _ring, _tried
+    global active, _tried
     sender = get_sender()
-    if _ring is not None and _ring.owner is sender or _tried and _ring is None:
-        return _ring
+    if active is not None and active.owner is sender or _tried and active is None:
+        return active
     _tried = True
-    _ring = None
+    active = None
     if sender is None:
         return None
     try:
@@ -231,7 +240,7 @@ def current() -> Ring | None:
     except Exception:  # noqa: BLE001 - no room, no directory: the socket alone, counted
         return None
     ring.owner = sender
-    _ring = ring
+    active = ring
     for listener in tuple(on_new):
         try:
             listener(ring)
@@ -242,16 +251,16 @@ def current() -> Ring | None:
 
 def forget() -> None:
     """Drop this process's ring (tests: each gets its own sender and ring)."""
-    global _ring, _tried
-    _ring, _tried = None, False
+    global active, _tried
+    active, _tried = None, False
 
 
 def _after_fork_in_child() -> None:
     """A forked child writes its own ring, never its parent's: the parent's unsent values stay
     the parent's to send. The parent's mapping is left alone (its views may still be held)."""
-    global _ring, _tried
-    had = _ring is not None
-    _ring, _tried = None, False
+    global active, _tried
+    had = active is not None
+    active, _tried = None, False
     if had:
         current()
 

@@ -42,14 +42,14 @@ class Engine:
     """`feed(record)` any record dict (unknown kinds ignored); `snapshot(now=None)` a dict."""
 
     def __init__(self, lookup: Any = None) -> None:
-        self._lookup = lookup or _spec_lookup
+        self.lookup = lookup or _spec_lookup
         self.facts = FactStore()
         self.clock = StepClock()
         self.ranks = RankTimes()
         self.rank_model = RankModel()  # the node's ranks and its step clock (docs/ranks.md)
         self.ledger = TimeLedger()
         self.series = SeriesStore()
-        self.gpu = GpuCounters(self._lookup)
+        self.gpu = GpuCounters(self.lookup)
         self.host = HostSeries()
         self.node = NodeSeries()
         self.data_window = alerts.DataWindow()
@@ -294,7 +294,7 @@ class Engine:
             finished=finished,
         )
 
-        gpus = devices.section(facts, self.devices, self.gpu, self._lookup)
+        gpus = devices.section(facts, self.devices, self.gpu, self.lookup)
         utilization = mfu.section(
             flops_per_token=fpt,
             flops_reason=fpt_reason,

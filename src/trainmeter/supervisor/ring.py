@@ -28,7 +28,6 @@ from typing import Any
 
 from .. import records
 from ..agent import ring as layout
-from ..agent.outbox import FACT_KEYS
 
 _GAP = 64  # numbers a writer may have taken and not filled (killed between the two)
 
@@ -209,20 +208,12 @@ def _missing_values(
             continue
         gap = 0
         via, key = keys[kid]
-        if via == "emit" and key in FACT_KEYS:
-            d: dict[str, Any] = {"key": key, "value": value, "source": "emitted"}
-            kind = "fact"
-        else:
-            d = {"key": key, "value": value, "via": via}
-            if step >= 0:
-                d["step"] = step
-            kind = "metric"
-        d["recovered"] = True
-        record = records.make(
-            kind, d, t=t, src="emit" if via == "emit" else "agent", rank=rank, pid=pid
+        step_or_none = step if step >= 0 else None
+        out.append(
+            records.value_record(
+                key, value, via, step_or_none, t=t, rank=rank, pid=pid, q=written, recovered=True
+            )
         )
-        record["q"] = written
-        out.append(record)
     return out
 
 

@@ -187,7 +187,7 @@ def _open_live() -> None:
     mode = counter()
     mode.__enter__()
     _mode = mode
-    _start = (steps.totals().tokens, phases._totals["eval"][1])
+    _start = (steps.totals().tokens, phases.count("eval"))
 
 
 def _close_live(n: int) -> None:
@@ -202,7 +202,7 @@ def _close_live(n: int) -> None:
     mode.__exit__(None, None, None)
     _mode = None
     tokens = steps.totals().tokens - _start[0]
-    if phases._totals["eval"][1] != _start[1] or phases.eval_open():
+    if phases.count("eval") != _start[1] or phases.eval_open():
         _tries += 1
         if _tries >= MAX_TRIES:
             _unavailable("every counted step had an eval span inside it")

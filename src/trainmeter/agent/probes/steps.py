@@ -98,6 +98,16 @@ def totals() -> Totals:
     return Totals(steps, tokens, real, missing, micro, t)
 
 
+def step_count() -> int:
+    """Optimizer steps this process committed (the training thread's own count)."""
+    return _n_steps
+
+
+def last_step_t() -> float:
+    """`time.monotonic()` when this process committed its last step (0.0 before the first)."""
+    return _t
+
+
 def _mine() -> Totals:
     """The training thread's own counters (private memory, safe after fork), the micro-batches
     of the step in progress included."""
@@ -484,7 +494,7 @@ def _forget_after_fork() -> None:
     # the parent's step in progress is not the child's: its micro-batches so far become part
     # of what the child inherited, and the child's totals start from there
     _c_micro = _n_micro
-    ring = ring_module._ring
+    ring = ring_module.active
     if ring is None or _hdr is not ring.mm:  # never write into the parent's ring
         c = _mine()
         _hdr = bytearray(ring_module.HEADER_BYTES)
