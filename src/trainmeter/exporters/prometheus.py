@@ -66,6 +66,19 @@ _WHOLE_RUN_DOC = (
     "steady rate"
 )
 
+#: Per rank, from the caching allocator (CUDA, MPS) and the process (RSS), where the snapshot
+#: has a `memory` part: (field of a `memory.ranks` row, family, help).
+MEMORY = (
+    ("allocated_b", "memory_allocated_bytes", "Bytes the caching allocator has handed out, per rank"),
+    ("allocated_peak_b", "memory_allocated_peak_bytes", "Highest allocated bytes, per rank"),
+    ("reserved_b", "memory_reserved_bytes", "Bytes the caching allocator holds on the card, per rank"),
+    ("reserved_peak_b", "memory_reserved_peak_bytes", "Highest reserved bytes, per rank"),
+    ("total_b", "memory_total_bytes", "The card's total memory, per rank"),
+    ("alloc_retries", "memory_alloc_retries", "Allocations retried after freeing the cache, per rank"),
+    ("ooms", "memory_ooms", "Out-of-memory errors the allocator raised, per rank"),
+    ("rss_b", "memory_rss_bytes", "Resident memory of the rank's process"),
+)
+
 #: Every family, in the order of the exposition. `_samples` says where each value comes from.
 FAMILIES: tuple[Family, ...] = (
     Family("info", "gauge", "This node of the job: 1, with the job's shape in labels",
@@ -95,6 +108,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("gpu_energy_joules", "counter", "GPU energy used since the run started, per GPU",
            ("gpu",)),
     Family("rank_step_time_seconds", "gauge", "Seconds per step of each rank", ("rank",)),
+    *(Family(name, "gauge", doc, ("rank", "device")) for _field, name, doc in MEMORY),
     Family("alerts", "gauge", "Alerts standing now, all kinds"),
     Family("alert", "gauge", "Alerts standing now, by kind", ("kind",)),
 )
@@ -145,6 +159,10 @@ def _samples(snap: dict[str, Any]) -> Iterator[Sample]:
             yield "rank_step_time_seconds", seconds, {"rank": rank}
     else:
         yield "rank_step_time_seconds", snap.get("step_time_s"), {"rank": job.get("clock_rank", 0)}
+    for rank, row in (_dict(snap.get("memory")).get("ranks") or {}).items():
+        if isinstance(row, dict):
+            for field, name, _doc in MEMORY:
+                yield name, row.get(field), {"rank": rank, "device": row.get("device") or "?"}
     counts: dict[str, int] = {}
     for alert in snap.get("alerts") or []:
         if isinstance(alert, dict) and isinstance(alert.get("kind"), str):
