@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from trainmeter.views.passport import build_passport, fmt, render_markdown, scrub_command
+from trainmeter.redact import scrub_command
+from trainmeter.views.passport import build_passport
+from trainmeter.views.passport_md import fmt, render_markdown
 
 
 def snapshot(**extra) -> dict:
@@ -122,7 +124,7 @@ def test_fmt(value, unit, text) -> None:
 def test_registered_for_every_run_and_a_failure_only_warns(tmp_path) -> None:
     from trainmeter.supervisor.options import RunOptions
     from trainmeter.views.observers import make_observers
-    from trainmeter.views.passport import PassportWriter
+    from trainmeter.views.passport_files import PassportWriter
 
     warned: list[tuple[str, str]] = []
     observers = make_observers(RunOptions(), tmp_path, lambda k, m: warned.append((k, m)))

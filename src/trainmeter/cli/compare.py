@@ -25,7 +25,7 @@ _SECTIONS = {
 
 
 def cell(value: float | None, unit: str) -> str:
-    from ..views.passport import fmt
+    from ..views.passport_md import fmt
 
     if value is None:
         return "-"

@@ -120,13 +120,13 @@ _SCRIPT = """
 
 
 def _fmt(entry: dict[str, Any]) -> str:
-    from .passport import fmt
+    from .passport_md import fmt
 
     return fmt(entry.get("value"), entry.get("unit", ""))
 
 
 def _passport_html(passport: dict[str, Any]) -> str:
-    from .passport import LABELS, hardware_line, value_text
+    from .passport_md import LABELS, hardware_line, value_text
 
     numbers = passport.get("training", {})
     out = ["<h2>Compute</h2>", "<table>"]
@@ -152,7 +152,7 @@ def _passport_html(passport: dict[str, Any]) -> str:
         out.append("</table>")
     plan = passport.get("plan") or {}
     if plan:
-        from .passport import fmt
+        from .passport_md import fmt
 
         out += ["<h2>Plan against the run</h2>",
                 "<table><tr><th></th><th>Planned</th><th>This run</th></tr>"]
@@ -171,7 +171,7 @@ def _passport_html(passport: dict[str, Any]) -> str:
             out.append(f"<tr><td>{_e(part.get('label'))}</td><td class=n>{part['s']:.3g} s</td>"
                        f"<td class=n>{share * 100:.1f}%</td></tr>")
         out.append("</table>")
-    from .passport import waterfall_rows
+    from .passport_md import waterfall_rows
 
     wf_rows = waterfall_rows(passport.get("waterfall"))
     if wf_rows:
@@ -240,11 +240,12 @@ def render_report(passport: dict[str, Any], charts: list[dict[str, Any]]) -> str
 def build_report(run_dir: Path) -> str:
     """Replay a run and return its report page (raises OSError, ReportError)."""
     from ..exporters.tables import run_table
+    from ..redact import private_dirs
     from .history import History
-    from .passport import build_passport, scrub_paths
+    from .passport import build_passport
 
     _asset("uPlot.iife.min.js")  # fail before the replay, not after
     history = History()
     table = run_table(run_dir, history=history)
-    passport = build_passport(table.snapshot, scrub_paths(run_dir))
+    passport = build_passport(table.snapshot, private_dirs(run_dir))
     return render_report(passport, chart_data(history.dump()))
