@@ -169,3 +169,21 @@ def test_absent_numbers_have_no_explanation():
     for name in ("mfu", "tokens_per_s", "eta_s", "ofu"):
         assert name in snap["absent"] and name not in snap["explain"]
     assert math.isfinite(snap["records"]["fed"])
+
+
+def test_gpu_hours_and_training_flops_are_the_engines_with_their_formulas():
+    """The passport shows these; the engine works them out: 1 GPU x 7 s / 3600 = 0.0019444 GPU-h;
+    5,831,346,816 FLOP/token x 60,000 tokens = 3.49881e14 FLOP."""
+    snap = live_run()
+    assert snap["gpu_hours"] == pytest.approx(7 / 3600) == pytest.approx(0.0019444, rel=1e-4)
+    entry = snap["explain"]["gpu_hours"]
+    assert entry["formula"] == "n_gpus * elapsed_s / 3600" and entry["unit"] == "GPU-h"
+    assert redo(entry) == pytest.approx(snap["gpu_hours"])
+    spent = snap["explain"]["flops_spent"]
+    assert spent["value"] == snap["flops_spent"] == FPT * 60_000 == pytest.approx(3.49881e14, rel=1e-5)
+    assert spent["convention"] == "hf" and redo(spent) == pytest.approx(spent["value"])
+
+
+def test_a_run_without_a_gpu_says_why_it_has_no_gpu_hours():
+    snap = run(start(0.0), hello(0.1), [step(t, 100) for t in (1.0, 2.0, 3.0)], now=4.0)
+    assert "gpu_hours" not in snap and "no GPU" in snap["absent"]["gpu_hours"]

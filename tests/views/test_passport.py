@@ -21,6 +21,7 @@ def snapshot(**extra) -> dict:
         "flops_per_token": {"value": 6.0e9, "convention": "megatron", "formula": "6(N-E) + 6·L·d·T",
                             "source": "detected"},
         "flops_spent": 6.0e9 * 4_096_000,
+        "gpu_hours": 8 * 7200.0 / 3600,  # the engine's (engine/cost.py): 8 GPUs x 7200 s / 3600
         "n_gpus": {"value": 8, "source": "detected"},
         "mfu": {"value": 50_000 * 6.0e9 / (8 * 989.5e12), "convention": "megatron", "n_gpus": 8,
                 "peak": "NVIDIA H100 SXM5 80GB", "peak_label": "datasheet",
@@ -73,7 +74,9 @@ def test_absent_is_named_with_its_reason_never_zero() -> None:
     assert p["absent"]["energy_j"].startswith("no GPU energy counter")
     assert "eta_s" not in p["absent"]  # a finished run's passport does not plan ahead
     cpu = snapshot(n_gpus={"value": 0, "source": "detected"}, mfu={}, peak={})
+    del cpu["gpu_hours"]
     cpu["absent"]["mfu"] = "no dense peak"
+    cpu["absent"]["gpu_hours"] = "no GPU was seen in this run (a CPU run, or no NVIDIA driver)"
     q = build_passport(cpu)
     assert "gpu_hours" not in q["training"] and "mfu" not in q["training"]
     assert q["absent"]["gpu_hours"].startswith("no GPU was seen")

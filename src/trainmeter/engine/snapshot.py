@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import alerts, budget, counted, devices, insight, mfu, model_flops, notices, throughput
+from . import alerts, budget, cost, counted, devices, insight, mfu, model_flops, notices, throughput
 from .counters import GpuCounters
 from .facts import FactStore
 from .flops import ModelShape
@@ -317,6 +317,14 @@ class Engine:
         energy = self.gpu.energy.section(gpus.covered, tokens_seen, self.gpu.unavailable)
         time_split = self.ledger.section(self.t_last, now, self.probes, no_agent)
         elapsed = (time_split.values.get("time") or {}).get("elapsed_s")
+        spent = cost.section(
+            n_gpus=gpus.n_gpus,
+            n_gpus_source=gpus.n_gpus_source,
+            elapsed_s=elapsed if elapsed is not None else self.run.get("elapsed_s"),
+            flops_per_token=fpt,
+            tokens_seen=tokens_seen,
+            flops_spent=model.values.get("flops_spent"),
+        )
         executed = counted.section(
             facts, tokens_seen=tokens_seen, tokens_per_s=tps, peak=gpus.peak,
             n_gpus=gpus.n_gpus, shape=shape, no_agent=no_agent,
@@ -340,7 +348,7 @@ class Engine:
         for part in (
             pace, model, progress, utilization, counters, energy, gpus.section,
             self.host.section(), self.node.section(), self.series.section(), time_split,
-            executed, planned, notices.section(facts, clock, self.ignored),
+            executed, planned, spent, notices.section(facts, clock, self.ignored),
         ):  # fmt: skip
             whole.merge(part)
         snap = whole.values

@@ -203,24 +203,12 @@ def _training(b: _Builder) -> None:
         ),
         "the log has no run.start or no time",
     )
-    n_gpus, n_source = _gpus(snap)
-    if n_gpus and wall is not None:
-        b.put(
-            "gpu_hours",
-            _entry(
-                n_gpus * wall / 3600.0, "GPU-h",
-                formula="GPUs x wall time / 3600",
-                inputs=[_inp("GPUs", n_gpus, "", str(n_source or "snapshot")),
-                        _inp("wall time", wall, "s", "measured")],
-            ),
-            "",
-        )
-    else:
-        b.put(
-            "gpu_hours", None,
-            "no GPU was seen in this run (a CPU run, or no NVIDIA driver)" if not n_gpus
-            else "the wall time is not known",
-        )
+    gpu_hours = _num(snap.get("gpu_hours"))  # the engine's (engine/cost.py), explained there
+    b.put(
+        "gpu_hours",
+        None if gpu_hours is None else _entry(gpu_hours, "GPU-h", explain=b.ex("gpu_hours")),
+        b.absent.get("gpu_hours") or "not computed",
+    )
     steps = _num(snap.get("steps"))
     b.put(
         "steps",
@@ -267,13 +255,7 @@ def _training(b: _Builder) -> None:
     if flops is not None:
         b.put(
             "training_flops",
-            _entry(
-                flops, "FLOP", formula="FLOPs per token x tokens",
-                inputs=[_inp("FLOPs per token", fpt_value, "FLOP/token",
-                             f"{convention}: {fpt.get('formula')}"),
-                        _inp("tokens", tokens, "tokens", "measured")],
-                convention=convention,
-            ),
+            _entry(flops, "FLOP", explain=b.ex("flops_spent"), convention=convention),
             "",
         )
     elif "flops_per_token" in b.absent or fpt_value is None:
