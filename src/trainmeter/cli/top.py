@@ -118,22 +118,20 @@ class Follower:
 
 
 def main(argv: list[str]) -> int:
-    spec: str | None = None
-    once = False
-    for arg in argv:
-        if arg in ("-h", "--help"):
-            print(USAGE, end="")
-            return 0
-        if arg == "--once":
-            once = True
-        elif arg.startswith("-"):
-            print(f"tm top: unknown option {arg!r}", file=sys.stderr)
-            return 2
-        elif spec is None:
-            spec = arg
-        else:
-            print(f"tm top: one run at a time ({spec!r} and {arg!r})", file=sys.stderr)
-            return 2
+    from .runarg import run_command
+
+    return run_command("top", _main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    from .runarg import split_args
+
+    if "-h" in argv or "--help" in argv:
+        print(USAGE, end="")
+        return 0
+    runs, opts = split_args("top", argv, {"--once"}, set())
+    spec = runs[0] if runs else None
+    once = bool(opts.get("--once"))
 
     from ..runlog.runs import RunNotFound, resolve_run
 
