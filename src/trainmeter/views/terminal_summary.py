@@ -200,7 +200,7 @@ def throughput(snap: dict[str, Any]) -> list[Any]:
 
 
 def _window_words(window: Any) -> str:
-    """"steady state, 12.3 s" or "last 30 s": the window the rates are taken over."""
+    """The window the rates are taken over: "steady state, 12.3 s ..." or "last 30 s"."""
     if not isinstance(window, dict) or number(window.get("seconds")) is None:
         return ""
     if window.get("kind") == "steady":
@@ -209,7 +209,7 @@ def _window_words(window: Any) -> str:
 
 
 def _spread(snap: dict[str, Any]) -> str:
-    """"median 12 ms, p10 10 ms, p90 30 ms" of the steady window's step times."""
+    """The steady window's step times: "median 12 ms, p10 10 ms, p90 30 ms"."""
     times = snap.get("step_times")
     if not isinstance(times, dict):
         return ""
