@@ -190,7 +190,8 @@ def _against(snap: dict[str, Any], base: dict[str, Any], drop: float) -> list[di
         else:
             got, ref = _number(snap, key), _number(base, key)
         if isinstance(got, str) and isinstance(ref, str):
-            text = f"{label}: not compared, absent from both (run: {got}; baseline: {ref})"
+            why = got if got == ref else f"run: {got}; baseline: {ref}"
+            text = f"{label}: not compared, absent from both ({why})"
             out.append(_line(label, None, drop, True, text) | {"compared": False})
             continue
         if isinstance(got, str) or isinstance(ref, str):
