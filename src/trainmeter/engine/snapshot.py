@@ -264,7 +264,7 @@ class Engine:
         shape = self.shape()
 
         pace = throughput.section(
-            clock, self.ranks, no_agent, self.world_size, self.rank_model.clock_rank
+            clock, self.ranks, no_agent, self.world_size, self.rank_model.clock_rank, finished
         )
         steps = pace.values.get("steps")
         tokens_seen = pace.values.get("tokens_seen")

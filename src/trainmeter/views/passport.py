@@ -229,16 +229,21 @@ def _training(b: _Builder) -> None:
     )
     for name, unit, formula in (
         ("tokens_per_s", "tokens/s",
-         "moving average of (tokens in a step report / time since the previous report)"),
-        ("step_time_s", "s",
-         "moving average of (time since the previous step report / steps in the report)"),
+         "tokens / wall time over the steady window (end of warm-up to the last step; the "
+         "last 30 s while the run goes on)"),
+        ("step_time_s", "s", "wall time / steps over the same window"),
     ):
         value = _num(snap.get(name))
+        spread = _dict(snap.get("step_times")) if name == "step_time_s" else {}
         b.put(
             name,
-            None if value is None else _entry(value, unit, formula=formula, explain=b.ex(name)),
+            None if value is None else _entry(
+                value, unit, formula=formula, explain=b.ex(name),
+                window=_dict(snap.get("rate_window")).get("kind"),
+                **{k: _num(spread.get(k)) for k in ("median_s", "p10_s", "p90_s")},
+            ),
             "no steps to time",
-        )
+        )  # fmt: skip
     fpt = _dict(snap.get("flops_per_token"))
     fpt_value = _num(fpt.get("value"))
     convention = fpt.get("convention")

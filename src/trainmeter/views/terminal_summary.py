@@ -174,12 +174,14 @@ def header(snap: dict[str, Any], source: str | None) -> list[Any]:
 def throughput(snap: dict[str, Any]) -> list[Any]:
     rows: list[list[Any]] = []
     tps = number(snap.get("tokens_per_s"))
+    window = _window_words(snap.get("rate_window"))
     if tps is not None:
         counted = snap.get("tokens_counted")
-        rows.append(["tokens/s", _text((si(tps), "bold")), counted and f"counting {counted}"])
+        note = ", ".join(x for x in (window, counted and f"counting {counted}") if x)
+        rows.append(["tokens/s", _text((si(tps), "bold")), note])
     step_time = number(snap.get("step_time_s"))
     if step_time is not None:
-        rows.append(["step time", _text((ms(step_time), "bold")), "rank 0"])
+        rows.append(["step time", _text((ms(step_time), "bold")), _spread(snap) or "rank 0"])
     steps = number(snap.get("steps"))
     tokens = number(snap.get("tokens_seen"))
     if steps is not None:
@@ -195,6 +197,28 @@ def throughput(snap: dict[str, Any]) -> list[Any]:
             ["padding", _text((percent(padding["share"]), "bold"), " of tokens"), extra]
         )
     return [_grid(rows)] if rows else []
+
+
+def _window_words(window: Any) -> str:
+    """The window the rates are taken over: "steady state, 12.3 s ..." or "last 30 s"."""
+    if not isinstance(window, dict) or number(window.get("seconds")) is None:
+        return ""
+    if window.get("kind") == "steady":
+        return f"steady state, {window['seconds']:.3g} s after warm-up"
+    return f"last {window['seconds']:.3g} s"
+
+
+def _spread(snap: dict[str, Any]) -> str:
+    """The steady window's step times: "median 12 ms, p10 10 ms, p90 30 ms"."""
+    times = snap.get("step_times")
+    if not isinstance(times, dict):
+        return ""
+    parts = [
+        f"{label} {ms(times[key])}"
+        for label, key in (("median", "median_s"), ("p10", "p10_s"), ("p90", "p90_s"))
+        if number(times.get(key)) is not None
+    ]
+    return ", ".join(parts)
 
 
 def flops(snap: dict[str, Any]) -> list[Any]:
