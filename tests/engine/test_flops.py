@@ -42,5 +42,5 @@ def test_tied_table_counts_as_matmul():
 def test_unknown_convention_raises_and_formulas_are_named():
     with pytest.raises(KeyError):
         flops_per_token(REF, "counted")
-    assert CONVENTIONS["megatron"][0] == "6(N-E) + 6·L·d·T"
+    assert CONVENTIONS["megatron"][0] == "6(N_act-E-R-V) + 6·H·Q·Σ_l T_l"
     assert set(CONVENTIONS) == {"titan", "megatron", "hf", "all_params"}

@@ -86,12 +86,13 @@ def say_hello() -> None:
 
 
 def _probe_modules() -> list[tuple[str, Any]]:
-    from .probes import device, flops, model, phases, steps
+    from .probes import architecture, device, flops, model, phases, steps
 
     # steps first: the others ride on its hooks and listeners
     return [
         ("steps", steps),
         ("model", model),
+        ("architecture", architecture),
         ("phases", phases),
         ("flops", flops),
         ("device", device),
