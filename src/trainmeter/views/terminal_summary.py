@@ -229,6 +229,10 @@ def flops(snap: dict[str, Any]) -> list[Any]:
         span = f" ({si(rng[0])}..{si(rng[1])})" if isinstance(rng, list) and len(rng) == 2 else ""
         out.append(_text(("no convention chosen", "yellow"), f"{span}: MFU is the range over all of "
                          "them; --convention picks one"))  # fmt: skip
+    params = fpt.get("params") if isinstance(fpt.get("params"), dict) else {}
+    if number(params.get("active")) is not None and number(params.get("total")) is not None:
+        out.append(_text("mixture of experts: ", (si(params["active"]), "bold"),
+                         f" parameters active per token, of {si(params['total'])} in all"))  # fmt: skip
     spent = number(snap.get("flops_spent"))
     if spent is not None:
         out.append(_text("spent ", (si_unit(spent, "FLOP"), "bold"), f" ({chosen})"))
