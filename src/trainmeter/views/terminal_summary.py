@@ -257,6 +257,11 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
     out.append(_text((text or "MFU", "bold"),
                      ("   impossible: see the alert above", "bold red") if impossible else ""))  # fmt: skip
     out.append(_text("peak: ", against, (f" ({label})" if label else "", "bold")))
+    at = entry.get("at_precision") if isinstance(entry.get("at_precision"), dict) else {}
+    if number(at.get("value")) is not None:
+        out.append(_text((percent(at["value"]), "bold"), f" {at.get('label') or ''}"))
+    elif entry.get("precision") not in (None, "bf16") and entry.get("precision_note"):
+        out.append(_text((f"{entry['precision']}: {entry['precision_note']}", "dim")))
     by = entry.get("by_convention")
     if isinstance(by, dict) and by:
         cells = []
