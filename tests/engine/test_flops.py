@@ -42,5 +42,31 @@ def test_tied_table_counts_as_matmul():
 def test_unknown_convention_raises_and_formulas_are_named():
     with pytest.raises(KeyError):
         flops_per_token(REF, "counted")
-    assert CONVENTIONS["megatron"][0] == "6(N-E) + 6·L·d·T"
+    assert CONVENTIONS["megatron"][0] == "6(N_act-E-R-V) + 6·H·Q·Σ_l T_l"
     assert set(CONVENTIONS) == {"titan", "megatron", "hf", "all_params"}
+
+
+def test_declared_experts_give_active_parameters_and_total_beside():
+    # declared: N 7B, E 0.1B, 64 experts, top-8, 6.4B routed weights, L 16, d 2048, T 4096
+    #   N_act = 7e9 - 6.4e9 x (1 - 8/64) = 7e9 - 5.6e9 = 1.4e9
+    #   titan = 6 x (1.4e9 - 0.1e9) + 12 x 16 x 2048 x 4096 = 7.8e9 + 1,610,612,736
+    from .build import hello, run, start
+
+    snap = run(
+        start(
+            0.0, convention="titan", n_params=7e9, n_embedding_params=1e8, n_layers=16,
+            d_model=2048, seq_len=4096, moe_experts=64, moe_top_k=8, moe_routed_params=6.4e9,
+        ),
+        hello(0.1),
+    )  # fmt: skip
+    fpt = snap["flops_per_token"]
+    assert fpt["value"] == pytest.approx(7.8e9 + 1_610_612_736)
+    assert fpt["params"] == {"total": 7_000_000_000, "active": 1_400_000_000}
+    # experts without top-k: all parameters are counted and a warning says so
+    snap = run(
+        start(0.0, convention="titan", n_params=7e9, n_embedding_params=1e8, n_layers=16,
+              d_model=2048, seq_len=4096, moe_experts=64),
+        hello(0.1),
+    )  # fmt: skip
+    assert "params" not in snap["flops_per_token"]
+    assert any("mixture of experts" in w and "--top-k" in w for w in snap["warnings"])

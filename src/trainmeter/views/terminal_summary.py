@@ -253,6 +253,10 @@ def flops(snap: dict[str, Any]) -> list[Any]:
         span = f" ({si(rng[0])}..{si(rng[1])})" if isinstance(rng, list) and len(rng) == 2 else ""
         out.append(_text(("no convention chosen", "yellow"), f"{span}: MFU is the range over all of "
                          "them; --convention picks one"))  # fmt: skip
+    params = fpt.get("params") if isinstance(fpt.get("params"), dict) else {}
+    if number(params.get("active")) is not None and number(params.get("total")) is not None:
+        out.append(_text("mixture of experts: ", (si(params["active"]), "bold"),
+                         f" parameters active per token, of {si(params['total'])} in all"))  # fmt: skip
     spent = number(snap.get("flops_spent"))
     if spent is not None:
         out.append(_text("spent ", (si_unit(spent, "FLOP"), "bold"), f" ({chosen})"))
@@ -277,6 +281,11 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
     out.append(_text((text or "MFU", "bold"),
                      ("   impossible: see the alert above", "bold red") if impossible else ""))  # fmt: skip
     out.append(_text("peak: ", against, (f" ({label})" if label else "", "bold")))
+    at = entry.get("at_precision") if isinstance(entry.get("at_precision"), dict) else {}
+    if number(at.get("value")) is not None:
+        out.append(_text((percent(at["value"]), "bold"), f" {at.get('label') or ''}"))
+    elif entry.get("precision") not in (None, "bf16") and entry.get("precision_note"):
+        out.append(_text((f"{entry['precision']}: {entry['precision_note']}", "dim")))
     by = entry.get("by_convention")
     if isinstance(by, dict) and by:
         cells = []
