@@ -51,12 +51,7 @@ def put(key: str, value: float, via: str, step: int | None, t: float | None = No
 def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: float) -> None:
     """`put` for a caller that already holds the live sender."""
     ring = ring_module._ring
-    if (
-        ring is None
-        or ring.owner is not sender
-        or sender._thread is None
-        or _registered_for is not sender
-    ):
+    if ring is None or ring.owner is not sender or sender._thread is None or _registered_for is not sender:
         ring = _first_value(sender)
         if ring is None:
             _pending.append((key, value, via, step, t))
@@ -82,12 +77,7 @@ def put_emitted(
     """`emit`'s keyword arguments into the ring, each key alone (`skip(key)` for one that is
     not a finite number): the whole hot path of `emit` in one call, nothing looked up twice."""
     ring = ring_module._ring
-    if (
-        ring is None
-        or ring.owner is not sender
-        or sender._thread is None
-        or _registered_for is not sender
-    ):
+    if ring is None or ring.owner is not sender or sender._thread is None or _registered_for is not sender:
         ring = _first_value(sender)
     for key, value in values.items():
         try:
@@ -181,10 +171,7 @@ def template(sender: object, via: str, key: str, stepped: bool = False) -> str:
     jvia = json.dumps(via).replace("%", "%%")
     step = ',"step":%d' if stepped else ""
     if via == "emit" and key in FACT_KEYS:
-        return (
-            head
-            + f'"kind":"fact","d":{{"key":{jkey},"value":%r,"source":"emitted"{step}}},"q":%d}}'
-        )
+        return head + f'"kind":"fact","d":{{"key":{jkey},"value":%r,"source":"emitted"{step}}},"q":%d}}'
     return head + f'"kind":"metric","d":{{"key":{jkey},"value":%r,"via":{jvia}{step}}},"q":%d}}'
 
 
