@@ -228,7 +228,10 @@ class Ring:
         one when the next value is written but not taken yet (a peek at one slot: whether more
         wait is all the exit flush asks; `tm` reads whatever is left from the ring)."""
         seq = self.read
-        written = SLOT.unpack_from(self.mm, SLOTS_AT + (seq & self.mask) * SLOT_BYTES)[-1]
+        slot = seq & self.mask
+        if slot >= self.h[H_RESERVED]:  # never touch an unreserved page (a full disk: SIGBUS)
+            return max(seq - self.tail, 0) + (seq in self.skipped)
+        written = SLOT.unpack_from(self.mm, SLOTS_AT + slot * SLOT_BYTES)[-1]
         return max(seq - self.tail, 0) + (written == seq or seq in self.skipped)
 
     def close(self) -> None:
