@@ -70,3 +70,21 @@ def test_declared_experts_give_active_parameters_and_total_beside():
     )  # fmt: skip
     assert "params" not in snap["flops_per_token"]
     assert any("mixture of experts" in w and "--top-k" in w for w in snap["warnings"])
+
+
+def test_the_note_says_what_packing_and_windows_did():
+    from .build import fact, hello, run, start
+
+    shape = dict(n_params=10_000, n_embedding_params=0, n_layers=2, d_model=16, seq_len=8)
+    snap = run(
+        start(0.0, convention="megatron", **shape), hello(0.1),
+        fact(0.2, "segment_len", 6.125), fact(0.2, "attn_windows", [4, None]),
+    )  # fmt: skip
+    # megatron: 6 x 10,000 + 6 x 16 x (min(4, 6.125) + 6.125) = 60,000 + 96 x 10.125 = 60,972
+    assert snap["flops_per_token"]["value"] == 60_972
+    note = snap["flops_per_token"]["note"]
+    assert "1 of 2 layers attend over a window" in note
+    assert "real lengths" in note and "6.125 tokens, not T = 8" in note
+    snap = run(start(0.0, convention="titan", **shape), hello(0.1), fact(0.2, "segment_len", 6.125))
+    assert "counts attention over T, as its source does" in snap["flops_per_token"]["note"]
+    assert snap["flops_per_token"]["value"] == 60_000 + 12 * 16 * 2 * 8
