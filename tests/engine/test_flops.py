@@ -70,3 +70,52 @@ def test_declared_experts_give_active_parameters_and_total_beside():
     )  # fmt: skip
     assert "params" not in snap["flops_per_token"]
     assert any("mixture of experts" in w and "--top-k" in w for w in snap["warnings"])
+
+
+def test_the_note_says_what_packing_and_windows_did():
+    from .build import fact, hello, run, start
+
+    shape = dict(n_params=10_000, n_embedding_params=0, n_layers=2, d_model=16, seq_len=8)
+    snap = run(
+        start(0.0, convention="megatron", **shape), hello(0.1),
+        fact(0.2, "segment_len", 6.125), fact(0.2, "attn_windows", [4, None]),
+    )  # fmt: skip
+    # megatron: 6 x 10,000 + 6 x 16 x (min(4, 6.125) + 6.125) = 60,000 + 96 x 10.125 = 60,972
+    assert snap["flops_per_token"]["value"] == 60_972
+    note = snap["flops_per_token"]["note"]
+    assert "1 of 2 layers attend over a window" in note
+    assert "real lengths" in note and "6.125 tokens, not T = 8" in note
+    snap = run(start(0.0, convention="titan", **shape), hello(0.1), fact(0.2, "segment_len", 6.125))
+    assert "counts attention over T, as its source does" in snap["flops_per_token"]["note"]
+    assert snap["flops_per_token"]["value"] == 60_000 + 12 * 16 * 2 * 8
+
+
+@pytest.mark.parametrize("convention", ["titan", "megatron", "hf", "all_params"])
+def test_every_refinement_is_explained_and_redone_from_its_inputs(convention):
+    # MoE (routed 6,000 of 10,000; top-2 of 8; router 80), V 100, E_hf 1,000, H·Q 24,
+    # windows (4, None), packed length 5; the explanation's formula, with each input's value
+    # put in place of its name, gives the number back
+    from .build import fact, hello, run, start
+
+    facts = dict(
+        moe_routed_params=6000, moe_experts=8, moe_top_k=2, moe_router_params=80,
+        n_vector_params=100, n_lookup_params=1000, attn_width=24, attn_windows=[4, None],
+        segment_len=5.0,
+    )  # fmt: skip
+    snap = run(
+        start(0.0, convention=convention, n_params=10_000, n_embedding_params=500, n_layers=2,
+              d_model=16, seq_len=8),
+        hello(0.1), [fact(0.2, k, v) for k, v in facts.items()],
+    )  # fmt: skip
+    entry = snap["explain"]["flops_per_token"]
+    names = {i["name"]: i["value"] for i in entry["inputs"]}
+    redone = eval(entry["formula"], {"__builtins__": {}}, names)  # noqa: S307
+    assert redone == pytest.approx(snap["flops_per_token"]["value"], rel=1e-12)
+    # by hand: N_act = 10,000 - 6,000 x 3/4 = 5,500
+    by_hand = {
+        "titan": 6 * (5500 - 500) + 12 * 24 * (4 + 8),  # 30,000 + 3,456
+        "megatron": 6 * (5500 - 500 - 80 - 100) + 6 * 24 * (4 + 5),  # 28,920 + 1,296
+        "hf": 6 * (10_000 - 1000),  # every expert, every nn.Embedding out
+        "all_params": 6 * 5500 + 12 * 24 * (4 + 8),  # 33,000 + 3,456
+    }
+    assert snap["flops_per_token"]["value"] == by_hand[convention]

@@ -157,6 +157,8 @@ NEW_CARDS = [
     ("NVIDIA H20", "h20", None, None, None),
     ("NVIDIA GeForce RTX 5090", "rtx_5090", None, None, None),
     ("AMD Instinct MI355X", "mi355x", None, None, None),
+    # RTX 4090: Ada whitepaper Appendix A, FP8 with FP32 accumulate 330.3 dense (v2.02)
+    ("NVIDIA GeForce RTX 4090", "rtx_4090", 165.2, 330.3, None),
 ]
 
 

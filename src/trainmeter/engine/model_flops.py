@@ -109,6 +109,9 @@ def choose(
         {"params": {"total": shape.n_params, "active": _whole(shape.active)}}
         if shape.is_moe else {}
     )  # fmt: skip
+    note = _attention_note(shape, conv_name)
+    if note:
+        params["note"] = note
     if conv_name in CONVENTIONS:
         return {
             "value": flops_per_token(shape, conv_name),
@@ -125,6 +128,30 @@ def choose(
         range=[spread[0], spread[-1]],
         **params,
     ), None
+
+
+def _attention_note(shape: ModelShape, conv: Any) -> str | None:
+    """What the attention term did with windows and packed documents, in words."""
+    parts = []
+    if shape.windows:
+        local = sum(1 for w in shape.windows if w is not None)
+        parts.append(
+            f"{local} of {shape.n_layers} layers attend over a window: min(window, T) on those"
+        )
+    if shape.segment_len is not None:
+        length = min(shape.segment_len, shape.seq_len)
+        if conv == "megatron":
+            parts.append(
+                f"packed documents: attention counted over their real lengths "
+                f"(sum of L_i^2 / sum of L_i = {length:g} tokens, not T = {shape.seq_len})"
+            )
+        else:
+            parts.append(
+                f"packed documents (mean attended length {length:g} of T = {shape.seq_len}): "
+                "this convention counts attention over T, as its source does; megatron counts "
+                "the real lengths"
+            )
+    return "; ".join(parts) or None
 
 
 def _whole(x: float) -> float | int:

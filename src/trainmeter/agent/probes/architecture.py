@@ -19,7 +19,6 @@ from . import model, steps
 
 EXPERT_KEYS = ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts")
 TOP_K_KEYS = ("num_experts_per_tok", "moe_router_topk", "moe_topk", "top_k")
-SHARED_KEYS = ("n_shared_experts", "num_shared_experts")
 HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
 #: Module names (the last part of a parameter's path) for routed experts, routers, shared ones.
 ROUTED = ("experts", "routed_experts")
