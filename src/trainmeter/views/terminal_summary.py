@@ -14,7 +14,7 @@ import io
 import re
 from typing import Any
 
-from .insight_text import advice_lines, samples_lines, waterfall_lines
+from .insight_text import advice_lines, samples_lines, waterfall_lines, waterfall_title
 from .node_text import node_text
 from .terminal import (
     alerts,
@@ -599,7 +599,7 @@ def sections(snap: dict[str, Any], width: int) -> list[Section]:
         ("Budget, progress, plan", budget(snap, width)),
         ("Where the time went", time_split(snap, width)),
         ("Samples (a model without tokens)", _plain(samples_lines(snap))),
-        ("MFU waterfall: where the peak went", _plain(waterfall_lines(snap))),
+        (waterfall_title(snap), _plain(waterfall_lines(snap))),
         ("What to try", _plain(advice_lines(snap))),
         ("Ranks (step time)", ranks(snap)),
         ("Series (last value)", series(snap)),

@@ -1,0 +1,58 @@
+"""One story on every screen: the waterfall, the passport, `tm runs`, the job summary, the
+Prometheus label, provenance words, section titles, the absent list and tiny numbers agree
+with the snapshot and with each other."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.engine.build import H100, device, end, fact, gpu, gpu_row, hello, phase, run, start, steps
+from tests.engine.test_budget import SHAPE
+from trainmeter.views.insight_text import waterfall_lines, waterfall_title
+
+COUNTED = 7.0e9  # FLOPs the operators executed per token (the agent's counted step)
+
+
+def h100_row():
+    return gpu_row(
+        0, H100, gpu_util=0.98, sm_active=0.95, tensor_active=0.70, sm_clock_mhz=1755,
+        max_sm_clock_mhz=1980, window_s=1.0,
+    )  # fmt: skip
+
+
+def gpu_run(**declared):
+    return run(
+        start(0.0, **SHAPE, **declared),
+        hello(0.1, probes=("steps", "dataloader")),
+        device(0.2),
+        fact(0.3, "counted_flops_per_token", COUNTED),
+        steps(1.0, 1.0, 3, 10_000),
+        phase(3.5, "data", 0.1),
+        steps(4.0, 1.0, 3, 10_000),
+        gpu(5.0, h100_row()),
+        end(8.0),
+    )
+
+
+def test_the_waterfall_ends_at_the_mfu_the_tiles_show():
+    snap = gpu_run(convention="hf")
+    wf = snap["waterfall"]
+    assert wf["ends_at"] == "mfu" and wf["value"] == snap["mfu"]["value"]
+    text = waterfall_lines(snap)
+    assert text[0].startswith("MFU waterfall (hf)")
+    assert text[-2 if "whole_run" in wf else -1].strip().startswith("= MFU")
+
+
+def test_without_a_convention_the_waterfall_says_it_ends_at_the_counted_utilization():
+    snap = gpu_run()
+    assert "range" in snap["mfu"] and "value" not in snap["mfu"]
+    wf = snap["waterfall"]
+    assert wf["ends_at"] == "counted.utilization"
+    assert wf["value"] == pytest.approx(snap["counted"]["utilization"])
+    assert "--convention" in wf["mfu_absent"]
+    lines = waterfall_lines(snap)
+    assert not any("MFU waterfall" in x or x.strip().startswith("= MFU") for x in lines)
+    assert "ends at the counted utilization" in lines[0]
+    assert any(x.strip().startswith("= counted utilization") for x in lines)
+    title = waterfall_title(snap)
+    assert not title.startswith("MFU") and "counted utilization" in title
