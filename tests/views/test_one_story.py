@@ -6,7 +6,19 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.build import H100, device, end, fact, gpu, gpu_row, hello, phase, run, start, steps
+from tests.engine.build import (
+    H100,
+    device,
+    end,
+    fact,
+    gpu,
+    gpu_row,
+    hello,
+    phase,
+    run,
+    start,
+    steps,
+)
 from tests.engine.test_budget import SHAPE
 from trainmeter.views.insight_text import waterfall_lines, waterfall_title
 
