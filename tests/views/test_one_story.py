@@ -68,3 +68,44 @@ def test_without_a_convention_the_waterfall_says_it_ends_at_the_counted_utilizat
     assert any(x.strip().startswith("= counted utilization") for x in lines)
     title = waterfall_title(snap)
     assert not title.startswith("MFU") and "counted utilization" in title
+
+
+def test_with_no_convention_the_passport_carries_the_mfu_range_and_the_counted_utilization():
+    from trainmeter.views.passport import build_passport, render_markdown
+
+    snap = gpu_run()
+    passport = build_passport(snap)
+    numbers = passport["training"]
+    assert numbers["mfu_range"]["value"] == snap["mfu"]["range"]
+    assert numbers["counted_utilization"]["value"] == snap["counted"]["utilization"]
+    assert "--convention" in passport["absent"]["mfu"]
+    assert "no dense peak" not in passport["absent"]["mfu"]  # the peak is known
+    text = render_markdown(passport)
+    lo, hi = snap["mfu"]["range"]
+    assert "| MFU range (no convention chosen) |" in text
+    assert "| Counted utilization |" in text
+
+
+def test_tm_runs_shows_the_range_when_no_convention_was_chosen(tmp_path, monkeypatch, capsys):
+    import json
+
+    from trainmeter.cli.runs import main as runs_main
+
+    snap = gpu_run()
+    root = tmp_path / ".trainmeter" / "runs"
+    for name, s in (("20261201-100000-none", snap), ("20261201-110000-hf", gpu_run(convention="hf"))):
+        (root / name).mkdir(parents=True)
+        (root / name / "summary.json").write_text(json.dumps(s))
+        (root / name / "meta.json").write_text(json.dumps({"name": name, "exit_status": 0}))
+        (root / name / "events.jsonl").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert runs_main([]) == 0
+    out = capsys.readouterr().out
+    none_line = next(x for x in out.splitlines() if x.startswith("20261201-100000-none"))
+    assert none_line.rstrip().endswith("range") and "–" in none_line
+    hf_line = next(x for x in out.splitlines() if x.startswith("20261201-110000-hf"))
+    assert hf_line.rstrip().endswith("hf")
+    assert runs_main(["--json"]) == 0
+    doc = {r["dir"]: r for r in json.loads(capsys.readouterr().out)}
+    assert doc["20261201-100000-none"]["mfu_range"] == snap["mfu"]["range"]
+    assert doc["20261201-100000-none"]["counted_utilization"] == snap["counted"]["utilization"]
