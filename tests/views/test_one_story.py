@@ -109,3 +109,37 @@ def test_tm_runs_shows_the_range_when_no_convention_was_chosen(tmp_path, monkeyp
     doc = {r["dir"]: r for r in json.loads(capsys.readouterr().out)}
     assert doc["20261201-100000-none"]["mfu_range"] == snap["mfu"]["range"]
     assert doc["20261201-100000-none"]["counted_utilization"] == snap["counted"]["utilization"]
+
+
+def test_the_top_level_keys_in_code_are_the_documented_ones():
+    from tests.engine.snapshot_keys import documented
+    from trainmeter.engine.keys import TOP_LEVEL_KEYS
+
+    top = {p.split(".")[0].split("[")[0] for p in documented()}
+    assert top == set(TOP_LEVEL_KEYS)
+
+
+def test_the_job_summary_has_every_documented_key_or_says_why_not(tmp_path, capsys):
+    import json
+
+    from tests.engine.test_engine import rich_stream
+    from trainmeter.cli.main import main as tm
+    from trainmeter.engine.keys import TOP_LEVEL_KEYS
+
+    dirs = []
+    for node_rank in (0, 1):
+        d = tmp_path / f"node{node_rank}"
+        d.mkdir()
+        recs = rich_stream()
+        recs[0] = {**recs[0], "d": {**recs[0]["d"], "job": {"node_rank": node_rank, "nodes": 2}}}
+        (d / "events.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+        dirs.append(str(d))
+    assert tm(["summary", *dirs, "--json"]) == 0
+    job = json.loads(capsys.readouterr().out)
+    missing = [k for k in sorted(TOP_LEVEL_KEYS) if k not in job and k not in job["absent"]]
+    assert missing == []
+    for key in ("advice", "explain", "ofu", "waterfall", "ladder"):
+        assert key in job["absent"] and "one node's own" in job["absent"][key], key
+    # what describes the model is the same on every node: the job clock's node gives it
+    assert job["facts"] and job["conventions"] and job["flops_per_token"]
+    assert all(job["absent"][k] for k in job["absent"])
