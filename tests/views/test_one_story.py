@@ -143,3 +143,38 @@ def test_the_job_summary_has_every_documented_key_or_says_why_not(tmp_path, caps
     # what describes the model is the same on every node: the job clock's node gives it
     assert job["facts"] and job["conventions"] and job["flops_per_token"]
     assert all(job["absent"][k] for k in job["absent"])
+
+
+def test_the_prometheus_run_label_is_the_run_directory_on_both_endpoints(tmp_path):
+    import http.client
+    import re
+
+    from trainmeter.exporters.prometheus import MetricsServer
+    from trainmeter.views.web.server import serve, stop
+    from trainmeter.views.web.state import DashboardState
+
+    snap = gpu_run(convention="hf")
+    snap["run"] = {**snap.get("run", {}), "name": "tiny"}  # both runs were given --name tiny
+    seen = []
+    for stamp in ("20261204-100000-tiny", "20261204-110000-tiny"):
+        run_dir = tmp_path / stamp
+        run_dir.mkdir()
+        state = DashboardState(mode="live", run_dir=str(run_dir))
+        state.on_snapshot(snap, now=1.0)
+        srv = serve(state, 0)
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+            conn.request("GET", "/metrics")
+            dashboard = conn.getresponse().read().decode()
+        finally:
+            stop(srv)
+        metrics = MetricsServer(("127.0.0.1", 0), run_dir)
+        try:
+            metrics.on_snapshot(snap, 1.0)
+            alone = metrics.body()[0].decode()
+        finally:
+            metrics.close()
+        labels = {m for text in (dashboard, alone) for m in re.findall(r'run="([^"]*)"', text)}
+        assert labels == {stamp}, labels
+        seen.append(stamp)
+    assert len(set(seen)) == 2  # two runs of one name: two series
