@@ -178,3 +178,17 @@ def test_the_prometheus_run_label_is_the_run_directory_on_both_endpoints(tmp_pat
         assert labels == {stamp}, labels
         seen.append(stamp)
     assert len(set(seen)) == 2  # two runs of one name: two series
+
+
+def test_a_flag_is_declared_even_when_the_shape_was_detected():
+    from trainmeter.views.terminal_summary import render_plain
+
+    detected = [fact(0.3 + i / 100, k, v, "detected") for i, (k, v) in enumerate(SHAPE.items())]
+    snap = run(
+        start(0.0, convention="megatron"), hello(0.1), detected, steps(1.0, 1.0, 6, 10_000),
+        end(8.0),
+    )  # fmt: skip
+    assert snap["facts"]["convention"]["source"] == "declared"
+    text = " ".join(render_plain(snap, None, width=200).split())
+    assert "megatron" in text and "◀ chosen (convention declared, shape detected)" in text
+    assert "chosen (detected)" not in text

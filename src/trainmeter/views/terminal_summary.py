@@ -221,6 +221,20 @@ def _spread(snap: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _chosen_by(snap: dict[str, Any], fpt: dict[str, Any]) -> str:
+    """Where the choice and the value came from, each in its own word: a --convention flag is
+    `declared` even when the shape it is applied to was detected."""
+    facts = snap.get("facts") if isinstance(snap.get("facts"), dict) else {}
+    conv = facts.get("convention") if isinstance(facts.get("convention"), dict) else {}
+    words = []
+    if conv.get("source"):
+        words.append(f"convention {conv['source']}")
+    if fpt.get("source"):
+        declared_value = fpt.get("convention") == "declared value" or not conv.get("source")
+        words.append(f"{'value' if declared_value else 'shape'} {fpt['source']}")
+    return ", ".join(words)
+
+
 def flops(snap: dict[str, Any]) -> list[Any]:
     conventions = snap.get("conventions") if isinstance(snap.get("conventions"), dict) else {}
     formulas = snap.get("convention_formulas") or {}
@@ -233,7 +247,7 @@ def flops(snap: dict[str, Any]) -> list[Any]:
     names = list(conventions) or ([chosen] if chosen else [])
     for name in names:
         value = conventions.get(name, fpt.get("value") if name == chosen else None)
-        mark = _text(("◀ chosen", "bold green"), f" ({fpt.get('source')})") if name == chosen else ""
+        mark = _text(("◀ chosen", "bold green"), f" ({_chosen_by(snap, fpt)})") if name == chosen else ""
         formula = formulas.get(name) if name in conventions else fpt.get("formula")
         if not formula and name == chosen and fpt.get("source") == "declared":
             formula = "declared with --flops-per-token"
