@@ -192,3 +192,36 @@ def test_a_flag_is_declared_even_when_the_shape_was_detected():
     text = " ".join(render_plain(snap, None, width=200).split())
     assert "megatron" in text and "◀ chosen (convention declared, shape detected)" in text
     assert "chosen (detected)" not in text
+
+
+def test_the_absent_list_shows_whole_keys_and_reasons_grouped():
+    from trainmeter.views.terminal_summary import render_plain
+
+    reason = (
+        "no agent has spoken from the training process (--no-agent, tm attach, or a program "
+        "that is not Python): steps and tokens are not counted; run the Python training script "
+        "under tm to count them"
+    )
+    keys = ["steps", "tokens_seen", "tokens_per_s", "step_time_s"]
+    long_key = "energy.joules_per_token_with_a_deliberately_long_name_for_the_column"
+    snap = {"absent": {**dict.fromkeys(keys, reason), long_key: "the tokens seen are not counted"}}
+    text = render_plain(snap, None, width=80)
+    body = text.split("what would enable each", 1)[1]
+    flat = " ".join(body.split())
+    assert "…" not in body
+    assert flat.count("no agent has spoken") == 1  # one group for the shared reason
+    assert ", ".join(sorted(keys)) + ":" in flat
+    assert " ".join(reason.split()) in flat
+    assert long_key + ":" in flat and "the tokens seen are not counted" in flat
+    assert all(len(line) <= 80 for line in body.splitlines())
+
+
+def test_the_samples_section_says_what_it_is_on_a_model_with_tokens():
+    from trainmeter.views.terminal_summary import render_plain
+
+    snap = {"tokens_seen": 1000.0, "tokens_per_s": 100.0, "samples": {"per_step": 8, "per_s": 4.0,
+            "source": "detected"}}  # fmt: skip
+    text = render_plain(snap, None)
+    assert "a model without tokens" not in text and "Samples (beside the tokens" in text
+    only = render_plain({"samples": {"per_step": 8, "per_s": 4.0, "source": "detected"}}, None)
+    assert "Samples (a model without tokens)" in only

@@ -545,10 +545,27 @@ def node(snap: dict[str, Any]) -> list[Any]:
     return out
 
 
-def absent(snap: dict[str, Any]) -> list[Any]:
+def absent(snap: dict[str, Any], width: int = 100) -> list[Any]:
+    """Every absent number with its reason, whole: keys that share a reason are one group (the
+    keys on a line, wrapped between keys), the reason wrapped beneath them, never cut short."""
+    import textwrap
+
     reasons = snap.get("absent") if isinstance(snap.get("absent"), dict) else {}
-    rows = [[name, _text((str(why), ""))] for name, why in sorted(reasons.items())]
-    return [_grid(rows)] if rows else []
+    groups: dict[str, list[str]] = {}
+    for name, why in sorted(reasons.items()):
+        groups.setdefault(" ".join(str(why).split()), []).append(str(name))
+    inner = max(width - 4, 30)  # the section indents its body two columns
+    out: list[Any] = []
+    for why, names in sorted(groups.items(), key=lambda g: g[1][0]):
+        keys = textwrap.wrap(", ".join(names) + ":", inner, break_long_words=False,
+                             break_on_hyphens=False)  # fmt: skip
+        out.extend(_text((line, "bold")) for line in keys)
+        out.extend(
+            _text("  " + line)
+            for line in textwrap.wrap(why, inner - 2, break_long_words=False,
+                                      break_on_hyphens=False)
+        )  # fmt: skip
+    return out
 
 
 def _value_with_unit(value: Any, unit: str) -> str:
@@ -599,6 +616,14 @@ def _plain(lines: list[str]) -> list[Any]:
     return [_text(line) for line in lines if line.strip()]
 
 
+def _samples_title(snap: dict[str, Any]) -> str:
+    """What the samples section is: the measure of a model without tokens, or samples counted
+    beside the tokens of one that has them."""
+    if number(snap.get("tokens_seen")) or number(snap.get("tokens_per_s")):
+        return "Samples (beside the tokens: batch rows per step and per second)"
+    return "Samples (a model without tokens)"
+
+
 def sections(snap: dict[str, Any], width: int) -> list[Section]:
     """The groups in reading order; empty ones are dropped by the renderer."""
     n_alerts = len(alerts(snap))
@@ -612,7 +637,7 @@ def sections(snap: dict[str, Any], width: int) -> list[Section]:
         ("Energy", energy(snap)),
         ("Budget, progress, plan", budget(snap, width)),
         ("Where the time went", time_split(snap, width)),
-        ("Samples (a model without tokens)", _plain(samples_lines(snap))),
+        (_samples_title(snap), _plain(samples_lines(snap))),
         (waterfall_title(snap), _plain(waterfall_lines(snap))),
         ("What to try", _plain(advice_lines(snap))),
         ("Ranks (step time)", ranks(snap)),
@@ -620,7 +645,7 @@ def sections(snap: dict[str, Any], width: int) -> list[Section]:
         ("Warnings", warnings(snap)),
         ("Facts (value, provenance)", facts(snap)),
         ("Host and node", node(snap)),
-        (f"Absent ({n_absent}): what would enable each", absent(snap)),
+        (f"Absent ({n_absent}): what would enable each", absent(snap, width)),
         ("How each number was worked out", explain(snap)),
     ]
 
