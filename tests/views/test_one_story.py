@@ -225,3 +225,28 @@ def test_the_samples_section_says_what_it_is_on_a_model_with_tokens():
     assert "a model without tokens" not in text and "Samples (beside the tokens" in text
     only = render_plain({"samples": {"per_step": 8, "per_s": 4.0, "source": "detected"}}, None)
     assert "Samples (a model without tokens)" in only
+
+
+def test_a_number_too_small_to_print_is_in_scientific_notation_never_zero():
+    import re
+
+    from trainmeter.views.passport import render_markdown, waterfall_rows
+    from trainmeter.views.terminal import fixed, ms
+
+    # a tiny CPU run: the MFU is 7.8e-6 and the last factor of its waterfall about 1e-5
+    wf = {
+        "convention": "megatron", "value": 7.8e-6, "ends_at": "mfu",
+        "ends_at_label": "MFU (megatron)",
+        "factors": [
+            {"name": "time_outside_steps", "label": "Data wait", "value": 0.98, "scope": "steps"},
+            {"name": "model_vs_executed", "label": "Gap", "value": 1.2e-5, "scope": "steps"},
+        ],
+    }  # fmt: skip
+    rows = waterfall_rows(wf)
+    kept = {label: value for label, value, _ in rows}
+    assert kept["Gap"] == "1.20e-05" and kept["Data wait"] == "0.980"
+    zeros = re.compile(r"(?<![\d.])0\.000(?!\d)")  # 0.000 alone, not the start of 0.00078
+    assert not zeros.search(render_markdown({"training": {}, "waterfall": wf}))
+    assert not zeros.search("\n".join(waterfall_lines({"waterfall": wf})))
+    assert fixed(0.00001234) == "1.23e-05" and fixed(0.25) == "0.250" and fixed(0.0) == "0.000"
+    assert ms(2e-8) == "2.00e-05 ms" and ms(0.01481) == "14.8 ms"

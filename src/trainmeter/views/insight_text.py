@@ -16,7 +16,10 @@ def _pct(x: float) -> str:
 
 
 def _factor(x: float) -> str:
-    return f"{x:.3f}" if 0.001 <= abs(x) < 1000 else f"{x:.3g}"
+    """Three decimals; a factor too small for them in scientific notation (never 0.000)."""
+    if x != 0 and abs(x) < 0.001:
+        return f"{x:.2e}"
+    return f"{x:.3f}" if abs(x) < 1000 else f"{x:.3g}"
 
 
 def _si(x: float) -> str:

@@ -19,6 +19,7 @@ from .node_text import node_text
 from .terminal import (
     alerts,
     duration,
+    fixed,
     loss_text,
     mfu_text,
     ms,
@@ -258,7 +259,7 @@ def flops(snap: dict[str, Any]) -> list[Any]:
     per_token = number(counted.get("per_token"))
     if per_token is not None:
         ratio = (counted.get("against_conventions") or {}).get(chosen) if chosen else None
-        vs = f"{number(ratio):.2f}× {chosen}" if number(ratio) is not None else ""
+        vs = f"{fixed(number(ratio), 2)}× {chosen}" if number(ratio) is not None else ""
         rows.append(["counted", _text((si(per_token), "bold")),
                      _text(("executed by the operators, recompute included", "dim")), vs])  # fmt: skip
     out: list[Any] = [_grid(rows)]
