@@ -126,3 +126,20 @@ def test_a_number_absent_from_one_run_fails_saying_which(tmp_path, capsys):
     line = next(c for c in doc["checks"] if c["name"] == "tokens/s vs baseline")
     assert not line["held"] and "absent from the run" in line["text"]
     assert "no agent" in line["text"] and "the baseline has" in line["text"]
+
+
+def test_a_run_still_going_is_compared_on_its_steady_state_not_its_last_30_s():
+    from tests.engine.build import run
+
+    # 100 steps of 0.5 s, then 100 of 0.2 s; no run.end: the snapshot shows the last 30 s
+    t, recs = 1.0, [start(0.0), hello(0.1), step(1.0, TOKENS)]
+    for d in [0.5] * 100 + [0.2] * 100:
+        t += d
+        recs.append(step(t, TOKENS))
+    snap = run(recs, now=t)
+    assert snap["rate_window"]["kind"] == "trailing"
+    # steady: intervals 4..200 = 97 x 0.5 + 100 x 0.2 = 68.5 s for 197 steps
+    steady = 197 * TOKENS / 68.5
+    line = tokens_line(snap, snap)
+    assert line["value"] == pytest.approx(steady, rel=1e-9)
+    assert snap["tokens_per_s"] != pytest.approx(steady, rel=1e-3)

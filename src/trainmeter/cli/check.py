@@ -188,7 +188,7 @@ def _against(snap: dict[str, Any], base: dict[str, Any], drop: float) -> list[di
                                        f"{ref_mfu[1]}"))  # fmt: skip
                     continue
         else:
-            got, ref = _number(snap, key), _number(base, key)
+            got, ref = _steady(snap, key, run_blocks), _steady(base, key, base_blocks)
         if isinstance(got, str) and isinstance(ref, str):
             why = got if got == ref else f"run: {got}; baseline: {ref}"
             text = f"{label}: not compared, absent from both ({why})"
@@ -206,6 +206,18 @@ def _against(snap: dict[str, Any], base: dict[str, Any], drop: float) -> list[di
         out.append(_compared(label, got, ref, higher, fmt, drop, quantity,
                              run_blocks, base_blocks))  # fmt: skip
     return out
+
+
+def _steady(snap: dict[str, Any], key: str, blocks: list[list[float]] | None) -> float | str:
+    """The steady-state value of a rate: from the steady window's blocks (equal to the snapshot's
+    number once the run has ended; a run still going shows its trailing window instead)."""
+    from ..engine import noise
+
+    got = _number(snap, key)
+    if isinstance(got, str) or not blocks:
+        return got
+    steady = noise.value_of(blocks, key)
+    return got if steady is None else steady
 
 
 def _compared(

@@ -19,7 +19,7 @@ class RankTimes:
     def step(self, rank: int, t: float, k: int) -> None:
         window = self._windows.get(rank)
         if window is None:
-            window = self._windows[rank] = RateWindow()
+            window = self._windows[rank] = RateWindow(detail=False)
         window.add(t, k)
 
     def step_time(self, rank: int, finished: bool = False) -> float | None:

@@ -4,8 +4,9 @@ A mean of per-interval rates weights the fast intervals and a mean of durations 
 so on a loop whose steps take irregular time they disagree with each other and with the truth.
 Every rate here is one quotient of two sums taken over one window of a rank's step records:
 
-- live, the trailing window: the last `SPAN_S` seconds of step records (from the latest record
-  at least `SPAN_S` before the newest one), or everything after warm-up while that is shorter;
+- live, the trailing window: the last `SPAN_S` seconds of step records (from a record `SPAN_S`
+  to `SPAN_S` + `GRAIN_S` before the newest one), or everything after warm-up while that is
+  shorter;
 - a finished run, the steady-state window: from the end of warm-up to the last step.
 
 Warm-up is the first `WARMUP` intervals between step records (compile, allocator warm-up);
@@ -18,17 +19,24 @@ resamples for its noise band. Memory stays bounded however long the run.
 from __future__ import annotations
 
 from collections import deque
+from math import floor, log
 from typing import Any
 
 #: Intervals between step records left out at the start of a run.
 WARMUP = 3
 #: The live (trailing) window, in seconds of the run's own clock.
 SPAN_S = 30.0
+#: Records closer than this to the previous candidate do not start a trailing window: the
+#: window starts within this much of `SPAN_S` before the newest record (its quotient stays
+#: exact), and a fast loop does not pay a queue operation per step.
+GRAIN_S = 0.25
 #: Blocks of consecutive intervals kept for the noise band (between half this and this many).
 MAX_BLOCKS = 64
 #: Per-step durations kept exactly; past this many, a log histogram (bins 1% wide) holds them.
 EXACT_DURATIONS = 4096
 _BIN = 1.01
+_LOG_BIN = log(_BIN)
+_ZERO_BIN = -(10**9)  # the bin of a zero duration
 
 
 class Window:
@@ -76,10 +84,9 @@ class Durations:
         self._bin(per_step_s, k)
 
     def _bin(self, value: float, weight: int) -> None:
-        import math
-
-        key = math.floor(math.log(value) / math.log(_BIN)) if value > 0 else -(10**9)
-        self.bins[key] = self.bins.get(key, 0) + weight
+        key = floor(log(value) / _LOG_BIN) if value > 0 else _ZERO_BIN
+        bins = self.bins
+        bins[key] = bins.get(key, 0) + weight
 
     def quantiles(
         self, qs: tuple[float, ...], extra: list[tuple[float, int]]
@@ -90,7 +97,7 @@ class Durations:
             pairs = sorted(self.exact + extra)
         else:
             pairs = sorted(
-                [((_BIN ** (b + 0.5)) if b > -(10**9) else 0.0, w) for b, w in self.bins.items()]
+                [((_BIN ** (b + 0.5)) if b > _ZERO_BIN else 0.0, w) for b, w in self.bins.items()]
                 + extra
             )
         if not pairs:
@@ -148,10 +155,10 @@ class RateWindow:
     at the records that may start a window: the first `WARMUP + 1` and those of the last
     `SPAN_S` seconds."""
 
-    def __init__(self) -> None:
+    def __init__(self, detail: bool = True) -> None:
+        self.detail = detail  # keep the distribution and the blocks (the clock rank's window)
         self.records = 0
-        self.cum = (0.0, 0.0, 0.0)  # steps, tokens, padded tokens after the first record
-        self.last: tuple | None = None  # (t, steps, tokens, padded) at the latest record
+        self.last: tuple | None = None  # (t, steps, tokens, padded) summed up to the latest record
         self.head: list[tuple] = []  # the same at records 0..WARMUP
         self.head_intervals: list[tuple[float, int, float, float]] = []  # intervals 1..WARMUP
         self.recent: deque[tuple] = deque()
@@ -159,34 +166,35 @@ class RateWindow:
         self.blocks = Blocks()
 
     def add(self, t: float, k: int, tokens: float = 0.0, padded: float = 0.0) -> None:
+        """One step record: `k` steps ending at `t`. Constant work (a replay feeds every one)."""
         last = self.last
-        if last is not None and t < last[0]:
-            t = last[0]  # a record out of order adds its amounts at the latest time
+        n = self.records
+        self.records = n + 1
         if last is None:
-            entry = (t, 0.0, 0.0, 0.0)  # the first record ends an unknown stretch: its
-        else:  # amounts are not in any window (it only starts the first interval)
-            steps, toks, pads = self.cum
-            entry = (t, steps + k, toks + tokens, pads + padded)
-            self.cum = entry[1:]
-            seconds = t - last[0]
-            if self.records <= WARMUP:
-                self.head_intervals.append((seconds, k, tokens, padded))
-            else:
-                self._steady_interval(seconds, k, tokens)
-        self.records += 1
-        self.last = entry
-        if len(self.head) <= WARMUP:
+            # the first record ends a stretch of unknown length (start-up): its amounts are in
+            # no window; it only starts the first interval
+            entry = (t, 0.0, 0.0, 0.0)
             self.head.append(entry)
+        else:
+            t0 = last[0]
+            if t < t0:
+                t = t0  # a record out of order adds its amounts at the latest time
+            entry = (t, last[1] + k, last[2] + tokens, last[3] + padded)
+            if n <= WARMUP:
+                self.head.append(entry)
+                self.head_intervals.append((t - t0, k, tokens, padded))
+            elif self.detail:
+                seconds = t - t0
+                if seconds > 0:
+                    self.durations.add(seconds / k, k)
+                self.blocks.add(k, tokens, seconds)
+        self.last = entry
         recent = self.recent
-        recent.append(entry)
-        horizon = t - SPAN_S
-        while len(recent) > 1 and recent[1][0] <= horizon:
-            recent.popleft()
-
-    def _steady_interval(self, seconds: float, k: int, tokens: float) -> None:
-        if seconds > 0:
-            self.durations.add(seconds / k, k)
-        self.blocks.add(k, tokens, seconds)
+        if not recent or t - recent[-1][0] >= GRAIN_S:
+            recent.append(entry)
+            horizon = t - SPAN_S
+            while recent[0] is not entry and recent[1][0] <= horizon:
+                recent.popleft()
 
     @property
     def warmup(self) -> int:
@@ -204,8 +212,11 @@ class RateWindow:
         steady = self.steady()
         if steady is None or self.last is None:
             return None
-        first = self.recent[0]
-        if first[0] <= self.last[0] - SPAN_S and first[0] > steady.start_t:
+        recent, horizon = self.recent, self.last[0] - SPAN_S
+        while len(recent) > 1 and recent[1][0] <= horizon:
+            recent.popleft()  # the horizon only moves on: these can never start a window again
+        first = recent[0]
+        if first[0] <= horizon and first[0] > steady.start_t:
             return Window("trailing", first, self.last)
         return Window("trailing", self.head[self.warmup], self.last)
 

@@ -96,6 +96,31 @@ def _target(snap: dict[str, Any], absent: dict[str, str]) -> tuple[float, str, s
     return "needs MFU: " + absent.get("mfu", "not measured")
 
 
+#: where the chain ends -> (snapshot key, words a heading uses)
+_ENDS = {
+    "snapshot mfu": ("mfu", "MFU"),
+    "snapshot counted.utilization": ("counted.utilization", "counted utilization"),
+    "snapshot samples.mfu": ("samples.mfu", "MFU (counted, from samples)"),
+}
+
+
+def _ends_at(
+    out: dict[str, Any], snap: dict[str, Any], absent: dict[str, str], mfu_from: str
+) -> None:
+    """Say which number the chain ends at, so no view calls the counted utilization an MFU:
+    `ends_at` (the snapshot key), `ends_at_label`, and, when it is not the MFU, `mfu_absent`."""
+    key, label = _ENDS.get(mfu_from, ("mfu", "MFU"))
+    out["ends_at"] = key
+    out["ends_at_label"] = f"MFU ({out['convention']})" if key == "mfu" else label
+    if key == "counted.utilization":
+        mfu = snap.get("mfu") or {}
+        out["mfu_absent"] = (
+            "no FLOPs convention chosen, so the MFU is a range: declare --convention"
+            if mfu.get("range")
+            else absent.get("mfu", "not measured")
+        )
+
+
 def _busy(
     snap: dict[str, Any], absent: dict[str, str], in_steps: float | None
 ) -> tuple[dict[str, Any] | None, str]:
@@ -309,6 +334,7 @@ def build(
             "steady state once it has ended)"
         ),
     }
+    _ends_at(out, snap, absent, mfu_from)
     if head is not None:
         out["whole_run"] = {
             "value": head["value"] * mfu,

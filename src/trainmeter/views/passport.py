@@ -47,7 +47,7 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _entry(
-    value: float,
+    value: float | list[float],
     unit: str,
     *,
     formula: str | None = None,
@@ -363,6 +363,7 @@ def _waterfall(snap: dict[str, Any]) -> dict[str, Any] | None:
         return None
     return {
         "convention": wf.get("convention"),
+        "ends_at_label": wf.get("ends_at_label"),
         "value": _num(wf.get("value")),
         "whole_run": _num(_dict(wf.get("whole_run")).get("value")),
         "factors": [
@@ -378,7 +379,24 @@ def _mfu(b: _Builder) -> None:
     snap = b.snap
     mfu = _dict(snap.get("mfu"))
     value = _num(mfu.get("value"))
+    _counted_utilization(b)
     if value is None:
+        span = mfu.get("range")
+        if isinstance(span, list) and len(span) == 2 and all(_num(v) is not None for v in span):
+            b.put(
+                "mfu_range",
+                _entry(
+                    [float(span[0]), float(span[1])], "fraction",
+                    formula="tokens/s x FLOPs per token / (GPUs x dense peak), under every "
+                    "FLOPs convention: the lowest and the highest",
+                    by_convention=mfu.get("by_convention"),
+                    note="no FLOPs convention was chosen: pass --convention for one MFU",
+                ),
+                "",
+            )  # fmt: skip
+            b.put("mfu", None, "no FLOPs convention chosen: the MFU is the range under "
+                  "mfu_range (pass --convention for one value)")  # fmt: skip
+            return
         b.put("mfu", None, b.absent.get("mfu") or "no dense peak or no FLOPs convention")
         return
     peak = _dict(snap.get("peak"))
@@ -405,6 +423,29 @@ def _mfu(b: _Builder) -> None:
         ),
         "",
     )
+
+
+def _counted_utilization(b: _Builder) -> None:
+    """The counted convention's utilization (FLOPs the operators executed), beside the MFU."""
+    counted = _dict(b.snap.get("counted"))
+    value = _num(counted.get("utilization"))
+    if value is None:
+        return
+    b.put(
+        "counted_utilization",
+        _entry(
+            value, "fraction",
+            formula="tokens/s x counted FLOPs per token / (GPUs x dense peak FLOP/s per GPU)",
+            inputs=[
+                _inp("tokens/s", _num(b.snap.get("tokens_per_s")), "tokens/s", "measured"),
+                _inp("counted FLOPs per token", _num(counted.get("per_token")), "FLOP/token",
+                     str(counted.get("source"))),
+            ],
+            convention="counted",
+            note=counted.get("note"),
+        ),
+        "",
+    )  # fmt: skip
 
 
 def _series(snap: dict[str, Any]) -> dict[str, Any]:

@@ -14,11 +14,12 @@ import io
 import re
 from typing import Any
 
-from .insight_text import advice_lines, samples_lines, waterfall_lines
+from .insight_text import advice_lines, samples_lines, waterfall_lines, waterfall_title
 from .node_text import node_text
 from .terminal import (
     alerts,
     duration,
+    fixed,
     loss_text,
     mfu_text,
     ms,
@@ -221,6 +222,20 @@ def _spread(snap: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _chosen_by(snap: dict[str, Any], fpt: dict[str, Any]) -> str:
+    """Where the choice and the value came from, each in its own word: a --convention flag is
+    `declared` even when the shape it is applied to was detected."""
+    facts = snap.get("facts") if isinstance(snap.get("facts"), dict) else {}
+    conv = facts.get("convention") if isinstance(facts.get("convention"), dict) else {}
+    words = []
+    if conv.get("source"):
+        words.append(f"convention {conv['source']}")
+    if fpt.get("source"):
+        declared_value = fpt.get("convention") == "declared value" or not conv.get("source")
+        words.append(f"{'value' if declared_value else 'shape'} {fpt['source']}")
+    return ", ".join(words)
+
+
 def flops(snap: dict[str, Any]) -> list[Any]:
     conventions = snap.get("conventions") if isinstance(snap.get("conventions"), dict) else {}
     formulas = snap.get("convention_formulas") or {}
@@ -233,7 +248,7 @@ def flops(snap: dict[str, Any]) -> list[Any]:
     names = list(conventions) or ([chosen] if chosen else [])
     for name in names:
         value = conventions.get(name, fpt.get("value") if name == chosen else None)
-        mark = _text(("◀ chosen", "bold green"), f" ({fpt.get('source')})") if name == chosen else ""
+        mark = _text(("◀ chosen", "bold green"), f" ({_chosen_by(snap, fpt)})") if name == chosen else ""
         formula = formulas.get(name) if name in conventions else fpt.get("formula")
         if not formula and name == chosen and fpt.get("source") == "declared":
             formula = "declared with --flops-per-token"
@@ -244,7 +259,7 @@ def flops(snap: dict[str, Any]) -> list[Any]:
     per_token = number(counted.get("per_token"))
     if per_token is not None:
         ratio = (counted.get("against_conventions") or {}).get(chosen) if chosen else None
-        vs = f"{number(ratio):.2f}× {chosen}" if number(ratio) is not None else ""
+        vs = f"{fixed(number(ratio), 2)}× {chosen}" if number(ratio) is not None else ""
         rows.append(["counted", _text((si(per_token), "bold")),
                      _text(("executed by the operators, recompute included", "dim")), vs])  # fmt: skip
     out: list[Any] = [_grid(rows)]
@@ -540,10 +555,27 @@ def node(snap: dict[str, Any]) -> list[Any]:
     return out
 
 
-def absent(snap: dict[str, Any]) -> list[Any]:
+def absent(snap: dict[str, Any], width: int = 100) -> list[Any]:
+    """Every absent number with its reason, whole: keys that share a reason are one group (the
+    keys on a line, wrapped between keys), the reason wrapped beneath them, never cut short."""
+    import textwrap
+
     reasons = snap.get("absent") if isinstance(snap.get("absent"), dict) else {}
-    rows = [[name, _text((str(why), ""))] for name, why in sorted(reasons.items())]
-    return [_grid(rows)] if rows else []
+    groups: dict[str, list[str]] = {}
+    for name, why in sorted(reasons.items()):
+        groups.setdefault(" ".join(str(why).split()), []).append(str(name))
+    inner = max(width - 4, 30)  # the section indents its body two columns
+    out: list[Any] = []
+    for why, names in sorted(groups.items(), key=lambda g: g[1][0]):
+        keys = textwrap.wrap(", ".join(names) + ":", inner, break_long_words=False,
+                             break_on_hyphens=False)  # fmt: skip
+        out.extend(_text((line, "bold")) for line in keys)
+        out.extend(
+            _text("  " + line)
+            for line in textwrap.wrap(why, inner - 2, break_long_words=False,
+                                      break_on_hyphens=False)
+        )  # fmt: skip
+    return out
 
 
 def _value_with_unit(value: Any, unit: str) -> str:
@@ -594,6 +626,14 @@ def _plain(lines: list[str]) -> list[Any]:
     return [_text(line) for line in lines if line.strip()]
 
 
+def _samples_title(snap: dict[str, Any]) -> str:
+    """What the samples section is: the measure of a model without tokens, or samples counted
+    beside the tokens of one that has them."""
+    if number(snap.get("tokens_seen")) or number(snap.get("tokens_per_s")):
+        return "Samples (beside the tokens: batch rows per step and per second)"
+    return "Samples (a model without tokens)"
+
+
 def sections(snap: dict[str, Any], width: int) -> list[Section]:
     """The groups in reading order; empty ones are dropped by the renderer."""
     n_alerts = len(alerts(snap))
@@ -607,15 +647,15 @@ def sections(snap: dict[str, Any], width: int) -> list[Section]:
         ("Energy", energy(snap)),
         ("Budget, progress, plan", budget(snap, width)),
         ("Where the time went", time_split(snap, width)),
-        ("Samples (a model without tokens)", _plain(samples_lines(snap))),
-        ("MFU waterfall: where the peak went", _plain(waterfall_lines(snap))),
+        (_samples_title(snap), _plain(samples_lines(snap))),
+        (waterfall_title(snap), _plain(waterfall_lines(snap))),
         ("What to try", _plain(advice_lines(snap))),
         ("Ranks (step time)", ranks(snap)),
         ("Series (last value)", series(snap)),
         ("Warnings", warnings(snap)),
         ("Facts (value, provenance)", facts(snap)),
         ("Host and node", node(snap)),
-        (f"Absent ({n_absent}): what would enable each", absent(snap)),
+        (f"Absent ({n_absent}): what would enable each", absent(snap, width)),
         ("How each number was worked out", explain(snap)),
     ]
 
