@@ -86,7 +86,7 @@ def say_hello() -> None:
 
 
 def _probe_modules() -> list[tuple[str, Any]]:
-    from .probes import device, flops, model, phases, steps
+    from .probes import device, flops, memory, model, phases, steps
 
     # steps first: the others ride on its hooks and listeners
     return [
@@ -95,6 +95,7 @@ def _probe_modules() -> list[tuple[str, Any]]:
         ("phases", phases),
         ("flops", flops),
         ("device", device),
+        ("memory", memory),
     ]
 
 
@@ -154,6 +155,12 @@ def start() -> None:
     if STATE.taps_enabled:
         _install_taps()
     say_hello()
+    try:
+        from . import crash
+
+        crash.install()  # why the process died, told on the way out (agent/crash.py)
+    except Exception as exc:  # noqa: BLE001 - promise 1: the run goes on without it
+        guard.off("crash", exc)
     importhook.when_imported("torch", _guarded_attach)
 
 

@@ -117,6 +117,7 @@ def families(snap: dict[str, Any], labels: dict[str, str]) -> list[Any]:
     elif _num(snap.get("step_time_s")) is not None:
         f.add("rank_step_time_seconds", "Seconds per step of each rank", snap["step_time_s"],
               rank=job.get("clock_rank", 0))  # fmt: skip
+    _memory(f, snap)
     counts: dict[str, int] = {}
     for alert in snap.get("alerts") or []:
         if isinstance(alert, dict) and isinstance(alert.get("kind"), str):
@@ -125,6 +126,29 @@ def families(snap: dict[str, Any], labels: dict[str, str]) -> list[Any]:
     for kind, n in sorted(counts.items()):
         f.add("alert", "Alerts standing now, by kind", n, kind=kind)
     return list(f.families.values())
+
+
+#: snapshot memory row field -> (metric name, help)
+MEMORY_METRICS = (
+    ("allocated_b", "memory_allocated_bytes", "Bytes the caching allocator has handed out, per rank"),
+    ("allocated_peak_b", "memory_allocated_peak_bytes", "Highest allocated bytes, per rank"),
+    ("reserved_b", "memory_reserved_bytes", "Bytes the caching allocator holds on the card, per rank"),
+    ("reserved_peak_b", "memory_reserved_peak_bytes", "Highest reserved bytes, per rank"),
+    ("total_b", "memory_total_bytes", "The card's total memory, per rank"),
+    ("alloc_retries", "memory_alloc_retries", "Allocations retried after freeing the cache, per rank"),
+    ("ooms", "memory_ooms", "Out-of-memory errors the allocator raised, per rank"),
+    ("rss_b", "memory_rss_bytes", "Resident memory of the rank's process"),
+)
+
+
+def _memory(f: _Families, snap: dict[str, Any]) -> None:
+    """Per rank, from the caching allocator (CUDA, MPS) and the process (RSS)."""
+    memory = snap.get("memory") if isinstance(snap.get("memory"), dict) else {}
+    for rank, row in (memory.get("ranks") or {}).items():
+        if not isinstance(row, dict):
+            continue
+        for field, name, doc in MEMORY_METRICS:
+            f.add(name, doc, row.get(field), rank=rank, device=row.get("device") or "?")
 
 
 def _waterfall(f: _Families, snap: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..redact import REDACTED, redact_argv
+from .memory_text import peak_per_gpu, peak_text
 
 PASSPORT_VERSION = 1
 MD_NAME = "passport.md"
@@ -205,7 +206,7 @@ def _run(snap: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": run.get("name"),
         "command": scrub_command(run.get("argv")),
-        "status": _status(run, time_part),
+        "status": _dict(snap.get("death")).get("text") or _status(run, time_part),
         "exit_status": run.get("exit_status"),
         "start_utc": None,
         "end_utc": None,
@@ -509,6 +510,7 @@ def build_passport(snap: dict[str, Any], scrub: list[str] | None = None) -> dict
         "training": b.numbers,
         "time_split": _time_split(snap),
         "series": _series(snap),
+        "memory": peak_per_gpu(snap),
         "facts": {
             str(k): {"value": v.get("value"), "source": v.get("source"), "note": v.get("note")}
             for k, v in _dict(snap.get("facts")).items()
@@ -642,6 +644,8 @@ def render_markdown(passport: dict[str, Any]) -> str:
             lines.append(f"| {label} | {value_text(name, numbers[name])} |")
         elif name in absent and name not in ("progress", "eta_s", "samples_per_s", "samples_mfu"):
             lines.append(f"| {label} | not computed (see below) |")
+    for row in passport.get("memory") or []:
+        lines.append(f"| Peak memory, {peak_text(row)} |")
     sw = passport.get("software", {})
     if sw:
         lines.append("| Software | " + ", ".join(f"{k} {v}" for k, v in sw.items()) + " |")
