@@ -107,17 +107,21 @@ def death_lines(snap: dict[str, Any]) -> list[str]:
         where = f" at {exc['where']}" if exc.get("where") else ""
         thread = f" in thread {exc['thread']}" if exc.get("thread") not in (None, "MainThread") else ""
         first = str(exc.get("message") or "").strip().splitlines()[:1]
-        out.append(f"{exc.get('type')}{thread}{where}: {first[0][:300] if first else ''}")
+        out.append(f"{exc.get('type')}{thread}{where}: {first[0][:160] if first else ''}")
     oom = death.get("oom") if isinstance(death.get("oom"), dict) else {}
     if oom:
-        bits = [f"tried to allocate {size(oom['tried_b'])}" if "tried_b" in oom else None,
-                f"{size(oom['free_b'])} free" if "free_b" in oom else None,
-                f"of {size(oom['total_b'])}" if "total_b" in oom else None,
-                f"on GPU {oom['gpu']}" if "gpu" in oom else None,
-                f"{size(oom['allocated_b'])} allocated by PyTorch" if "allocated_b" in oom else None,
+        head = f"tried to allocate {size(oom.get('tried_b'))}"
+        if "free_b" in oom:
+            head += f" with {size(oom['free_b'])} free"
+        if "total_b" in oom:
+            head += f" of {size(oom['total_b'])}"
+        if "gpu" in oom:
+            head += f" on GPU {oom['gpu']}"
+        tail = [f"{size(oom['allocated_b'])} allocated by PyTorch" if "allocated_b" in oom else "",
                 f"{size(oom['reserved_unallocated_b'])} reserved but unallocated"
-                if "reserved_unallocated_b" in oom else None]  # fmt: skip
-        out.append(", ".join(b for b in bits if b))
+                if "reserved_unallocated_b" in oom else ""]  # fmt: skip
+        tail = [t for t in tail if t]
+        out.append(head + (f"; {', '.join(tail)}" if tail else ""))
     timeout = death.get("timeout") if isinstance(death.get("timeout"), dict) else {}
     if timeout:
         out.append(f"collective {timeout.get('collective') or '?'} on {timeout.get('backend') or '?'}")
