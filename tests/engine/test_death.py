@@ -83,3 +83,10 @@ def test_out_of_memory_sizes_in_mib() -> None:
                         "capacity of 15.77 GiB of which 3.12 MiB is free.")  # fmt: skip
     assert oom == {"tried_b": 20 * 2**20, "total_b": int(15.77 * 2**30),
                    "free_b": int(3.12 * 2**20), "gpu": 3}  # fmt: skip
+
+
+def test_ctrl_c_is_an_interruption_not_a_crash() -> None:
+    snap = _run(_rec("crash", 1.0, {"type": "KeyboardInterrupt", "message": ""}, "agent", 0),
+                _rec("run.end", 2.0, {"exit_status": 130, "signal": 2}))  # fmt: skip
+    assert snap["death"]["text"] == "interrupted (Ctrl-C)"
+    assert snap["death"]["cause"] == "interrupted"

@@ -97,8 +97,6 @@ def _exception_text(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         extra["timeout"] = timeout
         what = " ".join(x for x in (timeout["backend"], "timeout") if x)
         return what + (f" in {timeout['collective']}" if timeout.get("collective") else ""), extra
-    if kind == "KeyboardInterrupt":
-        return "interrupted (KeyboardInterrupt)", extra
     first = message.strip().splitlines()[0] if message.strip() else ""
     short = kind.rsplit(".", 1)[-1]
     return f"{short}: {first[:160]}" if first else short, extra
@@ -148,6 +146,8 @@ class DeathRecords:
             out.update(cause="native_crash", stack_file=native.get("stack_file"))
             where = _rank_text(native)
             text = f"crashed in native code: {native.get('message')}{where}"
+        elif exc is not None and str(exc.get("type")) == "KeyboardInterrupt":
+            out["cause"], text = "interrupted", "interrupted (Ctrl-C)"
         elif exc is not None:
             what, extra = _exception_text(exc)
             out.update(cause="exception", **extra)
