@@ -139,3 +139,14 @@ def test_tm_notify_posts_the_death_and_never_records_the_url(tmp_path: Path, sil
     )
     assert "SECRET" not in everything and str(good.httpd.server_address[1]) not in everything
     assert latest_summary(tmp_path)["death"]["cause"] == "exception"
+
+
+def test_a_notify_url_on_a_recorded_command_line_is_redacted() -> None:
+    from trainmeter.redact import REDACTED, redact_argv
+
+    assert redact_argv(["tm", "--notify", "https://hooks.example/T0SECRET", "train.py"]) == [
+        "tm", "--notify", REDACTED, "train.py",
+    ]  # fmt: skip
+    assert redact_argv(["python", "train.py", "--webhook=https://h/T0SECRET"]) == [
+        "python", "train.py", f"--webhook={REDACTED}",
+    ]  # fmt: skip

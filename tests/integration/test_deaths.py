@@ -169,6 +169,26 @@ def test_sighup_is_named_not_numbered(tmp_path: Path) -> None:
     assert "signal 1 (SIGHUP)" in _runs_status(tmp_path)
 
 
+def test_a_hang_ended_by_a_timeout_says_it_hung(tmp_path: Path) -> None:
+    """Steps every 0.3 s, then none; a timeout's SIGTERM after 62 s of silence (over the stuck
+    alert's 60 s floor): the words say it hung, then was preempted."""
+    proc = subprocess.Popen([sys.executable, "-m", "trainmeter", "--no-web", DIES, "hang", "6"],
+                            cwd=tmp_path, env=_env(DIES_STEP_PAUSE="0.3"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("READY"):
+            break
+    time.sleep(62)
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    death = latest_summary(tmp_path)["death"]
+    assert death["hung_s"] > 60 and death["cause"] == "preempted"
+    assert "without a step, then preempted (SIGTERM); " in err
+    assert "without a step, then preempted (SIGTERM)" in _runs_status(tmp_path)
+
+
 def _own_memory_cgroup() -> Path | None:
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
