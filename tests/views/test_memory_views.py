@@ -71,3 +71,9 @@ def test_export_columns_read_the_peaks() -> None:
     snap = _snap()
     assert DERIVED["memory_reserved_peak_b"](snap) == 77 * GIB
     assert DERIVED["memory_alloc_retries"](snap) == 1  # 0 + 1 over the ranks
+
+
+def test_memory_alerts_carry_their_numbers_in_words() -> None:
+    text = render_plain(_snap(), None, width=300)
+    assert ("rank 1 (GPU 1): reserved memory is within 5% of the card's total: an out-of-memory "
+            "error may follow (reserved 77.00 GiB of 80.00 GiB, 96%)") in text  # fmt: skip

@@ -87,7 +87,10 @@ class Notifier:
             if key in self._seen:
                 continue
             self._seen.add(key)
-            self.put(_body("alert", snap, f"alert: {alert.get('message')}", alert=alert))
+            from ..views.memory_text import alert_numbers
+
+            text = f"alert: {alert.get('message')}{alert_numbers(alert)}"
+            self.put(_body("alert", snap, text, alert=alert))
         self._log_failures()
 
     def on_finish(self, snap: dict[str, Any]) -> None:

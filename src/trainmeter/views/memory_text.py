@@ -130,3 +130,19 @@ def death_lines(snap: dict[str, Any]) -> list[str]:
     if death.get("cause") == "oom_killer":
         out.append(f"{death.get('oom_kills')} OOM kill(s) during the run ({death.get('oom_source')})")
     return out
+
+
+def alert_numbers(alert: dict[str, Any]) -> str:
+    """The measured numbers of a memory alert, to follow its message ('' for other kinds):
+    ' (reserved 77.00 GiB of 80.00 GiB, 96%; 3 allocation retries, 0 before)'."""
+    if not str(alert.get("kind") or "").startswith("memory_"):
+        return ""
+    bits = []
+    if "reserved_b" in alert:
+        of = f" of {size(alert['total_b'])}" if "total_b" in alert else ""
+        share = alert["reserved_b"] / alert["total_b"] if alert.get("total_b") else None
+        bits.append(f"reserved {size(alert['reserved_b'])}{of}" + (f", {share:.0%}" if share else ""))
+    if "alloc_retries" in alert:
+        bits.append(f"{alert['alloc_retries']:.0f} allocation retries, "
+                    f"{alert.get('alloc_retries_before', 0):.0f} before")  # fmt: skip
+    return f" ({'; '.join(bits)})" if bits else ""

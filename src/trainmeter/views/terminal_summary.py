@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from .insight_text import advice_lines, samples_lines, waterfall_lines
-from .memory_text import death_lines, memory_lines
+from .memory_text import alert_numbers, death_lines, memory_lines
 from .node_text import node_text
 from .terminal import (
     alerts,
@@ -450,8 +450,8 @@ def series(snap: dict[str, Any]) -> list[Any]:
 
 
 def alert_lines(snap: dict[str, Any]) -> list[Any]:
-    rows = [[_text(("! " + str(a.get("kind")), "bold red")), str(a.get("message") or "")]
-            for a in alerts(snap)]  # fmt: skip
+    rows = [[_text(("! " + str(a.get("kind")), "bold red")),
+             str(a.get("message") or "") + alert_numbers(a)] for a in alerts(snap)]  # fmt: skip
     return [_grid(rows, whole=1)] if rows else []
 
 
