@@ -90,3 +90,32 @@ def test_ctrl_c_is_an_interruption_not_a_crash() -> None:
                 _rec("run.end", 2.0, {"exit_status": 130, "signal": 2}))  # fmt: skip
     assert snap["death"]["text"] == "interrupted (Ctrl-C)"
     assert snap["death"]["cause"] == "interrupted"
+
+
+LAUNCHER = """
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-04_15:26:17
+  host      : localhost
+  rank      : 2 (local_rank: 2)
+  exitcode  : -9 (pid: 25321)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 25321
+============================================================"""
+
+
+def test_only_torchrun_spoke_its_root_cause_names_the_rank() -> None:
+    failed = _rec("crash", 1.0, {"type": "torch.distributed.elastic.multiprocessing.errors."
+                                 "ChildFailedError", "message": LAUNCHER}, "agent", None)  # fmt: skip
+    snap = _run(failed, _rec("run.end", 2.0, {"exit_status": 1, "signal": None}))
+    assert snap["death"]["text"] == "crashed: a worker failed, signal 9 (SIGKILL) (rank 2)"
+    assert snap["death"]["rank"] == 2
+    snap = _run(failed, _rec("run.end", 2.0, {"exit_status": 1, "signal": None, "oom_kills": 1,
+                                              "oom_source": "memory.events"}))  # fmt: skip
+    assert snap["death"]["text"] == "killed by the OOM killer (rank 2)"

@@ -8,7 +8,7 @@ GIB = 2**30
 
 
 def _rec(t: float, rank: int, **d) -> dict:
-    return {"v": 1, "t": t, "src": "agent", "rank": rank, "pid": 100 + rank, "kind": "memory", "d": d}
+    return {"v": 1, "t": t, "src": "agent", "rank": rank, "pid": 100 + (rank or 0), "kind": "memory", "d": d}
 
 
 def _cuda(allocated, reserved, retries=0, peak=None, at_step=False, total=80 * GIB):
@@ -84,3 +84,11 @@ def test_advice_names_fragmentation_and_activations_only_when_memory_is_short() 
     acts = advice["activations"]
     assert "checkpointing" in acts["message"]
     assert acts["evidence"][0]["value"] == 50 / 60  # (60 - 10) / 60
+
+
+def test_a_launcher_without_a_rank_is_left_out_once_ranks_report() -> None:
+    e = Engine()
+    e.feed(_rec(1.0, None, device="cpu", rss_b=100))  # torchrun's own process
+    assert list(e.snapshot()["memory"]["ranks"]) == ["0"]  # alone: the training process
+    e.feed(_rec(1.0, 1, **_cuda(5 * GIB, 8 * GIB)))
+    assert list(e.snapshot()["memory"]["ranks"]) == ["1"]

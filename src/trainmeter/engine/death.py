@@ -84,10 +84,27 @@ def _timeout(d: dict[str, Any]) -> dict[str, Any] | None:
     return {"backend": backend, "collective": collective}
 
 
+def launcher_root_cause(message: str) -> dict[str, Any] | None:
+    """torchrun's failure report (ChildFailedError): the rank and exit code of its root cause."""
+    part = message.split("Root Cause", 1)[-1]
+    rank = re.search(r"rank\s*:\s*(\d+)", part)
+    code = re.search(r"exitcode\s*:\s*(-?\d+)", part)
+    if not rank or not code:
+        return None
+    return {"rank": int(rank.group(1)), "exitcode": int(code.group(1))}
+
+
 def _exception_text(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     message = str(d.get("message") or "")
     kind = str(d.get("type") or "error")
     extra: dict[str, Any] = {}
+    if kind.endswith("ChildFailedError"):
+        root = launcher_root_cause(message)
+        if root is not None:
+            extra["launcher"] = root
+            code = root["exitcode"]
+            how = f"signal {-code} ({signal_name(-code)})" if code < 0 else f"exit {code}"
+            return f"a worker failed, {how}", extra
     oom = out_of_memory(message) if "OutOfMemory" in kind or "out of memory" in message else None
     if oom is not None:
         extra["oom"] = oom
@@ -173,6 +190,13 @@ class DeathRecords:
         for pick in (exc, native):
             if pick is not None and pick.get("rank") is not None:
                 out.setdefault("rank", pick["rank"])
+        root = (out.get("launcher") or {}) if exc is not None else {}
+        if not root and exc is not None and str(exc.get("type", "")).endswith("ChildFailedError"):
+            root = launcher_root_cause(str(exc.get("message") or "")) or {}
+        if "rank" not in out and "rank" in root:  # only the launcher spoke: its root cause's rank
+            out["rank"] = root["rank"]
+            if out["cause"] in ("oom_killer", "exception"):
+                text += f" (rank {root['rank']})"
         hung = _hung_s(last_step_t, t_end, interval_s)
         if hung is not None and out["cause"] in ("preempted", "killed", "signal", "interrupted",
                                                  "exception"):  # fmt: skip

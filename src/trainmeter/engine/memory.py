@@ -45,13 +45,24 @@ class RankMemory:
 
 
 class MemoryState:
-    """Fed `memory` records; gives the `memory` section and the memory alerts."""
+    """Fed `memory` records; gives the `memory` section and the memory alerts.
+
+    A process without a rank is the training process of a run that is not distributed (shown
+    as rank 0), unless ranked processes report too: then it is a launcher (torchrun imports
+    torch as well) and is left out."""
 
     def __init__(self) -> None:
-        self.ranks: dict[int, RankMemory] = {}
+        self.by_rank: dict[int | None, RankMemory] = {}
 
-    def sample(self, rank: int, t: float, d: dict[str, Any]) -> None:
-        row = self.ranks.setdefault(rank, RankMemory())
+    @property
+    def ranks(self) -> dict[int, RankMemory]:
+        ranked = {r: m for r, m in self.by_rank.items() if r is not None}
+        if ranked or None not in self.by_rank:
+            return ranked
+        return {0: self.by_rank[None]}
+
+    def sample(self, rank: int | None, t: float, d: dict[str, Any]) -> None:
+        row = self.by_rank.setdefault(rank, RankMemory())
         values = {k: v for k in _FIELDS if (v := num(d.get(k))) is not None and v >= 0}
         retries, before = values.get("alloc_retries"), row.latest.get("alloc_retries")
         if retries is not None and before is not None and retries > before:

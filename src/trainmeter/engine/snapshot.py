@@ -228,7 +228,7 @@ class Engine:
 
     def _on_memory(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         rank = record.get("rank")
-        self.memory.sample(rank if isinstance(rank, int) else 0, t, d)
+        self.memory.sample(rank if isinstance(rank, int) else None, t, d)
 
     # ---- output ------------------------------------------------------------------------
 
