@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import latest_summary, read_events, run_dirs, run_tm, tm_env
+from tests.engine.snapshot_keys import undocumented
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +56,9 @@ def _same_death(mode: str, cwd: Path, **env: str) -> tuple[subprocess.CompletedP
     assert ours.stdout == plain.stdout  # the losses, bit for bit
     end = [ln for ln in mine if "; run " in ln]
     assert len(end) == 1, ours.stderr
-    return ours, end[0].strip(), latest_summary(cwd)
+    snap = latest_summary(cwd)
+    assert undocumented(snap) == []  # every key of a death is in docs/snapshot.md
+    return ours, end[0].strip(), snap
 
 
 def test_cuda_out_of_memory_says_so_with_the_sizes_and_the_rank(tmp_path: Path) -> None:
@@ -234,7 +237,9 @@ def test_a_gloo_timeout_names_the_collective_and_the_rank(tmp_path: Path) -> Non
     ours = run_tm(["--no-web", *torchrun], tmp_path, env=_env())
     assert ours.returncode == 1
     assert "trainmeter: crashed: gloo timeout in all_reduce (rank 0); " in ours.stderr
-    death = latest_summary(tmp_path)["death"]
+    snap = latest_summary(tmp_path)
+    assert undocumented(snap) == []
+    death = snap["death"]
     assert death["timeout"] == {"backend": "gloo", "collective": "all_reduce"}
     assert "Timed out" in death["exception"]["message"]
     assert "crashed: gloo timeout in all_reduce (rank 0)" in _runs_status(tmp_path)
