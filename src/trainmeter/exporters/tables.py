@@ -38,6 +38,11 @@ DERIVED: dict[str, Callable[[dict[str, Any]], Any]] = {
     "gpu_util": lambda s: _dict(_dict(s.get("ladder")).get("mean")).get("gpu_util"),
     "sm_active": lambda s: _dict(_dict(s.get("ladder")).get("mean")).get("sm_active"),
     "tensor_active": lambda s: _dict(_dict(s.get("ladder")).get("mean")).get("tensor_active"),
+    # the highest over ranks: what decides whether the next step fits
+    "memory_reserved_peak_b": lambda s: _dict(s.get("memory")).get("reserved_peak_b"),
+    "memory_allocated_peak_b": lambda s: _dict(s.get("memory")).get("allocated_peak_b"),
+    "memory_rss_peak_b": lambda s: _dict(s.get("memory")).get("rss_peak_b"),
+    "memory_alloc_retries": lambda s: _dict(s.get("memory")).get("alloc_retries"),
 }
 
 

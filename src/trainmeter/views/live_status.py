@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any
 
+from .memory_text import alert_numbers
 from .terminal import (
     alerts,
     duration,
@@ -239,7 +240,7 @@ class LiveStatus:
             self._alerted.add(key)
             self._say(Text.assemble(("trainmeter: ", "bold magenta"),
                                     (f"alert {alert.get('kind')}: ", "bold red"),
-                                    str(alert.get("message") or "")))  # fmt: skip
+                                    str(alert.get("message") or "") + alert_numbers(alert)))  # fmt: skip
 
     # ---- the observer hooks ------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .memory_text import peak_text
+
 
 def fmt(value: float | list[float] | None, unit: str = "") -> str:
     """A number for a person: 3 significant digits, thousands as k/M/G/T/P/E for counts."""
@@ -114,6 +116,8 @@ def render_markdown(passport: dict[str, Any]) -> str:
             lines.append(f"| {label} | {value_text(name, numbers[name])} |")
         elif name in absent and name not in ("progress", "eta_s", "samples_per_s", "samples_mfu"):
             lines.append(f"| {label} | not computed (see below) |")
+    for row in passport.get("memory") or []:
+        lines.append(f"| Peak memory, {peak_text(row)} |")
     sw = passport.get("software", {})
     if sw:
         lines.append("| Software | " + ", ".join(f"{k} {v}" for k, v in sw.items()) + " |")

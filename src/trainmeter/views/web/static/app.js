@@ -165,7 +165,19 @@
     var facts = S.snap.facts || {};
     var observe = facts.observe_only && facts.observe_only.value;
     var warnings = S.snap.warnings || [];
-    box.hidden = !alerts.length && !observe && !warnings.length;
+    var death = S.snap.death;
+    box.hidden = !alerts.length && !observe && !warnings.length && !death;
+    if (death && death.text) {
+      var detail = [];
+      if (death.exception) detail.push((death.exception.type || "") + (death.exception.where ? " at " + death.exception.where : ""));
+      if (death.oom && isNum(death.oom.tried_b)) detail.push("tried to allocate " + bytes(death.oom.tried_b) + (isNum(death.oom.free_b) ? ", " + bytes(death.oom.free_b) + " free" : ""));
+      if (death.stack_file) detail.push("Python stacks in " + death.stack_file);
+      box.appendChild(el("div", { class: "alert alert-bad", "data-death": death.cause || "" }, [
+        el("span", { class: "icon", text: "✕" }),
+        el("div", null, [el("div", { class: "msg", text: "The run died: " + death.text }),
+          el("div", { class: "kind", text: detail.join(" · ") || death.cause || "" })]),
+      ]));
+    }
     if (observe) {
       box.appendChild(el("div", { class: "alert alert-info", "data-observe-only": "1" }, [
         el("span", { class: "icon", text: "i" }),
@@ -298,6 +310,14 @@
       raw: energy.joules, value: isNum(energy.joules) ? si(energy.joules, "J") : null,
       sub: isNum(jpt) ? (jpt < 1 ? sig(jpt * 1000, 3) + " mJ" : sig(jpt, 3) + " J") + " per token" : (isNum(energy.joules) ? "per token: " + (absentReason("energy_per_token") || "no tokens yet") : null),
       absent: absentReason("energy") || absentReason("energy_per_token"),
+    });
+    var mem = snap.memory || {};
+    var memPeak = isNum(mem.reserved_peak_b) ? mem.reserved_peak_b : mem.rss_peak_b;
+    tiles.push({
+      id: "memory", label: isNum(mem.reserved_peak_b) ? "Memory peak (reserved)" : "Memory peak (RSS)", explain: "memory",
+      raw: memPeak, value: isNum(memPeak) ? bytes(memPeak) : null,
+      sub: isNum(memPeak) ? (isNum(mem.total_b) ? pct(memPeak / mem.total_b) + " of " + bytes(mem.total_b) : "no caching allocator on " + (mem.device || "this device")) + (isNum(mem.alloc_retries) ? " · " + mem.alloc_retries + " retries · " + (mem.ooms || 0) + " OOMs" : "") : null,
+      absent: absentReason("memory"), alerting: /memory_/.test(alertKinds),
     });
     var fpt = snap.flops_per_token;
     tiles.push({
@@ -672,7 +692,7 @@
   function renderNode() {
     var box = clear(byId("node"));
     var n = S.snap.node, h = S.snap.host;
-    if (!n && !h) { box.appendChild(el("p", { class: "empty", text: absentReason("node") || "No node sample yet." })); return; }
+    if (!n && !h && !S.snap.memory) { box.appendChild(el("p", { class: "empty", text: absentReason("node") || "No node sample yet." })); return; }
     var kv = el("div", { class: "kv" });
     function row(k, v, share) {
       var vv = el("div", { class: "v num" }, [v]);
@@ -691,6 +711,16 @@
       var rates = n.rates_b_s || {};
       if (Object.keys(rates).length) row("Disk / network", "read " + bytes(rates.disk_io_read_b) + "/s · write " + bytes(rates.disk_io_write_b) + "/s · rx " + bytes(rates.net_rx_b) + "/s · tx " + bytes(rates.net_tx_b) + "/s");
     }
+    var ranksMem = (S.snap.memory || {}).ranks || {};
+    Object.keys(ranksMem).forEach(function (r) {
+      var m = ranksMem[r], bits = [];
+      if (isNum(m.allocated_b)) bits.push("allocated " + bytes(m.allocated_b) + " (peak " + bytes(m.allocated_peak_b) + ")");
+      if (isNum(m.reserved_b)) bits.push("reserved " + bytes(m.reserved_b) + (isNum(m.total_b) ? " of " + bytes(m.total_b) : ""));
+      if (isNum(m.fragmentation)) bits.push("cached, not allocated " + pct(m.fragmentation));
+      if (isNum(m.alloc_retries)) bits.push(m.alloc_retries + " retries");
+      if (isNum(m.rss_b)) bits.push("RSS " + bytes(m.rss_b));
+      row("Memory, rank " + r + " (" + (m.device || "?") + (m.index != null ? ":" + m.index : "") + ")", bits.join(" · "), isNum(m.reserved_share) ? m.reserved_share : null);
+    });
     if (h) {
       row("Training processes", (h.procs || "?") + " · " + (isNum(h.cpu_cores) ? sig(h.cpu_cores, 3) + " cores · " : "") + bytes(h.rss_b) + " RSS");
     }
@@ -866,6 +896,7 @@
     { id: "goodput", title: "Goodput", names: ["goodput"], unit: "ratio" },
     { id: "power", title: "GPU power", names: ["power_w"], unit: "W" },
     { id: "gpu_memory", title: "GPU memory used", names: ["gpu_memory_used_b"], unit: "B" },
+    { id: "allocator", title: "Caching allocator: reserved and allocated", names: ["memory_reserved_b", "memory_allocated_b"], unit: "B" },
     { id: "host", title: "Training processes' memory (RSS)", names: ["host_rss_b"], unit: "B" },
     { id: "host_cpu", title: "Training processes' CPU (cores)", names: ["host_cpu_cores"], unit: "cores" },
     { id: "node_cpu", title: "Node CPU busy", names: ["node_cpu_busy"], unit: "ratio" },
