@@ -329,15 +329,18 @@
     return svg;
   }
 
+  var GPU_ONLY_TILES = { ofu: 1, energy: 1 };
   function renderTiles() {
     var box = clear(byId("tiles"));
+    var folded = noGpu();
     tileSpecs().forEach(function (t) {
+      if (folded && GPU_ONLY_TILES[t.id] && t.value == null) return;  // said once, in the no-GPU note
       var absent = t.value == null;
       var cls = "tile derived" + (absent ? " absent" : "") + (t.alerting ? " alerting" : "");
       box.appendChild(el("button", { class: cls, "data-explain": t.explain, "data-tile": t.id, "data-value": isNum(t.raw) ? String(t.raw) : null, type: "button" }, [
         el("div", { class: "label" }, [t.label, el("span", { class: "q", text: "?" })]),
         el("div", { class: "value num", text: absent ? "n/a" : t.value }),
-        el("div", { class: "sub", "data-reason": absent ? "1" : null, text: absent ? (t.absent || "not measured in this run") : (t.sub || "") }),
+        el("div", { class: "sub", "data-reason": absent ? "1" : null, title: absent ? (t.absent || null) : null, text: absent ? (t.absent || "not measured in this run") : (t.sub || "") }),
         absent ? null : sparkline(t.id),
       ]));
     });
@@ -688,7 +691,8 @@
       var disk = n.disk || {};
       if (isNum(disk.total_b)) row("Run disk", bytes(disk.free_b) + " free of " + bytes(disk.total_b), 1 - disk.free_b / disk.total_b);
       var rates = n.rates_b_s || {};
-      if (Object.keys(rates).length) row("Disk / network", "read " + bytes(rates.disk_io_read_b) + "/s · write " + bytes(rates.disk_io_write_b) + "/s · rx " + bytes(rates.net_rx_b) + "/s · tx " + bytes(rates.net_tx_b) + "/s");
+      if (isNum(rates.disk_io_read_b) || isNum(rates.disk_io_write_b)) row("Disk I/O", "read " + bytes(rates.disk_io_read_b) + "/s · write " + bytes(rates.disk_io_write_b) + "/s");
+      if (isNum(rates.net_rx_b) || isNum(rates.net_tx_b)) row("Network", "received " + bytes(rates.net_rx_b) + "/s · sent " + bytes(rates.net_tx_b) + "/s");
     }
     if (h) {
       row("Training processes", (h.procs || "?") + " · " + (isNum(h.cpu_cores) ? sig(h.cpu_cores, 3) + " cores · " : "") + bytes(h.rss_b) + " RSS");
@@ -696,6 +700,60 @@
     var t = S.snap.time || {};
     if (isNum(t.node_uptime_s)) row("Node up for", dur(t.node_uptime_s));
     box.appendChild(kv);
+  }
+
+  // ---------------------------------------------------------------- a run without a GPU
+  // No GPU sample and NVML absent: the GPU cards would each hold one "absent" sentence, so they
+  // fold into one note that says why and what would give them.
+  function noGpu() {
+    var g = S.snap.gpus;
+    return !(g && Object.keys(g).length) && !!(absentReason("ladder") || absentReason("ofu")) && S.seq > 0;
+  }
+  function renderNoGpu() {
+    var box = clear(byId("no-gpu")), none = noGpu();
+    box.hidden = !none;
+    ["ladder-card", "waterfall-card", "gpus-card"].forEach(function (id) { byId(id).hidden = none; });
+    document.body.classList.toggle("cpu-only", none);
+    if (!none) return;
+    var why = absentReason("ofu") || absentReason("ladder");
+    var mfu = absentReason("mfu");
+    box.appendChild(el("span", { class: "icon", text: "i" }));
+    box.appendChild(el("div", null, [
+      el("div", { class: "msg", text: "No GPU in this run: " + why + "." }),
+      el("div", { class: "kind-text", text: "The utilization ladder, MFU waterfall, GPU counters, OFU and energy would show here with an NVIDIA GPU and its driver visible to tm (tm doctor checks). " +
+        (mfu ? "MFU on this CPU would need a peak: measure one (python -m trainmeter.hardware.measure_peak) or declare --peak-tflops with --peak-source." : "") }),
+    ]));
+  }
+  // The host's CPU by kind (one stacked bar) and busy per core, beside the node's rows.
+  var CPU_KINDS = [["user", "user", "--c1"], ["system", "system", "--c2"], ["iowait", "I/O wait", "--c4"], ["steal", "steal", "--c5"]];
+  function renderHostCpu() {
+    var box = clear(byId("host-cpu"));
+    var n = S.snap.node || {}, cpu = n.cpu, cores = n.cpu_per_core;
+    if (!cpu && !cores) return;
+    if (cpu) {
+      var bar = el("div", { class: "split cpu-split", role: "img", "aria-label": "CPU time by kind" });
+      var legend = el("div", { class: "legend" });
+      CPU_KINDS.concat([["idle", "idle", "--track"]]).forEach(function (k) {
+        var v = cpu[k[0]];
+        if (!isNum(v)) return;
+        if (v > 0) bar.appendChild(el("div", { style: "width:" + (v * 100) + "%;background:var(" + k[2] + ")", title: k[1] + " " + pct(v) }));
+        legend.appendChild(el("div", { class: "item", "data-cpu-kind": k[0] }, [el("span", { class: "sw", style: "background:var(" + k[2] + ")" }),
+          el("span", { class: "lbl", text: "CPU " + k[1] }), el("span", { class: "secs num", text: pct(v) })]));
+      });
+      box.appendChild(bar);
+      box.appendChild(legend);
+    }
+    if (Array.isArray(cores) && cores.length) {
+      var grid = el("div", { class: "cores", role: "list", "aria-label": "busy share of each core" });
+      cores.forEach(function (c, i) {
+        grid.appendChild(el("div", { class: "core", role: "listitem", "data-core": String(i), title: "core " + i + ": " + pct(c) + " busy" }, [
+          el("div", { class: "core-bar" }, [el("i", { style: "height:" + Math.min(100, Math.max(0, c * 100)) + "%" })]),
+          el("span", { class: "core-label num", text: String(i) }),
+        ]));
+      });
+      box.appendChild(el("div", { class: "cores-head hint", text: "Busy per core (" + cores.length + ")" }));
+      box.appendChild(grid);
+    }
   }
 
   function renderAbsent() {
@@ -1097,16 +1155,13 @@
       });
     }, 150);
   });
-  if (window.matchMedia) {
-    var mq = window.matchMedia("(prefers-color-scheme: dark)");
-    var onScheme = function () { rebuildAllCharts(); };
-    if (mq.addEventListener) mq.addEventListener("change", onScheme); else if (mq.addListener) mq.addListener(onScheme);
-  }
+  // theme.js sets the theme (the system's, or the switch's); the charts redraw in its colours
+  document.addEventListener("tm-theme", function () { rebuildAllCharts(); });
 
   // ---------------------------------------------------------------- wiring
   function renderAll() {
     var parts = [renderHeader, renderAlerts, renderProgress, renderTiles, renderLadder, renderTimeSplit, renderWaterfall, renderAdvice,
-      renderConventions, renderRanks, renderGpus, renderNode, renderAbsent, renderDetails, renderCharts];
+      renderConventions, renderRanks, renderGpus, renderNode, renderHostCpu, renderNoGpu, renderAbsent, renderDetails, renderCharts];
     parts.forEach(function (f) {
       try { f(); } catch (e) { if (window.console) console.error(f.name, e); }
     });
