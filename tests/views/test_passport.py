@@ -186,9 +186,9 @@ def test_the_waterfall_is_one_small_table() -> None:
     ]
     assert rows[0][0].endswith("(whole run)") and rows[-2][0] == "**MFU** (in steps)"
     # the HTML report shows the same table
-    from trainmeter.views.report import _passport_html
+    from trainmeter.views.report import _waterfall_html
 
-    html = _passport_html(p)
+    html = _waterfall_html(p)
     assert "<td>MFU (in steps)</td><td class=n></td><td class=n>5.89%</td>" in html
     assert "<td class=n>0.969</td><td class=n>95.0%</td>" in html
     # no waterfall (no MFU): no table, and the passport says so nowhere as a zero

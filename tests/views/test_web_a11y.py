@@ -10,8 +10,10 @@ setting, and with the page's own theme switch, which the page remembers across a
 
 from __future__ import annotations
 
+import json
 import os
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -116,7 +118,12 @@ def test_live_page_passes_aa_contrast_in_both_themes(browser, gpu_run):
 
 
 def test_view_and_report_pass_aa_contrast_in_both_themes(browser, gpu_run):
-    cwd, _, proc = gpu_run
+    cwd, url, proc = gpu_run
+    deadline = time.monotonic() + 120
+    while (json.loads(urllib.request.urlopen(url + "api/state", timeout=10).read())["snapshot"]
+           .get("steps") or 0) < 30:  # past warm-up: MFU, charts (when run alone)
+        assert time.monotonic() < deadline and proc.proc.poll() is None
+        time.sleep(0.5)
     proc.stop()
     (run,) = run_dirs(cwd)
     view = _Proc(["view", str(run), "--port", "0"], cwd, tm_env())
