@@ -234,6 +234,8 @@ def _headline_html(passport: dict[str, Any]) -> str:
         entry = numbers.get(name) or {}
         if entry.get("value") is None:
             continue
+        if name == "samples_per_s" and (numbers.get("tokens_per_s") or {}).get("value") is not None:
+            continue  # one throughput: tokens when the run has them
         text = fmt(entry["value"], entry.get("unit", ""))
         tiles.append(f'<div class="tile" data-headline="{_e(name)}"><div class="k">{_e(LABELS.get(name, name))}'
                      f'</div><div class="v">{_e(text)}</div></div>')

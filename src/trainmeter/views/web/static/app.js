@@ -934,16 +934,33 @@
     var names = Object.keys(S.series);
     var loop = names.filter(function (n) { return S.series[n].group === "loop"; });
     var loss = loop.filter(function (n) { return LOSS_NAMES.indexOf(n) >= 0 || /loss/i.test(n); });
-    if (loss.length) specs.push({ id: "loss", title: "Loss", names: loss, unit: "", logToggle: true, defaultLog: true });
+    // linear by default, fitted to the data; log one click away
+    if (loss.length) specs.push({ id: "loss", title: "Loss", names: loss, unit: "", logToggle: true, defaultLog: false });
+    var quantities = {};
     loop.filter(function (n) { return loss.indexOf(n) < 0; }).sort().forEach(function (n) {
-      specs.push({ id: "loop:" + n, title: n, names: [n], unit: "", logToggle: true, defaultLog: false });
+      var q = quantityOf(n);   // train_acc and val_acc share one chart
+      if (!quantities[q]) specs.push(quantities[q] = { id: "loop:" + q, title: q === n ? n : q, names: [], unit: "", logToggle: true, defaultLog: false });
+      quantities[q].names.push(n);
     });
     SYSTEM_CHARTS.forEach(function (c) {
       var have = c.names.filter(function (n) { return S.series[n]; });
       if (have.length) specs.push({ id: c.id, title: c.title, names: have, unit: c.unit });
     });
+    // the ones read first come first: loss, tokens/s, MFU, memory; then the rest as they were
+    var at = function (sp) { var i = CHART_FIRST.indexOf(sp.id); return i < 0 ? CHART_FIRST.length : i; };
+    specs.forEach(function (sp, i) { sp.order = i; });
+    specs.sort(function (a, b) { return at(a) - at(b) || a.order - b.order; });
     return specs;
   }
+  var CHART_H = 260;   // tall enough to read a curve on a laptop screen
+  var CHART_FIRST = ["loss", "throughput", "utilization", "gpu_memory"];
+  function quantityOf(name) {
+    var m = /^(train|val|valid|eval|test)_(.+)$/.exec(name);
+    return m ? m[2] : name;
+  }
+  // Axis titles in words a person reads: the unit the tick labels are in.
+  var AXIS_UNITS = { ratio: "%", B: "bytes (GiB, MiB)", "B/s": "bytes/s", W: "W", s: "seconds", "tokens/s": "tokens/s", cores: "cores" };
+  var X_TITLES = { step: "step", tokens: "tokens", flops: "FLOPs spent", time: "time since start" };
   function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
   var PALETTE = ["--c1", "--c2", "--c3", "--c4", "--c5", "--c6"];
   var NAMED_COLORS = { train_loss: "--c1", val_loss: "--c2", mfu: "--c2", ofu: "--c4", gpu_util: "--c6", sm_active: "--c1", tensor_active: "--c3" };
@@ -1015,14 +1032,17 @@
       if ((S.series[n].span || 1) > 1) bands.push({ series: [base + 2, base + 1], fill: color + "30" });
     });
     var grid = cssVar("--line"), ink = cssVar("--muted");
-    var axisX = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, values: function (u, vals) { return vals.map(xFormat); } };
+    var axisX = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, label: X_TITLES[S.axis] || S.axis, labelSize: 20, values: function (u, vals) { return vals.map(xFormat); } };
     var axisY = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, size: axisSize, values: function (u, vals) { return vals.map(yFormatter(spec.unit)); } };
+    var yTitle = AXIS_UNITS[spec.unit] || (spec.id === "loss" ? "loss" : "");
+    if (yTitle) { axisY.label = yTitle; axisY.labelSize = 20; }
     var opts = {
       width: Math.max(280, holder.clientWidth - 4),
-      height: 200,
+      height: CHART_H,
       series: series,
       bands: bands,
-      scales: { x: { time: false }, y: log ? { distr: 3 } : yScale(spec.unit) },
+      // log: fitted to the data too (not snapped out to whole decades, which squashes a curve)
+      scales: { x: { time: false }, y: log ? { distr: 3, range: function (u, min, max) { return [min / 1.02, max * 1.02]; } } : yScale(spec.unit) },
       axes: [axisX, axisY],
       legend: { show: false },
       cursor: { drag: { x: true, y: false, setScale: true } },
@@ -1151,7 +1171,7 @@
     resizeTimer = setTimeout(function () {
       Object.keys(S.charts).forEach(function (id) {
         var st = S.charts[id];
-        if (st.plot) st.plot.setSize({ width: Math.max(280, st.plotBox.clientWidth - 4), height: 200 });
+        if (st.plot) st.plot.setSize({ width: Math.max(280, st.plotBox.clientWidth - 4), height: CHART_H });
       });
     }, 150);
   });
