@@ -224,3 +224,17 @@ def test_attach_on_a_terminal_redraws_one_status_line(tmp_path):
     # the pty turns "\n" into "\r\n": one line end in all, after the last draw
     assert text.count("\n") == 1 and text.endswith("\r\n") and "no GPU" in text
     assert text.index("\n") > text.rindex("\x1b[2K")
+
+
+def test_hardware_cites_the_peak_in_one_line_once_for_identical_gpus(tmp_path):
+    """The fixture's two H100s share a spec: one peak line names both, with the document; the
+    full citation only with --sources, and then once; sizes in GiB."""
+    env = tm_env(TRAINMETER_FAKE_NVML=str(fixture_path("h100_sxm_gpm")))
+    out = run_tm(["hardware"], cwd=tmp_path, env=env, timeout=120).stdout
+    peak_lines = [line for line in out.splitlines() if line.strip().startswith("peak ")]
+    assert len(peak_lines) == 1, out
+    assert "GPUs 0-1" in peak_lines[0] and "989.5 TFLOP/s" in peak_lines[0]
+    assert "from NVIDIA H100 product page" in peak_lines[0] and len(peak_lines[0]) < 200
+    assert "bf16_dense_tflops:" not in out and " GB" not in out and "GiB" in out
+    full = run_tm(["hardware", "--sources"], cwd=tmp_path, env=env, timeout=120).stdout
+    assert full.count("bf16_dense_tflops:") == 1 and "1,979 teraFLOPS" in full
