@@ -368,7 +368,11 @@ def test_explain_panel_shows_formula_inputs_and_peak(browser):
         for item in ex["inputs"]:
             row = page.locator(f'#explain-body tr[data-input="{item["name"]}"]')
             assert item["source"] in row.inner_text()
-        assert ex["peak_source"] in page.locator("#explain-body").inner_text()
+        # one line (card, figure, document) shown; the whole citation behind a fold
+        line = page.locator("#explain-body [data-peak-line] > div").first.inner_text()
+        assert line.startswith("NVIDIA H100 SXM5 80GB: 989.5 TFLOP/s dense BF16, from NVIDIA H100 product page")
+        assert ex["peak_source"] not in page.locator("#explain-body").inner_text()
+        assert ex["peak_source"] in page.locator("#explain-body .peak-full").text_content()
         # an absent number: its tile says why, and so does its explanation
         ofu_tile = _tile(page, "ofu")
         assert snap["absent"]["ofu"] in ofu_tile.inner_text()

@@ -612,7 +612,7 @@
       el("thead", null, [el("tr", null, [el("th", { text: "Convention" }), el("th", { text: "FLOPs / token" }), el("th", { text: "MFU" })])]),
       tb,
     ])]));
-    if (mfu.peak_source) box.appendChild(el("p", { class: "hint", text: "Peak: " + (mfu.peak || "") + " (" + (mfu.peak_label || "") + "), " + mfu.peak_source }));
+    if (mfu.peak_source) box.appendChild(peakCitation(mfu.peak_source, "hint"));
   }
 
   function renderRanks() {
@@ -802,6 +802,25 @@
     if (w.length) box.appendChild(el("div", null, [el("h3", { class: "ex-section", text: "Warnings" })].concat(w.map(function (x) { return el("p", { class: "hint", text: x }); }))));
   }
 
+  // ---------------------------------------------------------------- the peak's citation
+  // One line (card, dense figure, the document it comes from); the whole citation, which says
+  // where each figure was read and how it was checked, behind a fold.
+  function citedDocument(source) {
+    var text = String(source).replace(/\s+/g, " "), cut = text.length;
+    [": ", " (stored", ". "].forEach(function (m) { var at = text.indexOf(m); if (at > 0 && at < cut) cut = at; });
+    var doc = text.slice(0, cut).replace(/[ ,;.]+$/, "");
+    return doc.length > 110 ? doc.slice(0, 109) + "…" : doc;
+  }
+  function peakCitation(source, cls) {
+    var peak = S.snap.peak || {};
+    var figure = isNum(peak.bf16_dense_flops) ? String(+(peak.bf16_dense_flops / 1e12).toPrecision(5)) + " TFLOP/s dense BF16" : "dense BF16 peak";
+    var line = (peak.name ? peak.name + ": " : "") + figure + ", from " + citedDocument(source);
+    return el("div", { class: "ex-peak" + (cls ? " " + cls : ""), "data-peak-line": "1" }, [
+      el("div", { text: line }),
+      el("details", { class: "peak-full" }, [el("summary", { text: "full citation" }), el("p", { text: source })]),
+    ]);
+  }
+
   // ---------------------------------------------------------------- explain drawer
   var EXPLAIN_TITLES = {
     tokens_per_s: "Tokens per second", step_time_s: "Step time", flops_per_token: "FLOPs per token",
@@ -848,7 +867,7 @@
       }
       if (ex.peak_source) {
         body.appendChild(el("div", { class: "ex-section", text: "The peak, from its datasheet" }));
-        body.appendChild(el("div", { class: "ex-peak", text: ex.peak_source }));
+        body.appendChild(peakCitation(ex.peak_source));
       }
       if (ex.note) body.appendChild(el("p", { class: "ex-note", text: ex.note }));
     } else {
