@@ -72,18 +72,18 @@ def _target_env(proc: Any) -> dict[str, str]:
 
 
 def status_line(pid: int, elapsed: float, host: dict, gpu: dict, prev: tuple | None) -> str:
-    """`[attach 123] 12s  1.02 cores  rss 210 MB  3 procs  gpu0 97% 40.1 GB`."""
+    """`[attach 123] 12s  1.02 cores  rss 210 MiB  3 procs  gpu0 97% 37.3 GiB` (memory in GiB/MiB)."""
     parts = [f"[attach {pid}] {elapsed:5.0f}s"]
     if prev is not None and "cpu_s" in host and elapsed > prev[0]:
         parts.append(f"{(host['cpu_s'] - prev[1]) / (elapsed - prev[0]):.2f} cores")
     if "rss_kb" in host:
-        parts.append(f"rss {host['rss_kb'] / 1024:.0f} MB")
+        parts.append(f"rss {host['rss_kb'] / 1024:.0f} MiB")
     parts.append(f"{host.get('procs', 0)} procs")
     if "unavailable" in gpu:
         parts.append("no GPU")
     for row in gpu.get("gpus", []):
         util = f"{row['gpu_util'] * 100:.0f}%" if "gpu_util" in row else "?"
-        mem = f" {row['memory_used_b'] / 1e9:.1f} GB" if "memory_used_b" in row else ""
+        mem = f" {row['memory_used_b'] / 2**30:.1f} GiB" if "memory_used_b" in row else ""
         parts.append(f"gpu{row['index']} {util}{mem}")
     return "  ".join(parts)
 
