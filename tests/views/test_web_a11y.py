@@ -173,6 +173,10 @@ def test_cpu_only_page_folds_the_gpu_cards_and_passes_aa_contrast(browser, tmp_p
                 " || t.scrollWidth > t.clientWidth + 1).map(t => t.dataset.tile)"
             )
             assert spill == []
+            # the numbers NVML would give are absent for one reason: one row names them all
+            row = page.locator('#absent li[data-absent~="ofu"]')
+            assert {"ofu", "energy", "flops_observed", "mfu_ofu_gap"} <= set(row.get_attribute("data-absent").split())
+            assert row.inner_text().count("NVML library not found") == 1
             host = page.locator("#host").inner_text()
             for word in ("CPU", "Memory", "Disk", "Network"):
                 assert word in host, host

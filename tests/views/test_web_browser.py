@@ -185,7 +185,7 @@ def test_live_absent_number_shows_its_reason(browser, live_run):
     _wait_seq(page)
     absent = _state(page, url)["snapshot"]["absent"]
     assert "progress" in absent  # no budget was declared
-    item = page.locator('[data-absent="progress"]')
+    item = page.locator('[data-absent~="progress"]')
     assert absent["progress"] in item.inner_text()
     assert absent["progress"] in page.locator("#p-absent").inner_text()
     assert page.locator("#p-pct").inner_text().startswith("n/a")
@@ -343,7 +343,7 @@ def test_view_shows_the_very_numbers_of_tm_summary(browser, viewed_run):
         assert float(_tile(page, name).get_attribute("data-value")) == value, name
     assert page.locator("#status").inner_text().startswith("finished")
     for key, reason in summary["absent"].items():
-        assert reason in page.locator(f'[data-absent="{key}"]').inner_text()
+        assert reason in page.locator(f'[data-absent~="{key}"]').inner_text()
     points = int(page.locator('[data-chart="loss"]').get_attribute("data-points"))
     assert points > 1
     page.close()

@@ -761,8 +761,15 @@
     var a = S.snap.absent || {};
     var keys = Object.keys(a).sort();
     if (!keys.length) { box.appendChild(el("li", { class: "none" }, [el("span", { class: "why", text: "Every number was measured." })])); return; }
+    // numbers absent for one same reason are one row (a CPU run: five NVML numbers, one reason)
+    var groups = [], byReason = {};
     keys.forEach(function (k) {
-      box.appendChild(el("li", { "data-absent": k }, [el("span", { class: "name", text: k }), el("span", { class: "why", text: a[k] })]));
+      var g = byReason[a[k]];
+      if (!g) { g = byReason[a[k]] = { names: [], why: a[k] }; groups.push(g); }
+      g.names.push(k);
+    });
+    groups.forEach(function (g) {
+      box.appendChild(el("li", { "data-absent": g.names.join(" ") }, [el("span", { class: "name", text: g.names.join(", ") }), el("span", { class: "why", text: g.why })]));
     });
   }
 
