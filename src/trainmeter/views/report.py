@@ -148,9 +148,13 @@ _SCRIPT = """
     return a === 0 ? '0' : String(+v.toPrecision(3));
   }
   // human units: shares as %, bytes in GiB, seconds as s/ms, the rest with SI prefixes
-  function fmt(unit){
+  function fmt(unit, top){
     if (unit === 'ratio') return function(v){ return v == null ? '' : +(v * 100).toPrecision(3) + '%'; };
-    if (unit === 'B') return function(v){ return v == null ? '' : +(v / 1073741824).toPrecision(3) + ' GiB'; };
+    if (unit === 'B') {  // one binary unit per chart, the one its largest value reads best in
+      var step = [[1099511627776, 'TiB'], [1073741824, 'GiB'], [1048576, 'MiB'], [1024, 'KiB'], [1, 'B']]
+        .filter(function(s){ return top >= s[0]; })[0] || [1, 'B'];
+      return function(v){ return v == null ? '' : +(v / step[0]).toPrecision(3) + ' ' + step[1]; };
+    }
     if (unit === 'B/s') return function(v){ return v == null ? '' : +(v / 1048576).toPrecision(3) + ' MiB/s'; };
     if (unit === 's') return function(v){ return v == null ? '' : v < 1 ? +(v * 1000).toPrecision(3) + ' ms' : +v.toPrecision(3) + ' s'; };
     var tail = unit && unit !== '1' ? ' ' + unit : '';
@@ -170,7 +174,9 @@ _SCRIPT = """
       var box = document.createElement('div'); box.className = 'chart';
       box.setAttribute('data-series', c.name); host.appendChild(box);
       var h = document.createElement('h3'); h.textContent = c.label; box.appendChild(h);
-      var f = fmt(c.unit), series = [{label: 'step'}], bands = [], tables = [];
+      var top = 0;
+      c.series.forEach(function(s){ s.max.forEach(function(v){ if (v != null && Math.abs(v) > top) top = Math.abs(v); }); });
+      var f = fmt(c.unit, top), series = [{label: 'step'}], bands = [], tables = [];
       if (c.series.length > 1) {
         var keys = document.createElement('div'); keys.className = 'keys';
         c.series.forEach(function(s, k){
@@ -192,7 +198,10 @@ _SCRIPT = """
       var axis = {stroke: ink, grid: {stroke: grid}, ticks: {stroke: grid}};
       var opts = {
         width: Math.max(320, box.clientWidth - 16), height: 260, legend: {show: false},
-        scales: {x: {time: false}}, series: series, bands: bands,
+        // shares from 0 to at least 100%, so a flat 100% reads as full, not as noise (a share
+        // that stays small keeps its own range, so its changes stay visible)
+        scales: {x: {time: false}, y: c.unit === 'ratio' && top >= 0.2 ? {range: function(u, lo, hi){ return [Math.min(0, lo), Math.max(1, hi)]; }} : {}},
+        series: series, bands: bands,
         axes: [Object.assign({label: 'step', labelSize: 22, values: function(u, v){ return v.map(si); }}, axis),
                Object.assign({size: axisSize, values: function(u, v){ return v.map(f); }}, axis)]
       };
