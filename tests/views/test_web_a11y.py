@@ -115,6 +115,18 @@ LIVE_READY = "!!document.querySelector('[data-tile=\"mfu\"][data-value]') && !!d
 def test_live_page_passes_aa_contrast_in_both_themes(browser, gpu_run):
     _, url, _ = gpu_run
     _check_dashboard(browser, url, LIVE_READY)
+    for scheme in SCHEMES:  # and with the MFU explanation open, its citation unfolded
+        ctx, page = _page(browser, scheme)
+        try:
+            page.goto(url)
+            _wait(page, LIVE_READY)
+            page.locator('[data-tile="mfu"]').click()
+            page.locator("#explain").wait_for(state="visible")
+            page.locator("#explain-body .peak-full summary").click()
+            bad = contrast_violations(page)
+            assert bad == [], f"explain, {scheme}: " + "\n".join(bad)
+        finally:
+            ctx.close()
 
 
 def test_view_and_report_pass_aa_contrast_in_both_themes(browser, gpu_run):
