@@ -57,7 +57,7 @@ def main() -> None:
 
     def drain() -> None:
         """Empty the ring between repeats, so each repeat writes into free slots."""
-        r = ring._ring
+        r = ring.active
         while True:
             lines, last = outbox.drain_lines(1 << 16)
             if not last:

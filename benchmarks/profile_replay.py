@@ -8,7 +8,7 @@ one stage further along the path `tm summary` and `tm view` take (best of 3 each
 
 1. read the file in blocks and split it into lines;
 2. + the decoder (orjson, the fast checks, the standard-library path where unsure);
-3. + the recorder and the engine (`supervisor.replay.replay` without observers);
+3. + the recorder and the engine (`runlog.replay.replay` without observers);
 4. + the dashboard's bounded history and ~2,000 sampled snapshots (the full replay).
 
 The differences are each stage's cost per record, measured without a profiler. Then cProfile's
@@ -28,8 +28,8 @@ from pathlib import Path
 
 from run_all import write_log
 
-from trainmeter.supervisor.decode import Decoder
-from trainmeter.supervisor.replay import BLOCK, replay
+from trainmeter.runlog.decode import Decoder
+from trainmeter.runlog.replay import BLOCK, replay
 from trainmeter.views.history import History
 
 

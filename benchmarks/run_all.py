@@ -530,9 +530,9 @@ import json, resource, sys, time
 from pathlib import Path
 path, snapshots = sys.argv[1], int(sys.argv[2])
 t0 = time.perf_counter()
-# the path `tm summary` and `tm view` take: supervisor.replay.replay, with the dashboard's
+# the path `tm summary` and `tm view` take: runlog.replay.replay, with the dashboard's
 # bounded history as an observer (every record, and ~`snapshots` sampled snapshots)
-from trainmeter.supervisor.replay import replay
+from trainmeter.runlog.replay import replay
 try:
     from trainmeter.views.history import History
     history = History()

@@ -18,11 +18,11 @@ from __future__ import annotations
 import sys
 import time
 
-from .agent.outbox import FACT_KEYS  # noqa: F401 - part of the public surface
 from .agent.outbox import put_emitted as _put
 from .agent.probes import steps as _steps
 from .agent.sender import get_sender as _get_sender
 from .agent.values import as_number  # noqa: F401 - part of the public surface (tests)
+from .records import FACT_KEYS  # noqa: F401 - part of the public surface
 
 TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def emit(**values: Any) -> None:
         if sender is None:
             return
         t = _monotonic()
-        _put(sender, values, _steps._n_steps, t, _skip)
+        _put(sender, values, _steps.step_count(), t, _skip)
     except Exception:  # noqa: BLE001 - promise 1: never raise into the training loop
         return
 

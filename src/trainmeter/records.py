@@ -9,6 +9,9 @@ A record is ``{"v": 1, "t": <monotonic s>, "src": str, "rank": int|None, "pid": 
 "kind": str, "d": {...}}``, and, on a value `emit` or a tap accepted, ``"q": int``: its number
 in its process (from 1, in order), by which `tm` tells the values the socket delivered from
 those it reads from the process's ring after the process ended (`agent/ring.py`).
+
+Each kind's `d` is typed in `payloads.py`. A named value (`emit`, a tap) becomes its record in
+one place, `value_record`, for the agent that sends it and for `tm` reading it from a ring.
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ KINDS = frozenset(
     }
 )
 
+#: Keys that `emit()` takes as facts about the run rather than as series.
+FACT_KEYS = frozenset({"tokens_per_step"})
+
 #: The largest datagram the agent sends; several records are joined by newlines inside it.
 MAX_DATAGRAM = 60_000
 
@@ -69,6 +75,40 @@ def make(
 ) -> dict[str, Any]:
     """A record dict in the canonical field order."""
     return {"v": VERSION, "t": t, "src": src, "rank": rank, "pid": pid, "kind": kind, "d": d}
+
+
+def value_record(
+    key: str,
+    value: Any,
+    via: str,
+    step: int | None = None,
+    *,
+    t: Any,
+    rank: int | None = None,
+    pid: int | None = None,
+    q: Any = None,
+    recovered: bool = False,
+) -> dict[str, Any]:
+    """A named value given through `via` (`emit` or a tap's name) as its record.
+
+    `emit` of a key in `FACT_KEYS` is a fact about the run (`source: emitted`, no step); any other
+    value is a `metric` (`via`, and `step` when known). `src` is `emit` for `emit`, `agent` for a
+    tap. `q` is the value's number in its process; `recovered` marks a value read from a ring
+    after its process ended (`supervisor/ring.py`).
+    """
+    d: dict[str, Any]
+    if via == "emit" and key in FACT_KEYS:
+        kind, d = "fact", {"key": key, "value": value, "source": "emitted"}
+    else:
+        kind, d = "metric", {"key": key, "value": value, "via": via}
+        if step is not None:
+            d["step"] = step
+    if recovered:
+        d["recovered"] = True
+    record = make(kind, d, t=t, src="emit" if via == "emit" else "agent", rank=rank, pid=pid)
+    if q is not None:
+        record["q"] = q
+    return record
 
 
 def encode(record: dict[str, Any]) -> str:

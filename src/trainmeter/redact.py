@@ -16,11 +16,21 @@ argument and, the same way, inside an argument that is itself a shell command
 
 Kept apart from `records` so the agent, which imports `records` in every Python a run starts,
 does not pay for compiling these patterns.
+
+A passport, a file meant to be handed on, is scrubbed further (`scrub_command`, `scrub_strings`,
+`private_dirs`): token-shaped words hidden, paths cut to their base names, the run's, project's
+and home directories and the host's name replaced wherever they appear.
 """
 
 from __future__ import annotations
 
+import os
 import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 REDACTED = "<redacted>"
 
@@ -141,3 +151,69 @@ def redact_argv(argv: list[str]) -> list[str]:
             continue
         out.append(redact_urls(arg))
     return out
+
+
+# ---- a passport: what is handed on ----------------------------------------------------------
+
+#: Values shaped like tokens of common services, hidden wherever they appear in the command line.
+_TOKEN_SHAPES = re.compile(
+    r"^(hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{8,}|xox[abp]-[A-Za-z0-9-]{8,}"
+    r"|AKIA[0-9A-Z]{12,}|[0-9a-f]{40})$"
+)
+
+
+def scrub_command(argv: Any) -> list[str]:
+    """The command line with secrets hidden and each path cut to its base name."""
+    if not isinstance(argv, list):
+        return []
+    out: list[str] = []
+    for arg in redact_argv([str(a) for a in argv]):
+        flag, eq, value = arg.partition("=")
+        if eq and flag.startswith("-"):
+            out.append(f"{flag}={_scrub_word(value)}")
+        else:
+            out.append(_scrub_word(arg))
+    return out
+
+
+def _scrub_word(word: str) -> str:
+    if word == REDACTED:
+        return word
+    if _TOKEN_SHAPES.match(word):
+        return REDACTED
+    if "/" in word or os.sep in word:
+        return os.path.basename(word.rstrip("/" + os.sep)) or word
+    return word
+
+
+def scrub_strings(obj: Any, paths: list[str], hosts: list[str]) -> Any:
+    """Every string in `obj` with the given paths replaced and host names hidden."""
+    host_res = [re.compile(rf"(?<![\w.-]){re.escape(h)}(?![\w-])") for h in hosts if len(h) >= 2]
+    paths = sorted({str(p).rstrip("/") for p in paths if len(str(p)) > 1}, key=len, reverse=True)
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            for path in paths:
+                value = value.replace(path, "<dir>")
+            for pattern in host_res:
+                value = pattern.sub("<host>", value)
+            return value
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return clean(obj)
+
+
+def private_dirs(run_dir: Path | None) -> list[str]:
+    """The directories a passport must not name: the run's, the project's, the home."""
+    from pathlib import Path
+
+    paths = [str(Path.home())]
+    if run_dir is not None:
+        run_dir = Path(run_dir).resolve()
+        paths += [str(run_dir), str(run_dir.parent.parent.parent)]
+    paths.append(os.getcwd())
+    return [p for p in paths if p not in ("/", "")]

@@ -14,7 +14,7 @@ from ..conftest import run_tm
 
 def test_bad_flags_and_missing_runs(tmp_path: Path) -> None:
     bad = run_tm(["view", "--frob"], tmp_path)
-    assert bad.returncode == 2 and bad.stderr == "tm view: unknown option '--frob'\n"
+    assert bad.returncode == 2 and bad.stderr == "tm view: unknown option '--frob' (tm view --help)\n"
     port = run_tm(["view", "--port", "x"], tmp_path)
     assert port.returncode == 2 and port.stderr.count("\n") == 1 and "--port" in port.stderr
     missing = run_tm(["view", "nope"], tmp_path)

@@ -22,7 +22,7 @@ def test_hand_built_snapshots_are_documented():
 
 
 def test_samples_waterfall_advice_and_the_log_are_documented(tmp_path):
-    from trainmeter.supervisor.replay import replay
+    from trainmeter.runlog.replay import replay
 
     samples = cnn_run()
     assert {"samples", "waterfall"} <= set(samples) and "mfu" in samples["samples"]

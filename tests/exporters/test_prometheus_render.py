@@ -55,7 +55,7 @@ def test_render_labels_every_sample_with_run_and_node_and_leaves_absent_out():
         for labels, _ in samples:
             assert labels["run"] == "job7" and labels["node"] == "1"
     assert m["trainmeter_tokens_per_second"][0][1] == 2048.0
-    assert m["trainmeter_tokens"][0][1] == 10240.0  # 40 steps x 256
+    assert m["trainmeter_tokens_total"][0][1] == 10240.0  # 40 steps x 256
     assert m["trainmeter_step_time_seconds"][0][1] == 0.125
     assert m["trainmeter_mfu_ratio"] == [
         ({"run": "job7", "node": "1", "convention": "megatron"}, 0.38)
@@ -73,7 +73,11 @@ def test_render_labels_every_sample_with_run_and_node_and_leaves_absent_out():
         "straggler": 1,
     }
     assert m["trainmeter_goodput_ratio"][0][1] == 0.75
-    assert m["trainmeter_energy_joules"][0][1] == 1403.0
+    assert m["trainmeter_energy_joules_total"][0][1] == 1403.0
+    assert {lab["gpu"]: v for lab, v in m["trainmeter_gpu_energy_joules_total"]} == {
+        "0": 1267.0,
+        "1": 136.0,
+    }
     assert "trainmeter_progress_ratio" not in m  # absent is never exported as 0
     assert "trainmeter_ofu_ratio" not in m
 
@@ -89,9 +93,9 @@ def test_without_a_run_id_each_node_is_its_own_run():
     standalone["job"]["nodes"] = 2  # a rendezvous id shared by two nodes is the job's
     assert labels_for(standalone, "20261202-120000-train")["run"] == "9f1c-uuid"
     m = parse(render(snap, {"run": "r", "cluster": "c1"})[0])  # as the dashboard calls it
-    assert m["trainmeter_steps"] == [({"run": "r", "node": "0", "cluster": "c1"}, 3.0)]
+    assert m["trainmeter_steps_total"] == [({"run": "r", "node": "0", "cluster": "c1"}, 3.0)]
     shared = parse(render(SNAP, {"run": "train"})[0])  # the job's id wins over the run's name
-    assert shared["trainmeter_steps"][0][0] == {"run": "job7", "node": "1"}
+    assert shared["trainmeter_steps_total"][0][0] == {"run": "job7", "node": "1"}
 
 
 def test_the_server_answers_metrics_alone_and_is_read_only():
@@ -100,7 +104,7 @@ def test_the_server_answers_metrics_alone_and_is_read_only():
     try:
         server.on_snapshot(SNAP, 1.0)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-            assert parse(resp.read())["trainmeter_steps"][0][1] == 40
+            assert parse(resp.read())["trainmeter_steps_total"][0][1] == 40
         for path, method, code in (
             ("/", "GET", 404),
             ("/api", "GET", 404),
@@ -134,3 +138,19 @@ def test_an_address_in_use_is_one_warning_and_the_run_goes_on(tmp_path):
         taken.close()
     assert not [o for o in observers if getattr(o, "name", "") == "metrics"]
     assert [k for k, _ in said] == ["metrics"] and "is not served" in said[0][1]
+
+
+def test_what_only_grows_is_a_counter_and_the_rest_gauges():
+    """Steps, tokens and energy only grow: counters (`_total`), so `rate()` reads them; the
+    families follow the one table (`FAMILIES`), help text and kind included."""
+    from trainmeter.exporters.prometheus import FAMILIES
+
+    kinds = {f.name: f.type for f in text_string_to_metric_families(render(SNAP)[0].decode())}
+    counters = {"trainmeter_steps", "trainmeter_tokens", "trainmeter_energy_joules",
+                "trainmeter_gpu_energy_joules"}
+    assert {name for name, kind in kinds.items() if kind == "counter"} == counters
+    assert set(kinds.values()) == {"counter", "gauge"}
+    assert list(kinds) == ["trainmeter_" + f.name for f in FAMILIES if "trainmeter_" + f.name in kinds]
+    body = render(SNAP)[0].decode()
+    assert "trainmeter_steps_total{" in body
+    assert "trainmeter_steps{" not in body

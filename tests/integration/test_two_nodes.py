@@ -131,7 +131,7 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
         def steady():
             both = [scrape(p) for p in (m0, m1)]
             if all(
-                s["trainmeter_steps"][0][1] >= 20 and "trainmeter_tokens_per_second" in s
+                s["trainmeter_steps_total"][0][1] >= 20 and "trainmeter_tokens_per_second" in s
                 for s in both
             ):
                 return both

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainmeter import records
-from trainmeter.supervisor.decode import Decoder
+from trainmeter.runlog.decode import Decoder
+from trainmeter.runlog.replay import replay
 from trainmeter.supervisor.ingest import Ingest, clean_stale_dirs
-from trainmeter.supervisor.replay import replay
 
 from .fakes import FakeEngine
 from .procs import step_record
@@ -284,7 +284,7 @@ def test_a_log_cut_mid_line_and_with_garbage_replays_and_says_what_it_skipped(tm
 
 
 def test_an_endless_line_is_skipped_without_reading_it_whole(tmp_path: Path, monkeypatch) -> None:
-    from trainmeter.supervisor import replay as replay_mod
+    from trainmeter.runlog import replay as replay_mod
 
     monkeypatch.setattr(replay_mod, "MAX_LINE", 1000)
     good = records.encode(step_record(1, 1.0, tokens=7))

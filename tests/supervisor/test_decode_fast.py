@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainmeter.supervisor import decode
-from trainmeter.supervisor.decode import Decoder
-from trainmeter.supervisor.replay import replay
+from trainmeter.runlog import decode
+from trainmeter.runlog.decode import Decoder
+from trainmeter.runlog.replay import replay
 
 pytest.importorskip("orjson")
 

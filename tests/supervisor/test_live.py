@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from trainmeter import records
+from trainmeter.runlog.recorder import Recorder
+from trainmeter.runlog.store import RunStore
+from trainmeter.runlog.warn import WarnOnce
 from trainmeter.supervisor.live import LiveLoop
-from trainmeter.supervisor.recorder import Recorder
-from trainmeter.supervisor.store import RunStore
-from trainmeter.supervisor.warn import WarnOnce
 
 from .fakes import FakeEngine, FakeSampler, FakeWatcher
 from .procs import step_record

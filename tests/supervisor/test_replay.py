@@ -9,7 +9,8 @@ from pathlib import Path
 
 from trainmeter import records
 from trainmeter.cli.args import parse_run_args
-from trainmeter.supervisor.replay import RunNotFound, replay, resolve_run
+from trainmeter.runlog.replay import replay
+from trainmeter.runlog.runs import RunNotFound, resolve_run
 from trainmeter.supervisor.session import supervise
 
 from ..conftest import run_dirs

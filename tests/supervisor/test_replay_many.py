@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from trainmeter.supervisor.replay import ReplayResult
-from trainmeter.supervisor.replay_many import NodeRun, merge
+from trainmeter.runlog.replay import ReplayResult
+from trainmeter.runlog.replay_many import NodeRun, merge
 from trainmeter.views.job_text import job_text
 
 

@@ -59,7 +59,7 @@ def test_a_setup_that_fails_after_the_start_leaves_the_child_running_unwatched(
         f"open({str(out)!r}, 'w').write(str(os.path.exists(os.environ['TRAINMETER_SOCKET'])))\n"
         "sys.exit(5)\n",
     )
-    from trainmeter.supervisor import store
+    from trainmeter.runlog import store
 
     def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("no room here")

@@ -7,8 +7,8 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from trainmeter.supervisor.store import RunStore, safe_name
-from trainmeter.supervisor.warn import WarnOnce
+from trainmeter.runlog.store import RunStore, safe_name
+from trainmeter.runlog.warn import WarnOnce
 
 WHEN = datetime(2026, 12, 2, 15, 4, 5, tzinfo=timezone.utc)
 

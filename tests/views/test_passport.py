@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from trainmeter.views.passport import build_passport, fmt, render_markdown, scrub_command
+from trainmeter.redact import scrub_command
+from trainmeter.views.passport import build_passport
+from trainmeter.views.passport_md import fmt, render_markdown
 
 
 def snapshot(**extra) -> dict:
@@ -19,6 +21,7 @@ def snapshot(**extra) -> dict:
         "flops_per_token": {"value": 6.0e9, "convention": "megatron", "formula": "6(N-E) + 6·L·d·T",
                             "source": "detected"},
         "flops_spent": 6.0e9 * 4_096_000,
+        "gpu_hours": 8 * 7200.0 / 3600,  # the engine's (engine/cost.py): 8 GPUs x 7200 s / 3600
         "n_gpus": {"value": 8, "source": "detected"},
         "mfu": {"value": 50_000 * 6.0e9 / (8 * 989.5e12), "convention": "megatron", "n_gpus": 8,
                 "peak": "NVIDIA H100 SXM5 80GB", "peak_label": "datasheet",
@@ -71,7 +74,9 @@ def test_absent_is_named_with_its_reason_never_zero() -> None:
     assert p["absent"]["energy_j"].startswith("no GPU energy counter")
     assert "eta_s" not in p["absent"]  # a finished run's passport does not plan ahead
     cpu = snapshot(n_gpus={"value": 0, "source": "detected"}, mfu={}, peak={})
+    del cpu["gpu_hours"]
     cpu["absent"]["mfu"] = "no dense peak"
+    cpu["absent"]["gpu_hours"] = "no GPU was seen in this run (a CPU run, or no NVIDIA driver)"
     q = build_passport(cpu)
     assert "gpu_hours" not in q["training"] and "mfu" not in q["training"]
     assert q["absent"]["gpu_hours"].startswith("no GPU was seen")
@@ -122,7 +127,7 @@ def test_fmt(value, unit, text) -> None:
 def test_registered_for_every_run_and_a_failure_only_warns(tmp_path) -> None:
     from trainmeter.supervisor.options import RunOptions
     from trainmeter.views.observers import make_observers
-    from trainmeter.views.passport import PassportWriter
+    from trainmeter.views.passport_files import PassportWriter
 
     warned: list[tuple[str, str]] = []
     observers = make_observers(RunOptions(), tmp_path, lambda k, m: warned.append((k, m)))
@@ -138,7 +143,7 @@ def test_registered_for_every_run_and_a_failure_only_warns(tmp_path) -> None:
     assert warned and warned[-1][0] == "store" and "cannot write the passport" in warned[-1][1]
     import io
 
-    from trainmeter.supervisor.warn import WarnOnce
+    from trainmeter.runlog.warn import WarnOnce
 
     err = io.StringIO()
     once = WarnOnce(err)

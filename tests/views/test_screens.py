@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmeter.views.terminal import duration, mfu_text, percent, si, si_unit
+from trainmeter.views.terminal import duration, mfu_text, ms, percent, si, si_unit
 
 from ..conftest import EXAMPLES, REPO, run_dirs, run_tm, tm_env
 from .screen import Screen, needs_tmux, shell_env
@@ -58,7 +58,18 @@ def test_summary_text_shows_the_json_values(example_run: Path) -> None:
     lines = _flat(text)
     assert "\x1b" not in text  # not a terminal: plain text
     # throughput and MFU with its convention, the peak and its label
-    assert f"tokens/s {si(snap['tokens_per_s'])} counting {snap['tokens_counted']}" in lines
+    window = snap["rate_window"]
+    assert window["kind"] == "steady"
+    assert (
+        f"tokens/s {si(snap['tokens_per_s'])} steady state, {window['seconds']:.3g} s after "
+        f"warm-up, counting {snap['tokens_counted']}"
+    ) in lines
+    spread = snap["step_times"]
+    assert any(
+        line.startswith("step time ") and f"median {ms(spread['median_s'])}" in line
+        and f"p90 {ms(spread['p90_s'])}" in line
+        for line in lines
+    )
     assert mfu_text(snap) in lines
     assert "peak: 2 × NVIDIA H100 SXM5 80GB, 989.5 TFLOP/s dense BF16 each (datasheet)" in lines
     # FLOPs per token under every convention, and counted

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainmeter.views.terminal import duration, mfu_text, si, summary_line, summary_text
-from trainmeter.views.terminal_summary import time_bar
+from trainmeter.views.terminal import duration, mfu_text, si, summary_line
+from trainmeter.views.terminal_summary import summary_text, time_bar
 
 
 @pytest.mark.parametrize(

@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 import time
 
+from .. import records
+from ..records import FACT_KEYS
 from . import ring as ring_module
 from .sender import get_sender
 from .values import as_number
-
-#: Keys that `emit()` takes as facts about the run rather than as series.
-FACT_KEYS = frozenset({"tokens_per_step"})
 
 _pack = ring_module.SLOT.pack_into
 _SLOTS_AT = ring_module.SLOTS_AT
@@ -50,7 +49,7 @@ def put(key: str, value: float, via: str, step: int | None, t: float | None = No
 
 def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: float) -> None:
     """`put` for a caller that already holds the live sender."""
-    ring = ring_module._ring
+    ring = ring_module.active
     if ring is None or ring.owner is not sender or sender._thread is None or _registered_for is not sender:
         ring = _first_value(sender)
         if ring is None:
@@ -62,6 +61,10 @@ def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: 
     seq = next(ring.seq)
     if kid < 0 or seq - ring.tail >= _CAPACITY:
         _refuse(ring, seq, kid)  # counted; both readers step over the unused number
+        return
+    if seq >= ring.room and not ring.grow():
+        ring.skipped.add(seq)  # no room for its page: the socket alone takes it
+        _pending.append((key, value, via, step, t))
         return
     if step is None or not -1 <= step < 1 << 63:
         step = -1  # none, or a tracker's step no slot can hold: the value still goes
@@ -76,7 +79,7 @@ def put_emitted(
 ) -> None:
     """`emit`'s keyword arguments into the ring, each key alone (`skip(key)` for one that is
     not a finite number): the whole hot path of `emit` in one call, nothing looked up twice."""
-    ring = ring_module._ring
+    ring = ring_module.active
     if ring is None or ring.owner is not sender or sender._thread is None or _registered_for is not sender:
         ring = _first_value(sender)
     for key, value in values.items():
@@ -99,6 +102,10 @@ def put_emitted(
             seq = next(ring.seq)
             if kid < 0 or seq - ring.tail >= _CAPACITY:
                 _refuse(ring, seq, kid)
+                continue
+            if seq >= ring.room and not ring.grow():
+                ring.skipped.add(seq)  # no room for its page: the socket alone takes it
+                _pending.append((key, number, "emit", step, t))
                 continue
             try:
                 _pack(ring.mm, _SLOTS_AT + (seq & _MASK) * _SLOT_BYTES, kid, step, t, number, seq)
@@ -139,7 +146,7 @@ def _register(sender: object) -> None:
 
 def _ring_dropped(sender_dropped: int) -> int:
     """Keep the sender's drop count in the ring's header; return the values the ring refused."""
-    ring = ring_module._ring
+    ring = ring_module.active
     if ring is None:
         return 0
     h = ring.h
@@ -149,30 +156,45 @@ def _ring_dropped(sender_dropped: int) -> int:
 
 def _shipped(last_q: int) -> None:
     """Values up to `last_q` left in a datagram: their slots may be reused."""
-    ring = ring_module._ring
+    ring = ring_module.active
     if ring is not None and last_q >= ring.tail:
         ring.tail = last_q + 1
 
 
 def _ring_pending() -> int:
-    """Values written to the ring and not yet shipped (a peek at the counter, no advance)."""
-    ring = ring_module._ring
-    if ring is None:
-        return 0
-    return max(int(repr(ring.seq)[6:-1]) - ring.tail, 0)  # "count(N)": N, not advanced
+    """Values in the ring not yet shipped (`Ring.unshipped`: nonzero while any wait)."""
+    ring = ring_module.active
+    return 0 if ring is None else ring.unshipped()
+
+
+#: Stand-ins for the numbers a template leaves open: JSON strings no number can be.
+_HOLES = {"t": "\x00t", "value": "\x00v", "step": "\x00s", "q": "\x00q"}
 
 
 def template(sender: object, via: str, key: str, stepped: bool = False) -> str:
-    """The JSON line of one value, with %-holes for t, value, (with `stepped`) step, and q."""
-    rank = "null" if sender.rank is None else str(int(sender.rank))  # type: ignore[attr-defined]
-    head = f'{{"v":1,"t":%r,"src":"{"emit" if via == "emit" else "agent"}","rank":{rank},'
-    head += f'"pid":{int(sender.pid)},'  # type: ignore[attr-defined]
-    jkey = json.dumps(key).replace("%", "%%")  # a key's own "%" is no hole
-    jvia = json.dumps(via).replace("%", "%%")
-    step = ',"step":%d' if stepped else ""
-    if via == "emit" and key in FACT_KEYS:
-        return head + f'"kind":"fact","d":{{"key":{jkey},"value":%r,"source":"emitted"{step}}},"q":%d}}'
-    return head + f'"kind":"metric","d":{{"key":{jkey},"value":%r,"via":{jvia}{step}}},"q":%d}}'
+    """The JSON line of one value, with %-holes for t, value, (with `stepped`) step, and q.
+
+    The record is `records.value_record`'s (the one rule for what a value becomes), encoded
+    once with stand-ins where the numbers go; the sender fills the holes with `%` for each value.
+    """
+    hole = {name: json.dumps(mark) for name, mark in _HOLES.items()}
+    record = records.value_record(
+        key,
+        _HOLES["value"],
+        via,
+        _HOLES["step"] if stepped else None,
+        t=_HOLES["t"],
+        rank=None if sender.rank is None else int(sender.rank),  # type: ignore[attr-defined]
+        pid=int(sender.pid),  # type: ignore[attr-defined]
+        q=_HOLES["q"],
+    )
+    line = json.dumps(record, separators=(",", ":")).replace("%", "%%")  # a key's "%" is no hole
+    line = line.replace(hole["t"], "%r", 1)  # the envelope's t comes before any key
+    for name, form in (("value", "%r"), ("step", "%d"), ("q", "%d")):
+        at = line.rfind(hole[name])  # the value, step and q come after the key
+        if at >= 0:
+            line = line[:at] + form + line[at + len(hole[name]) :]
+    return line
 
 
 def drain_lines(limit: int) -> tuple[list[bytes], int]:
@@ -180,7 +202,7 @@ def drain_lines(limit: int) -> tuple[list[bytes], int]:
     last value taken (0: none)."""
     global _templates_for
     sender = get_sender()
-    ring = ring_module._ring
+    ring = ring_module.active
     if sender is None or ring is None:
         return [], 0
     if _templates_for is not ring:
@@ -219,17 +241,8 @@ def _drain_pending() -> None:
     batch = _pending[:]
     del _pending[: len(batch)]  # appends made meanwhile stay for the next drain
     for key, value, via, step, t in batch:
-        if via == "emit":
-            if key in FACT_KEYS:
-                sender.send("fact", {"key": key, "value": value, "source": "emitted"}, "emit", t)
-                continue
-            src = "emit"
-        else:
-            src = "agent"
-        d: dict[str, object] = {"key": key, "value": value, "via": via}
-        if step is not None:
-            d["step"] = step
-        sender.send("metric", d, src, t)
+        record = records.value_record(key, value, via, step, t=t)
+        sender.send(record["kind"], record["d"], record["src"], t)
 
 
 def pending() -> int:

@@ -1,6 +1,6 @@
 """Counters the agent's pieces share inside one process (standard library only).
 
-The optimizer step count is not here: the step probe keeps it (`probes.steps._n_steps`), and
+The optimizer step count is not here: the step probe keeps it (`probes.steps.step_count()`), and
 `emit()` and the taps read it from there, so the step hook writes it once.
 """
 

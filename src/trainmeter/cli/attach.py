@@ -124,7 +124,7 @@ class _StatusLine:
 def _write_summary(run_dir: Path) -> None:
     """summary.json from the log, like a normal run (skipped if the replay is not built)."""
     try:
-        from trainmeter.supervisor.replay import replay
+        from trainmeter.runlog.replay import replay
 
         snapshot = replay(run_dir / "events.jsonl").snapshot
         text = json.dumps(snapshot, allow_nan=False, indent=2)

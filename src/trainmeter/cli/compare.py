@@ -25,7 +25,7 @@ _SECTIONS = {
 
 
 def cell(value: float | None, unit: str) -> str:
-    from ..views.passport import fmt
+    from ..views.passport_md import fmt
 
     if value is None:
         return "-"
@@ -71,7 +71,7 @@ def _main(argv: list[str]) -> int:
     dir_b, snap_b = loaded_run(runs[1])
     if dir_a == dir_b:
         raise CommandError(f"{runs[0]!r} and {runs[1]!r} are the same run ({dir_a.name})")
-    from ..supervisor.runs import run_name
+    from ..runlog.runs import run_name
     from ..views.compare import compare
 
     names = (run_name(dir_a), run_name(dir_b))

@@ -40,7 +40,7 @@ def _main(argv: list[str]) -> int:
         raise CommandError("wandb needs --project P (the W&B project to create the run in)")
 
     from ..exporters.tables import ExportError, run_table, write_csv, write_parquet
-    from ..supervisor.runs import RunNotFound, resolve_run
+    from ..runlog.runs import RunNotFound, resolve_run
 
     try:
         run_dir = resolve_run(runs[0] if runs else None)
@@ -73,9 +73,10 @@ def _main(argv: list[str]) -> int:
 
 def _wandb(run_dir: Path, table, opts: dict) -> int:
     from ..exporters.wandb import export_wandb
-    from ..views.passport import build_passport, scrub_paths
+    from ..redact import private_dirs
+    from ..views.passport import build_passport
 
-    passport = build_passport(table.snapshot, scrub_paths(run_dir))
+    passport = build_passport(table.snapshot, private_dirs(run_dir))
     about = export_wandb(
         table, passport, opts["--project"], name=opts.get("--name"), entity=opts.get("--entity")
     )

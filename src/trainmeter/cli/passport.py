@@ -26,16 +26,19 @@ def _main(argv: list[str]) -> int:
         return 0
     runs, opts = split_args("passport", argv, {"--json", "--no-write"}, set())
     run_dir, snap = loaded_run(runs[0] if runs else None)
-    from ..views.passport import build_passport, render_markdown, scrub_paths, write_passport
+    from ..redact import private_dirs
+    from ..views.passport import build_passport
+    from ..views.passport_files import write_passport
+    from ..views.passport_md import render_markdown
 
     if opts.get("--no-write"):
-        passport = build_passport(snap, scrub_paths(run_dir))
+        passport = build_passport(snap, private_dirs(run_dir))
     else:
         try:
             passport = write_passport(run_dir, snap)
         except OSError as exc:
             print(f"tm passport: cannot write into {run_dir.name} ({exc.strerror})", file=sys.stderr)
-            passport = build_passport(snap, scrub_paths(run_dir))
+            passport = build_passport(snap, private_dirs(run_dir))
     if opts.get("--json"):
         print(json.dumps(passport, indent=2, allow_nan=False), flush=True)
     else:

@@ -19,7 +19,7 @@ def _main(argv: list[str]) -> int:
         print(USAGE, end="")
         return 0
     runs, opts = split_args("report", argv, set(), {"-o", "--output"})
-    from ..supervisor.runs import RunNotFound, resolve_run
+    from ..runlog.runs import RunNotFound, resolve_run
     from ..views.report import ReportError, build_report
 
     try:

@@ -12,6 +12,11 @@ import sys
 from ..records import ENV_SOCKET
 from .args import USAGE, RunOptions, UsageError, parse_run_args
 
+TYPE_CHECKING = False  # typing and pathlib cost milliseconds before the child starts
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
 #: Whether this process supervised a run: `cli.main.entry` may then leave without the
 #: interpreter's teardown (everything the run wrote is closed by then).
 supervised = False
@@ -43,6 +48,20 @@ def passthrough(opts: RunOptions) -> int:
     return 0  # not reached: exec replaced this process
 
 
+def _make_observers(opts: RunOptions, run_dir: Path | None, warn: Any, stderr: Any) -> list[Any]:
+    """The live views of this run (`views/observers.py`), imported once the child is running."""
+    from ..views.observers import make_observers
+
+    return make_observers(opts, run_dir, warn, stderr)
+
+
+def _end_line(snap: dict[str, Any], run_dir: Path | None, elapsed_s: float | None) -> str:
+    """The one line on stderr when the run ends (`views/terminal.py`), imported at the end."""
+    from ..views.terminal import summary_line
+
+    return summary_line(snap, run_dir, elapsed_s)
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(USAGE, end="", file=sys.stderr)
@@ -65,6 +84,6 @@ def main(argv: list[str]) -> int:
     from ..supervisor.session import supervise
 
     global supervised
-    status = supervise(opts)
+    status = supervise(opts, make_observers=_make_observers, end_line=_end_line)
     supervised = True
     return status

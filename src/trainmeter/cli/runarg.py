@@ -1,7 +1,7 @@
 """What the commands about finished runs share: naming a run, replaying it, failing in one line.
 
 `tm passport`, `tm export`, `tm report`, `tm compare` all take runs named the same way (see
-`supervisor.runs.resolve_run`) and all rebuild the snapshot from the log rather than trusting a
+`runlog.runs.resolve_run`) and all rebuild the snapshot from the log rather than trusting a
 `summary.json` that a crash may have left out.
 """
 
@@ -19,8 +19,8 @@ class CommandError(Exception):
 
 def loaded_run(spec: str | None) -> tuple[Path, dict[str, Any]]:
     """The run `spec` names and its snapshot replayed from `events.jsonl`."""
-    from ..supervisor.replay import replay
-    from ..supervisor.runs import RunNotFound, resolve_run
+    from ..runlog.replay import replay
+    from ..runlog.runs import RunNotFound, resolve_run
 
     try:
         run_dir = resolve_run(spec)

@@ -68,7 +68,7 @@ def _main(argv: list[str]) -> int:
         print(USAGE, end="")
         return 0
     _runs, opts = split_args("runs", argv, {"--json"}, set(), max_runs=0)
-    from ..supervisor.runs import list_runs, runs_root
+    from ..runlog.runs import list_runs, runs_root
 
     infos = list_runs()
     if opts.get("--json"):

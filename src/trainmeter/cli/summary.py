@@ -7,7 +7,6 @@ that crashed before writing one and for logs written by an older version.
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 USAGE = """\
@@ -19,39 +18,27 @@ usage: tm summary [RUN ...] [--json]
 
 
 def main(argv: list[str]) -> int:
-    try:
-        return _main(argv)
-    except BrokenPipeError:  # `tm summary | head`: the reader left, which is fine
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
-        return 0
+    from .runarg import run_command
+
+    return run_command("summary", _main, argv)  # a closed pipe (`tm summary | head`) is fine
 
 
 def _main(argv: list[str]) -> int:
-    spec: str | None = None
-    more: list[str] = []  # other nodes' runs of the same job
-    as_json = False
-    for arg in argv:
-        if arg in ("-h", "--help"):
-            print(USAGE, end="")
-            return 0
-        if arg == "--json":
-            as_json = True
-        elif arg.startswith("-"):
-            print(f"tm summary: unknown option {arg!r}", file=sys.stderr)
-            return 2
-        elif spec is None:
-            spec = arg
-        else:
-            more.append(arg)
-    if more:
+    from .runarg import split_args
+
+    if "-h" in argv or "--help" in argv:
+        print(USAGE, end="")
+        return 0
+    runs, opts = split_args("summary", argv, {"--json"}, set(), max_runs=len(argv))
+    spec = runs[0] if runs else None
+    as_json = bool(opts.get("--json"))
+    if len(runs) > 1:  # the other nodes' runs of the same job
         from .summary_job import main_job
 
-        return main_job([spec, *more], as_json)  # type: ignore[list-item]
+        return main_job(runs, as_json)
 
-    from ..supervisor.replay import RunNotFound, replay, resolve_run
+    from ..runlog.replay import replay
+    from ..runlog.runs import RunNotFound, resolve_run
 
     try:
         run_dir = resolve_run(spec)

@@ -7,8 +7,8 @@ import sys
 
 
 def main_job(specs: list[str], as_json: bool) -> int:
-    from ..supervisor.replay import RunNotFound, resolve_run
-    from ..supervisor.replay_many import replay_job
+    from ..runlog.replay_many import replay_job
+    from ..runlog.runs import RunNotFound, resolve_run
 
     try:
         run_dirs = [resolve_run(spec) for spec in specs]

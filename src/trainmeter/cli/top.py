@@ -35,10 +35,10 @@ class Follower:
     """Reads a growing `events.jsonl` and feeds each new complete line to a fresh engine."""
 
     def __init__(self, events: Path, screen: Any) -> None:
-        from ..supervisor import late_parts as parts
-        from ..supervisor.observers import ObserverSet
-        from ..supervisor.recorder import Recorder
-        from ..supervisor.store import RunStore
+        from ..runlog import engine_load as parts
+        from ..runlog.observers import ObserverSet
+        from ..runlog.recorder import Recorder
+        from ..runlog.store import RunStore
 
         self.events = events
         self.screen = screen
@@ -56,7 +56,7 @@ class Follower:
         self.recorder.observers = ObserverSet([screen], warn)
         self.recorder.attach_engine(engine, missing or reason)
         self.finished = False
-        from ..supervisor.decode import Decoder
+        from ..runlog.decode import Decoder
 
         self.decoder = Decoder()  # the one decoder of live ingest and replay
         self._fh: Any = None
@@ -118,24 +118,22 @@ class Follower:
 
 
 def main(argv: list[str]) -> int:
-    spec: str | None = None
-    once = False
-    for arg in argv:
-        if arg in ("-h", "--help"):
-            print(USAGE, end="")
-            return 0
-        if arg == "--once":
-            once = True
-        elif arg.startswith("-"):
-            print(f"tm top: unknown option {arg!r}", file=sys.stderr)
-            return 2
-        elif spec is None:
-            spec = arg
-        else:
-            print(f"tm top: one run at a time ({spec!r} and {arg!r})", file=sys.stderr)
-            return 2
+    from .runarg import run_command
 
-    from ..supervisor.replay import RunNotFound, resolve_run
+    return run_command("top", _main, argv)
+
+
+def _main(argv: list[str]) -> int:
+    from .runarg import split_args
+
+    if "-h" in argv or "--help" in argv:
+        print(USAGE, end="")
+        return 0
+    runs, opts = split_args("top", argv, {"--once"}, set())
+    spec = runs[0] if runs else None
+    once = bool(opts.get("--once"))
+
+    from ..runlog.runs import RunNotFound, resolve_run
 
     try:
         run_dir = resolve_run(spec)

@@ -3,7 +3,7 @@
 The run's log is replayed through the same engine as `tm summary` (so the page shows the very
 numbers `tm summary --json` prints) and served on 127.0.0.1 until Ctrl-C. Several run
 directories are the nodes of one job: they are joined as `tm summary DIR1 DIR2` joins them
-(`supervisor.replay_many.replay_job`), and the curves are the job clock's node's (global rank 0),
+(`runlog.replay_many.replay_job`), and the curves are the job clock's node's (global rank 0),
 as the joined snapshot's steps and loss are.
 """
 
@@ -23,43 +23,30 @@ Serves the run's dashboard on 127.0.0.1 until Ctrl-C.
 """
 
 
-def _parse(argv: list[str]) -> tuple[list[str], int | None] | int:
-    specs: list[str] = []
-    port: int | None = None
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg in ("-h", "--help"):
-            print(USAGE, end="")
-            return 0
-        if arg == "--port" or arg.startswith("--port="):
-            if "=" in arg:
-                value = arg.split("=", 1)[1]
-            elif i + 1 < len(argv):
-                i += 1
-                value = argv[i]
-            else:
-                print("tm view: --port needs a number", file=sys.stderr)
-                return 2
-            if not value.isdigit() or int(value) > 65535:
-                print(f"tm view: --port: {value!r} is not a port number (0-65535)", file=sys.stderr)
-                return 2
-            port = int(value)
-        elif arg.startswith("-"):
-            print(f"tm view: unknown option {arg!r}", file=sys.stderr)
-            return 2
-        else:
-            specs.append(arg)
-        i += 1
-    return specs, port
+def _parse(argv: list[str]) -> tuple[list[str], int | None]:
+    from .runarg import CommandError, split_args
+
+    specs, opts = split_args("view", argv, set(), {"--port"}, max_runs=len(argv))
+    value = opts.get("--port")
+    if value is None:
+        return specs, None
+    if not value.isdigit() or int(value) > 65535:
+        raise CommandError(f"--port: {value!r} is not a port number (0-65535)")
+    return specs, int(value)
 
 
 def main(argv: list[str], stop: threading.Event | None = None) -> int:
-    parsed = _parse(argv)
-    if isinstance(parsed, int):
-        return parsed
-    specs, port = parsed
-    from ..supervisor.replay import RunNotFound, resolve_run
+    from .runarg import run_command
+
+    return run_command("view", lambda args: _main(args, stop), argv)
+
+
+def _main(argv: list[str], stop: threading.Event | None) -> int:
+    if "-h" in argv or "--help" in argv:
+        print(USAGE, end="")
+        return 0
+    specs, port = _parse(argv)
+    from ..runlog.runs import RunNotFound, resolve_run
     from ..views.web.server import serve
     from ..views.web.server import stop as stop_server
     from ..views.web.state import DashboardState
@@ -113,7 +100,7 @@ def _load_job(run_dirs: list[Path]) -> tuple[dict[str, Any], Any, str]:
 
     The snapshot is `replay_job`'s, the very one `tm summary DIR1 DIR2 --json` prints; the
     curves come from the node holding global rank 0, whose steps and loss the snapshot shows."""
-    from ..supervisor.replay_many import replay_job
+    from ..runlog.replay_many import replay_job
     from ..views.web.replay import replay_with_history
 
     snap = replay_job(run_dirs)

@@ -22,7 +22,7 @@ def add(snap: dict[str, Any], absent: dict[str, str], engine: Any) -> None:
         absent["samples_per_s"] = f"internal error while computing samples: {exc!r}"
     try:
         outside = _phases_outside_window(snap, engine.ledger)
-        waterfall.add(snap, absent, engine._lookup, outside)
+        waterfall.add(snap, absent, engine.lookup, outside)
     except Exception as exc:  # noqa: BLE001 - one part failing is that part's absent reason
         snap.pop("waterfall", None)
         absent["waterfall"] = f"internal error while building the waterfall: {exc!r}"

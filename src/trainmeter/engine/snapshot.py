@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import alerts, budget, counted, devices, insight, mfu, model_flops, notices, throughput
+from . import alerts, budget, cost, counted, devices, insight, mfu, model_flops, notices, throughput
 from .counters import GpuCounters
 from .facts import FactStore
 from .flops import ModelShape
@@ -42,14 +42,14 @@ class Engine:
     """`feed(record)` any record dict (unknown kinds ignored); `snapshot(now=None)` a dict."""
 
     def __init__(self, lookup: Any = None) -> None:
-        self._lookup = lookup or _spec_lookup
+        self.lookup = lookup or _spec_lookup
         self.facts = FactStore()
         self.clock = StepClock()
         self.ranks = RankTimes()
         self.rank_model = RankModel()  # the node's ranks and its step clock (docs/ranks.md)
         self.ledger = TimeLedger()
         self.series = SeriesStore()
-        self.gpu = GpuCounters(self._lookup)
+        self.gpu = GpuCounters(self.lookup)
         self.host = HostSeries()
         self.node = NodeSeries()
         self.data_window = alerts.DataWindow()
@@ -264,7 +264,7 @@ class Engine:
         shape = self.shape()
 
         pace = throughput.section(
-            clock, self.ranks, no_agent, self.world_size, self.rank_model.clock_rank
+            clock, self.ranks, no_agent, self.world_size, self.rank_model.clock_rank, finished
         )
         steps = pace.values.get("steps")
         tokens_seen = pace.values.get("tokens_seen")
@@ -294,7 +294,7 @@ class Engine:
             finished=finished,
         )
 
-        gpus = devices.section(facts, self.devices, self.gpu, self._lookup)
+        gpus = devices.section(facts, self.devices, self.gpu, self.lookup)
         utilization = mfu.section(
             flops_per_token=fpt,
             flops_reason=fpt_reason,
@@ -305,6 +305,7 @@ class Engine:
             n_gpus=gpus.n_gpus,
             n_gpus_source=gpus.n_gpus_source,
             shape=shape,
+            precision=_precision(facts),
         )
         mfu_entry = utilization.values.get("mfu")
         counters = self.gpu.section(
@@ -317,6 +318,14 @@ class Engine:
         energy = self.gpu.energy.section(gpus.covered, tokens_seen, self.gpu.unavailable)
         time_split = self.ledger.section(self.t_last, now, self.probes, no_agent)
         elapsed = (time_split.values.get("time") or {}).get("elapsed_s")
+        spent = cost.section(
+            n_gpus=gpus.n_gpus,
+            n_gpus_source=gpus.n_gpus_source,
+            elapsed_s=elapsed if elapsed is not None else self.run.get("elapsed_s"),
+            flops_per_token=fpt,
+            tokens_seen=tokens_seen,
+            flops_spent=model.values.get("flops_spent"),
+        )
         executed = counted.section(
             facts, tokens_seen=tokens_seen, tokens_per_s=tps, peak=gpus.peak,
             n_gpus=gpus.n_gpus, shape=shape, no_agent=no_agent,
@@ -340,7 +349,7 @@ class Engine:
         for part in (
             pace, model, progress, utilization, counters, energy, gpus.section,
             self.host.section(), self.node.section(), self.series.section(), time_split,
-            executed, planned, notices.section(facts, clock, self.ignored),
+            executed, planned, spent, notices.section(facts, clock, self.ignored),
         ):  # fmt: skip
             whole.merge(part)
         snap = whole.values
@@ -373,3 +382,11 @@ class Engine:
         snap["warnings"] = whole.warnings
         snap["absent"] = whole.absent
         return snap
+
+
+def _precision(facts: Any) -> tuple[str, str | None] | None:
+    """(the matmuls' precision, how it was read) from the `matmul_precision` fact."""
+    fact = facts.get("matmul_precision")
+    if fact is None or not isinstance(fact.value, str):
+        return None
+    return fact.value, fact.note

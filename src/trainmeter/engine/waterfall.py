@@ -2,8 +2,9 @@
 measured factor a loss.
 
 Why two scopes. The MFU the snapshot shows is a rate over the training window (model FLOPs per
-token x tokens/s, the rate measured between rank 0's step reports, over GPUs x peak): the time
-before the first step and after the last one is not in it. So the chain is cut in two:
+token x tokens/s, Σ tokens / Σ time over the rate window of rank 0's step reports, over GPUs x
+peak): the time before the first step and after the last one is not in it. So the chain is cut
+in two:
 
     whole run:  window / elapsed                          startup and compile, after the last step
     in steps:   compute / window                          data wait, eval, checkpoints between steps
@@ -304,7 +305,8 @@ def build(
         "absent": missing,
         "window": (
             "in-steps factors: GPU counters from the latest sample (about 1 s), mean over the GPUs MFU divides by; "
-            "MFU from the moving average of tokens/s over the training window"
+            "MFU from tokens/s over the rate window (the last 30 s while the run goes on, the "
+            "steady state once it has ended)"
         ),
     }
     if head is not None:

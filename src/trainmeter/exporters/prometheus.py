@@ -17,6 +17,7 @@ import math
 import socket
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -43,110 +44,175 @@ def _num(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-class _Families:
-    """Builds metric families; a family with no sample is left out, so absent stays absent."""
+@dataclass(frozen=True)
+class Family:
+    """One metric family: its name (without the `trainmeter_` prefix), kind, help text and the
+    labels its samples carry beside `run` and `node`. A counter's samples are exposed with
+    `_total` (prometheus-client adds it), so `rate()` and `increase()` apply to them."""
 
-    def __init__(self, labels: dict[str, str]) -> None:
-        from prometheus_client.core import GaugeMetricFamily
-
-        self._gauge = GaugeMetricFamily
-        self.base = labels
-        self.families: dict[str, Any] = {}
-
-    def add(self, name: str, doc: str, value: Any, **extra: Any) -> None:
-        v = _num(value)
-        if v is None:
-            return
-        labels = {**self.base, **{k: str(x) for k, x in extra.items()}}
-        family = self.families.get(name)
-        if family is None:
-            family = self.families[name] = self._gauge(PREFIX + name, doc, labels=list(labels))
-        family.add_metric([labels[k] for k in family._labelnames], v)
+    name: str
+    kind: str  # "gauge" or "counter" (a number that only grows)
+    doc: str
+    labels: tuple[str, ...] = ()
 
 
-def families(snap: dict[str, Any], labels: dict[str, str]) -> list[Any]:
-    """The metric families of one snapshot (this node's numbers), labels on every sample."""
-    f = _Families(labels)
-    job = snap.get("job") if isinstance(snap.get("job"), dict) else {}
-    f.add("info", "This node of the job: 1, with the job's shape in labels", 1,
-          nodes=job.get("nodes", 1), world_size=job.get("world_size", 1),
-          clock_rank=job.get("clock_rank", 0))  # fmt: skip
-    f.add("node_ranks", "Ranks on this node", len(job.get("ranks") or []) or None)
-    f.add("world_size", "Ranks in the whole job", job.get("world_size"))
-    f.add("steps", "Optimizer steps taken (this node's clock rank)", snap.get("steps"))
-    f.add("tokens", "Tokens seen by this node's data-parallel ranks", snap.get("tokens_seen"))
-    f.add("tokens_per_second", "Tokens per second on this node", snap.get("tokens_per_s"))
-    f.add("step_time_seconds", "Seconds per optimizer step (this node's clock rank)",
-          snap.get("step_time_s"))  # fmt: skip
-    mfu = snap.get("mfu") if isinstance(snap.get("mfu"), dict) else {}
-    if _num(mfu.get("value")) is not None:
-        f.add("mfu_ratio", "Model FLOPs utilization (0..1) under the named convention",
-              mfu["value"], convention=mfu.get("convention") or "declared")  # fmt: skip
+_LADDER_DOC = "Utilization ladder per GPU: gpu_util, sm_active, tensor_active, ofu, mfu (0..1)"
+_FACTOR_DOC = (
+    "MFU waterfall: the share of the dense peak each factor keeps (the steps-scope factors "
+    "multiply to the MFU; above 1 is not clipped)"
+)
+_WHOLE_RUN_DOC = (
+    "window / elapsed x MFU: the model FLOPs of the whole run as a share of the peak, at the "
+    "steady rate"
+)
+
+#: Per rank, from the caching allocator (CUDA, MPS) and the process (RSS), where the snapshot
+#: has a `memory` part: (field of a `memory.ranks` row, family, help).
+MEMORY = (
+    ("allocated_b", "memory_allocated_bytes", "Bytes the caching allocator has handed out, per rank"),
+    ("allocated_peak_b", "memory_allocated_peak_bytes", "Highest allocated bytes, per rank"),
+    ("reserved_b", "memory_reserved_bytes", "Bytes the caching allocator holds on the card, per rank"),
+    ("reserved_peak_b", "memory_reserved_peak_bytes", "Highest reserved bytes, per rank"),
+    ("total_b", "memory_total_bytes", "The card's total memory, per rank"),
+    ("alloc_retries", "memory_alloc_retries", "Allocations retried after freeing the cache, per rank"),
+    ("ooms", "memory_ooms", "Out-of-memory errors the allocator raised, per rank"),
+    ("rss_b", "memory_rss_bytes", "Resident memory of the rank's process"),
+)
+
+#: Every family, in the order of the exposition. `_samples` says where each value comes from.
+FAMILIES: tuple[Family, ...] = (
+    Family("info", "gauge", "This node of the job: 1, with the job's shape in labels",
+           ("nodes", "world_size", "clock_rank")),
+    Family("node_ranks", "gauge", "Ranks on this node"),
+    Family("world_size", "gauge", "Ranks in the whole job"),
+    Family("steps", "counter", "Optimizer steps taken (this node's clock rank)"),
+    Family("tokens", "counter", "Tokens seen by this node's data-parallel ranks"),
+    Family("tokens_per_second", "gauge", "Tokens per second on this node"),
+    Family("step_time_seconds", "gauge", "Seconds per optimizer step (this node's clock rank)"),
+    Family("mfu_ratio", "gauge", "Model FLOPs utilization (0..1) under the named convention",
+           ("convention",)),
+    Family("mfu_by_convention_ratio", "gauge", "MFU under each FLOPs convention", ("convention",)),
+    Family("gpus", "gauge", "GPUs this node's ranks use"),
+    Family("ofu_ratio", "gauge", "Observed FLOPs utilization (0..1) from the GPUs' counters",
+           ("convention",)),
+    Family("gpu_ladder_ratio", "gauge", _LADDER_DOC, ("gpu", "rung")),
+    Family("mfu_waterfall_factor", "gauge", _FACTOR_DOC,
+           ("factor", "scope", "convention", "merged")),
+    Family("mfu_waterfall_whole_run_ratio", "gauge", _WHOLE_RUN_DOC, ("convention",)),
+    Family("progress_ratio", "gauge", "Share of the budget done (0..1)"),
+    Family("eta_seconds", "gauge", "Seconds left at the current pace"),
+    Family("goodput_ratio", "gauge", "Share of wall time spent in training steps (0..1)"),
+    Family("elapsed_seconds", "gauge", "Wall time since the run started"),
+    Family("energy_joules", "counter", "GPU energy used since the run started"),
+    Family("energy_per_token_joules", "gauge", "GPU energy per token"),
+    Family("gpu_energy_joules", "counter", "GPU energy used since the run started, per GPU",
+           ("gpu",)),
+    Family("rank_step_time_seconds", "gauge", "Seconds per step of each rank", ("rank",)),
+    *(Family(name, "gauge", doc, ("rank", "device")) for _field, name, doc in MEMORY),
+    Family("alerts", "gauge", "Alerts standing now, all kinds"),
+    Family("alert", "gauge", "Alerts standing now, by kind", ("kind",)),
+)
+FAMILY = {family.name: family for family in FAMILIES}
+
+Sample = tuple[str, Any, dict[str, Any]]  # (family name, value, its own labels)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _samples(snap: dict[str, Any]) -> Iterator[Sample]:
+    """Every sample of one snapshot, absent numbers included (`families` leaves them out)."""
+    job = _dict(snap.get("job"))
+    yield "info", 1, {"nodes": job.get("nodes", 1), "world_size": job.get("world_size", 1),
+                      "clock_rank": job.get("clock_rank", 0)}
+    yield "node_ranks", len(job.get("ranks") or []) or None, {}
+    yield "world_size", job.get("world_size"), {}
+    yield "steps", snap.get("steps"), {}
+    yield "tokens", snap.get("tokens_seen"), {}
+    yield "tokens_per_second", snap.get("tokens_per_s"), {}
+    yield "step_time_seconds", snap.get("step_time_s"), {}
+    mfu = _dict(snap.get("mfu"))
+    yield "mfu_ratio", mfu.get("value"), {"convention": mfu.get("convention") or "declared"}
     for conv, value in (mfu.get("by_convention") or {}).items():
-        f.add("mfu_by_convention_ratio", "MFU under each FLOPs convention", value, convention=conv)
-    n_gpus = (
-        (snap.get("n_gpus") or {}).get("value") if isinstance(snap.get("n_gpus"), dict) else None
-    )
-    f.add("gpus", "GPUs this node's ranks use", n_gpus)
-    ofu = snap.get("ofu") if isinstance(snap.get("ofu"), dict) else {}
-    f.add("ofu_ratio", "Observed FLOPs utilization (0..1) from the GPUs' counters", ofu.get("value"),
-          convention=ofu.get("convention") or "counters")  # fmt: skip
-    ladder = snap.get("ladder") if isinstance(snap.get("ladder"), dict) else {}
-    for gpu, rungs in (ladder.get("gpus") or {}).items():
+        yield "mfu_by_convention_ratio", value, {"convention": conv}
+    yield "gpus", _dict(snap.get("n_gpus")).get("value"), {}
+    ofu = _dict(snap.get("ofu"))
+    yield "ofu_ratio", ofu.get("value"), {"convention": ofu.get("convention") or "counters"}
+    for gpu, rungs in (_dict(snap.get("ladder")).get("gpus") or {}).items():
         for rung in LADDER_RUNGS:
-            f.add("gpu_ladder_ratio", "Utilization ladder per GPU: gpu_util, sm_active, "
-                  "tensor_active, ofu, mfu (0..1)", (rungs or {}).get(rung), gpu=gpu, rung=rung)  # fmt: skip
-    _waterfall(f, snap)
-    f.add("progress_ratio", "Share of the budget done (0..1)", snap.get("progress"))
-    f.add("eta_seconds", "Seconds left at the current pace", snap.get("eta_s"))
-    time_split = snap.get("time") if isinstance(snap.get("time"), dict) else {}
-    f.add("goodput_ratio", "Share of wall time spent in training steps (0..1)",
-          time_split.get("goodput"))  # fmt: skip
-    f.add("elapsed_seconds", "Wall time since the run started", time_split.get("elapsed_s"))
-    energy = snap.get("energy") if isinstance(snap.get("energy"), dict) else {}
-    f.add("energy_joules", "GPU energy used since the run started", energy.get("joules"))
-    f.add("energy_per_token_joules", "GPU energy per token", energy.get("joules_per_token"))
+            yield "gpu_ladder_ratio", (rungs or {}).get(rung), {"gpu": gpu, "rung": rung}
+    yield from _waterfall(snap)
+    yield "progress_ratio", snap.get("progress"), {}
+    yield "eta_seconds", snap.get("eta_s"), {}
+    time_split = _dict(snap.get("time"))
+    yield "goodput_ratio", time_split.get("goodput"), {}
+    yield "elapsed_seconds", time_split.get("elapsed_s"), {}
+    energy = _dict(snap.get("energy"))
+    yield "energy_joules", energy.get("joules"), {}
+    yield "energy_per_token_joules", energy.get("joules_per_token"), {}
     for gpu, joules in (energy.get("per_gpu") or {}).items():
-        f.add(
-            "gpu_energy_joules", "GPU energy used since the run started, per GPU", joules, gpu=gpu
-        )
+        yield "gpu_energy_joules", joules, {"gpu": gpu}
     ranks = snap.get("ranks") if isinstance(snap.get("ranks"), dict) else None
     if ranks:
         for rank, seconds in (ranks.get("step_time_s") or {}).items():
-            f.add("rank_step_time_seconds", "Seconds per step of each rank", seconds, rank=rank)
-    elif _num(snap.get("step_time_s")) is not None:
-        f.add("rank_step_time_seconds", "Seconds per step of each rank", snap["step_time_s"],
-              rank=job.get("clock_rank", 0))  # fmt: skip
+            yield "rank_step_time_seconds", seconds, {"rank": rank}
+    else:
+        yield "rank_step_time_seconds", snap.get("step_time_s"), {"rank": job.get("clock_rank", 0)}
+    for rank, row in (_dict(snap.get("memory")).get("ranks") or {}).items():
+        if isinstance(row, dict):
+            for field, name, _doc in MEMORY:
+                yield name, row.get(field), {"rank": rank, "device": row.get("device") or "?"}
     counts: dict[str, int] = {}
     for alert in snap.get("alerts") or []:
         if isinstance(alert, dict) and isinstance(alert.get("kind"), str):
             counts[alert["kind"]] = counts.get(alert["kind"], 0) + 1
-    f.add("alerts", "Alerts standing now, all kinds", sum(counts.values()))
+    yield "alerts", sum(counts.values()), {}
     for kind, n in sorted(counts.items()):
-        f.add("alert", "Alerts standing now, by kind", n, kind=kind)
-    return list(f.families.values())
+        yield "alert", n, {"kind": kind}
 
 
-def _waterfall(f: _Families, snap: dict[str, Any]) -> None:
+def _waterfall(snap: dict[str, Any]) -> Iterator[Sample]:
     """The MFU waterfall's factors (docs/waterfall.md), one sample per measured factor.
 
     The `steps` factors multiply to the MFU under `convention`; the `run` factor (window /
     elapsed) scales the peak to the training window. A factor the waterfall lists as absent has
     no sample (its loss is inside `model_vs_executed`, whose `merged` label names them)."""
-    wf = snap.get("waterfall") if isinstance(snap.get("waterfall"), dict) else None
+    wf = _dict(snap.get("waterfall"))
     if not wf:
         return
     convention = wf.get("convention") or "declared"
     for factor in wf.get("factors") or []:
         if not isinstance(factor, dict) or not isinstance(factor.get("name"), str):
             continue
-        f.add("mfu_waterfall_factor", "MFU waterfall: the share of the dense peak each factor "
-              "keeps (the steps-scope factors multiply to the MFU; above 1 is not clipped)",
-              factor.get("value"), factor=factor["name"], scope=factor.get("scope") or "steps",
-              convention=convention, merged=",".join(factor.get("merged") or []))  # fmt: skip
-    f.add("mfu_waterfall_whole_run_ratio", "window / elapsed x MFU: the model FLOPs of the "
-          "whole run as a share of the peak, at the steady rate",
-          (wf.get("whole_run") or {}).get("value"), convention=convention)  # fmt: skip
+        labels = {"factor": factor["name"], "scope": factor.get("scope") or "steps",
+                  "convention": convention, "merged": ",".join(factor.get("merged") or [])}
+        yield "mfu_waterfall_factor", factor.get("value"), labels
+    whole = (wf.get("whole_run") or {}).get("value")
+    yield "mfu_waterfall_whole_run_ratio", whole, {"convention": convention}
+
+
+def families(snap: dict[str, Any], labels: dict[str, str]) -> list[Any]:
+    """The metric families of one snapshot (this node's numbers), `labels` on every sample.
+
+    A family with no sample is left out, and so is a sample whose number is absent: no zero
+    stands in for unknown."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    make = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily}
+    built: dict[str, tuple[Any, list[str]]] = {}
+    for name, value, own in _samples(snap):
+        v = _num(value)
+        if v is None:
+            continue
+        merged = {**labels, **{k: str(x) for k, x in own.items()}}
+        if name not in built:
+            spec = FAMILY[name]
+            names = list({**labels, **dict.fromkeys(spec.labels)})
+            built[name] = (make[spec.kind](PREFIX + name, spec.doc, labels=names), names)
+        family, names = built[name]
+        family.add_metric([merged[k] for k in names], v)
+    return [built[f.name][0] for f in FAMILIES if f.name in built]
 
 
 class _Collector:

@@ -12,7 +12,6 @@ is missing. The same rows feed the W&B export and the charts of the HTML report.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -83,17 +82,18 @@ class RunTable:
         return [(s, r[name]) for s, r in sorted(self.rows.items()) if r.get(name) is not None]
 
 
-class _SamplingEngine:
-    """The real engine, fed as in a replay, with rows taken on the way."""
+class TableObserver:
+    """An observer of the replay (`runlog.replay`): each metric record puts its value in the row
+    of its step; each snapshot the replay takes, and the final one, put the derived numbers in
+    the row of the step the engine had reached."""
 
-    def __init__(self, inner: Any, table: RunTable, interval: float, history: Any = None) -> None:
-        self.inner = inner
-        self.history = history
+    name = "table"
+
+    def __init__(self, table: RunTable) -> None:
         self.table = table
-        self.interval = interval
         self.t0: float | None = None
+        self.t = 0.0  # the latest record's time
         self.step = 0
-        self.last_sample: float | None = None
         self._series: set[str] = set()
         self._derived: set[str] = set()
 
@@ -103,11 +103,9 @@ class _SamplingEngine:
             row["time_s"] = max(t - self.t0, 0.0)  # when the step was first seen
         return row
 
-    def feed(self, record: dict[str, Any]) -> None:
-        self.inner.feed(record)
-        if self.history is not None:
-            self.history.on_record(record)
+    def on_record(self, record: dict[str, Any]) -> None:
         kind, d, t = record.get("kind"), record.get("d") or {}, record.get("t", 0.0)
+        self.t = t
         if kind == "run.start" and self.t0 is None:
             self.t0 = t
         elif kind == "metric" and record.get("rank") in (None, 0):
@@ -122,75 +120,43 @@ class _SamplingEngine:
             n = d.get("n")
             if isinstance(n, int) and not isinstance(n, bool) and record.get("rank") in (None, 0):
                 self.step = max(self.step, n)
-            if self.last_sample is None or t - self.last_sample >= self.interval:
-                self.sample(t)
-        elif kind == "run.end":
-            self.sample(t)
 
-    def sample(self, t: float) -> None:
-        self.last_sample = t
-        snap = self.inner.snapshot(now=t)
-        if self.history is not None:
-            self.history.on_snapshot(snap, now=t)
+    def on_snapshot(self, snap: dict[str, Any], now: float) -> None:
         steps = snap.get("steps")
         step = int(steps) if isinstance(steps, (int, float)) and not isinstance(steps, bool) else self.step
-        row = self._row(step, t)
+        row = self._row(step, now)
         for name, read in DERIVED.items():
             value = _finite(read(snap))
             if value is not None:
                 row[PREFIX + name] = value
                 self._derived.add(name)
 
-    def snapshot(self, now: float | None = None) -> dict[str, Any]:
-        return self.inner.snapshot(now=now)
-
-    def finish(self) -> None:
+    def on_finish(self, snap: dict[str, Any]) -> None:
+        self.on_snapshot(snap, self.t)
         self.table.series = sorted(self._series)
         self.table.derived = [d for d in DERIVED if d in self._derived]
-
-
-def _run_span(events: Path) -> float:
-    """Seconds between the log's first and last record (0 when it cannot tell)."""
-    try:
-        with open(events, "rb") as fh:
-            first = json.loads(fh.readline())
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(size - 65536, 0))
-            tail = fh.read().splitlines()
-        last = next(json.loads(line) for line in reversed(tail) if line.strip().startswith(b"{"))
-        return max(float(last["t"]) - float(first["t"]), 0.0)
-    except (OSError, ValueError, KeyError, TypeError, StopIteration):
-        return 0.0
+        self.table.snapshot = snap
 
 
 def run_table(run_dir: Path, history: Any = None) -> RunTable:
     """Replay `run_dir/events.jsonl` into a `RunTable` (raises OSError when it cannot be read).
 
-    `history`: a `views.history.History` to feed on the way (records, and the same snapshots).
+    `history`: a `views.history.History`, fed by the same replay (records, the same snapshots).
     """
-    from ..supervisor import late_parts as parts
-    from ..supervisor.replay import replay
-    from ..supervisor.warn import WarnOnce
+    from ..runlog.replay import replay
 
-    events = Path(run_dir) / "events.jsonl"
-    interval = max(_run_span(events) / MAX_SAMPLES, MIN_INTERVAL_S)
     table = RunTable()
-    warn = WarnOnce()
-    factory, _missing = parts.load_engine_factory(warn)
-    holder: list[_SamplingEngine] = []
-
-    def make() -> Any:
-        if factory is None:
-            raise RuntimeError("the engine could not be loaded")
-        engine = _SamplingEngine(factory(), table, interval, history)
-        holder.append(engine)
-        return engine
-
-    result = replay(events, engine_factory=make, warn=warn)
-    for engine in holder:
-        engine.finish()
-    table.snapshot = result.snapshot
+    observers: list[Any] = [TableObserver(table)]
+    if history is not None:
+        observers.append(history)
+    result = replay(
+        Path(run_dir) / "events.jsonl",
+        observers=observers,
+        max_snapshots=MAX_SAMPLES,
+        min_interval_s=MIN_INTERVAL_S,
+    )
+    if history is not None:
+        history.on_snapshot(result.snapshot, None)  # the final numbers, as `tm view` draws them
     return table
 
 

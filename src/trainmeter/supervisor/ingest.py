@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from .decode import Decoder
+from ..runlog.decode import Decoder
 
 RCVBUF_BYTES = 8 << 20
 #: The receive buffer a datagram is read into at first: far above what the agent sends

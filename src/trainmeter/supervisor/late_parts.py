@@ -1,8 +1,10 @@
-"""The engine, the samplers and the agentless-python watcher, imported late and behind a guard.
+"""The samplers, the agentless-python watcher and the live views, loaded late and behind a guard.
 
-`tm` must run the training even when the engine, a sampler or the silent-python watcher is
-missing or broken (promise 9), and it must start fast, so each part is imported only once the
-child is running, and each failure is one warning on stderr.
+`tm` must run the training even when a sampler, the silent-python watcher or a view is missing
+or broken (promise 9), and it must start fast, so each part is imported only once the child is
+running, and each failure is one warning on stderr. The engine is loaded the same way by
+`runlog/engine_load.py` (a replay needs it too). The views are not named here: `cli/run.py`
+passes the function that makes them, so the supervisor never imports a view.
 """
 
 from __future__ import annotations
@@ -13,28 +15,6 @@ from pathlib import Path
 from typing import Any
 
 Warn = Callable[[str, str], None]
-
-
-def load_engine_factory(warn: Warn) -> tuple[Callable[[], Any] | None, str | None]:
-    """The `Engine` class, or None and the reason."""
-    try:
-        from trainmeter.engine import Engine
-    except Exception as exc:  # noqa: BLE001 - a broken engine costs the summary, not the run
-        reason = f"the engine could not be loaded ({exc!r})"
-        warn("engine", f"{reason}; the run is logged but not summarized")
-        return None, reason
-    return Engine, None
-
-
-def make_engine(factory: Callable[[], Any] | None, warn: Warn) -> tuple[Any, str | None]:
-    if factory is None:
-        return None, "the engine could not be loaded"
-    try:
-        return factory(), None
-    except Exception as exc:  # noqa: BLE001 - a broken engine costs the summary, not the run
-        reason = f"the engine could not be built ({exc!r})"
-        warn("engine", f"{reason}; the run is logged but not summarized")
-        return None, reason
 
 
 def load_samplers(
@@ -64,12 +44,14 @@ def load_watcher(warn: Warn, env: dict[str, str] | None = None) -> Any:
         return None
 
 
-def load_observers(opts: Any, run_dir: Path | None, warn: Warn, stderr: Any = None) -> list[Any]:
-    """The live views asked for (`views.observers.make_observers`), or none."""
+def load_observers(
+    make: Callable[..., Any] | None, opts: Any, run_dir: Path | None, warn: Warn, stderr: Any = None
+) -> list[Any]:
+    """`make(opts, run_dir, warn, stderr)`: the live views the caller asked for, or none."""
+    if make is None:
+        return []
     try:
-        from trainmeter.views.observers import make_observers
-
-        return list(make_observers(opts, run_dir, warn, stderr))
+        return list(make(opts, run_dir, warn, stderr))
     except Exception as exc:  # noqa: BLE001 - a broken view costs the view, not the run
         warn("views", f"the live views are off: they did not load ({exc!r})")
         return []

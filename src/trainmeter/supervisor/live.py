@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .recorder import Recorder
+from ..runlog.recorder import Recorder
 
 Warn = Callable[[str, str], None]
 

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 
 from .. import __version__, records
+from ..runlog.observers import ObserverSet
+from ..runlog.warn import WarnOnce
 from .ingest import Ingest
 from .launcher import (
     FORWARDED,
@@ -34,9 +36,7 @@ from .launcher import (
     check_script,
     child_env,
 )
-from .observers import ObserverSet
 from .options import RunOptions
-from .warn import WarnOnce
 
 TYPE_CHECKING = False  # what only annotations need: imported by type checkers, not by a run
 if TYPE_CHECKING:
@@ -44,10 +44,10 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from ..runlog.recorder import Recorder
+    from ..runlog.store import RunStore
     from .live import LiveLoop
-    from .recorder import Recorder
     from .ring import Delivered
-    from .store import RunStore
 
 #: Seconds the child runs before the samplers and the watcher are set up (at most `interval`).
 SAMPLERS_AFTER_S = 0.25
@@ -93,8 +93,12 @@ class Session:
         grace_s: float = 0.3,
         root: Path | None = None,
         stderr=None,
+        make_observers: Callable[..., list[Any]] | None = None,
+        end_line: Callable[[dict[str, Any], Path | None, float | None], str] | None = None,
     ) -> None:
         self.opts = opts
+        self.make_observers = make_observers  # (opts, run_dir, warn, stderr) -> the live views
+        self.end_line = end_line  # (final snapshot, run dir, elapsed s) -> the line at the end
         self.warn = WarnOnce(stderr)
         self.stderr = stderr
         self.engine_factory = engine_factory
@@ -140,17 +144,20 @@ class Session:
         """Run directory, recorder, observers, the first records; then the ingest thread."""
         from datetime import datetime, timezone
 
+        from ..runlog.recorder import Recorder
+        from ..runlog.store import RunStore
         from . import late_parts as parts
         from . import ring
-        from .recorder import Recorder
-        from .store import RunStore
 
         self.started_utc = datetime.fromtimestamp(self.started_unix, timezone.utc)
         self.delivered = ring.Delivered()
         self.store = RunStore.create(self.name, self.warn, root=self.root, when=self.started_utc)
         self.recorder = Recorder(self.store, self.warn)
         self.observers = ObserverSet(
-            parts.load_observers(self.opts, self.store.path, self.warn, self.stderr), self.warn
+            parts.load_observers(
+                self.make_observers, self.opts, self.store.path, self.warn, self.stderr
+            ),
+            self.warn,
         )
         self.recorder.observers = self.observers
         self.store.write_json("meta.json", self.meta())
@@ -238,14 +245,14 @@ class Session:
     def _attach_engine(self) -> None:
         if self.recorder is None or self.recorder.engine_attached:
             return
-        from . import late_parts as parts
+        from ..runlog.engine_load import load_engine_factory, make_engine
 
         factory, missing = (
             (self.engine_factory, None)
             if self.engine_factory is not None
-            else parts.load_engine_factory(self.warn)
+            else load_engine_factory(self.warn)
         )
-        engine, reason = parts.make_engine(factory, self.warn)
+        engine, reason = make_engine(factory, self.warn)
         self.recorder.attach_engine(engine, missing or reason)
 
     def _start_watching(self, pid: int) -> None:
@@ -306,8 +313,8 @@ class Session:
     def finish(self, child: ChildExit) -> None:
         from datetime import datetime, timezone
 
+        from ..runlog.decode import log_summary
         from . import ring
-        from .decode import log_summary
         from .live import LiveLoop
 
         if self.live is not None:
@@ -374,11 +381,12 @@ class Session:
             for said in recorder.observe_only:
                 self.warn(f"observe_only:{said}", f"observe only: {said}")
 
-    def summary_line(self) -> str:
-        from ..views.terminal import summary_line
-
+    def summary_line(self) -> str | None:
+        """The caller's end line (`cli/run.py` passes the terminal view's), or none."""
+        if self.end_line is None:
+            return None
         run_dir = self.store.path if self.store and not self.store.broken else None
-        return summary_line(self.final or {}, run_dir, self.elapsed_s)
+        return self.end_line(self.final or {}, run_dir, self.elapsed_s)
 
     def say(self, line: str) -> None:
         try:
@@ -414,8 +422,9 @@ def supervise(opts: RunOptions, **kwargs: Any) -> int:
     try:
         if session.recorder is not None:  # else the setup failed, and said so: nothing to sum up
             session.finish(child)
-            if not opts.quiet:
-                session.say(session.summary_line())
+            line = None if opts.quiet else session.summary_line()
+            if line is not None:
+                session.say(line)
     except Exception as exc:  # noqa: BLE001 - promise 9: the status is the child's
         session.warn("finish", f"the run summary failed ({exc!r})")
     finally:

@@ -1,6 +1,6 @@
 """`tm summary DIR1 DIR2 ...`: several nodes' runs shown as the one job they were.
 
-The merged snapshot (supervisor/replay_many.py) is shown like any run's summary, under a head
+The merged snapshot (runlog/replay_many.py) is shown like any run's summary, under a head
 that names the job, its nodes and ranks, and a line per node, so a node that lagged or ended
 early is seen at once.
 """
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .terminal import duration, percent, si, summary_text
+from .terminal import duration, percent, si
+from .terminal_summary import summary_text
 
 
 def job_text(snap: dict[str, Any]) -> str:

@@ -131,7 +131,7 @@ def status_text(snap: dict[str, Any], width: int, elapsed: float | None = None):
 
 
 class LiveStatus:
-    """An observer (see `supervisor.observers`) that draws the status line on a terminal."""
+    """An observer (see `runlog.observers`) that draws the status line on a terminal."""
 
     name = "status"
 

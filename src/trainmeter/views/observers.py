@@ -1,7 +1,7 @@
 """Which live views watch a run: the one place each view registers itself.
 
 `tm` calls `make_observers` once, before the child starts, and feeds what it returns through
-`supervisor.observers.ObserverSet` (records, a snapshot a second, the final snapshot). Each view
+`runlog.observers.ObserverSet` (records, a snapshot a second, the final snapshot). Each view
 is imported only when it is asked for, so a plain `tm -q --no-web` run pays for none of them.
 """
 
@@ -17,7 +17,7 @@ def make_observers(opts: Any, run_dir: Path | None, warn: Any, stderr: Any = Non
     # Each view adds itself here, behind its own option, e.g.:
     #   if opts.web: observers.append(Dashboard(...))
     if run_dir is not None:  # the passport is written at the end of every run
-        from .passport import PassportWriter
+        from .passport_files import PassportWriter
 
         observers.append(PassportWriter(run_dir, warn))
     from . import live_status  # the status line: a terminal on stderr and no -q

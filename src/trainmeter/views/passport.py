@@ -1,11 +1,12 @@
 """The run passport: what a finished run cost and produced, in a form a person can hand on.
 
-`build_passport(snap)` turns a final snapshot into one record: the run, the hardware, the
+`build_passport(snap)` turns a final snapshot into one record (this module);
+`passport_md.render_markdown` writes it for people, `passport_files` leaves both files in the run
+directory, and `redact.py` scrubs what is handed on. The record holds: the run, the hardware, the
 software, the training totals (GPU-hours, steps, tokens, FLOPs under the named convention, MFU,
 throughput, wall time, goodput, energy), the final value of each series, and for every number how
-it was computed (formula, inputs, where each came from, the peak's source). `render_markdown`
-writes the compute section of a Hugging Face model card from it, with the derivations folded
-under a `<details>` block.
+it was computed (formula, inputs, where each came from, the peak's source). The Markdown is the
+compute section of a Hugging Face model card, with the derivations folded under `<details>`.
 
 What a passport never holds: the host's name, a directory, the environment, a price. The command
 line keeps only the base names of paths and loses secret-looking values. A number that could not
@@ -18,26 +19,13 @@ marked as such.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import re
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-from ..redact import REDACTED, redact_argv
+from ..redact import scrub_command, scrub_strings
 
 PASSPORT_VERSION = 1
-MD_NAME = "passport.md"
-JSON_NAME = "passport.json"
-
-#: Values shaped like tokens of common services, hidden wherever they appear in the command line.
-_TOKEN_SHAPES = re.compile(
-    r"^(hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{8,}|xox[abp]-[A-Za-z0-9-]{8,}"
-    r"|AKIA[0-9A-Z]{12,}|[0-9a-f]{40})$"
-)
-
 
 # ---- small helpers ------------------------------------------------------------------------------
 
@@ -53,30 +41,6 @@ def _num(value: Any) -> float | None:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def scrub_command(argv: Any) -> list[str]:
-    """The command line with secrets hidden and each path cut to its base name."""
-    if not isinstance(argv, list):
-        return []
-    out: list[str] = []
-    for arg in redact_argv([str(a) for a in argv]):
-        flag, eq, value = arg.partition("=")
-        if eq and flag.startswith("-"):
-            out.append(f"{flag}={_scrub_word(value)}")
-        else:
-            out.append(_scrub_word(arg))
-    return out
-
-
-def _scrub_word(word: str) -> str:
-    if word == REDACTED:
-        return word
-    if _TOKEN_SHAPES.match(word):
-        return REDACTED
-    if "/" in word or os.sep in word:
-        return os.path.basename(word.rstrip("/" + os.sep)) or word
-    return word
 
 
 # ---- the record ---------------------------------------------------------------------------------
@@ -239,24 +203,12 @@ def _training(b: _Builder) -> None:
         ),
         "the log has no run.start or no time",
     )
-    n_gpus, n_source = _gpus(snap)
-    if n_gpus and wall is not None:
-        b.put(
-            "gpu_hours",
-            _entry(
-                n_gpus * wall / 3600.0, "GPU-h",
-                formula="GPUs x wall time / 3600",
-                inputs=[_inp("GPUs", n_gpus, "", str(n_source or "snapshot")),
-                        _inp("wall time", wall, "s", "measured")],
-            ),
-            "",
-        )
-    else:
-        b.put(
-            "gpu_hours", None,
-            "no GPU was seen in this run (a CPU run, or no NVIDIA driver)" if not n_gpus
-            else "the wall time is not known",
-        )
+    gpu_hours = _num(snap.get("gpu_hours"))  # the engine's (engine/cost.py), explained there
+    b.put(
+        "gpu_hours",
+        None if gpu_hours is None else _entry(gpu_hours, "GPU-h", explain=b.ex("gpu_hours")),
+        b.absent.get("gpu_hours") or "not computed",
+    )
     steps = _num(snap.get("steps"))
     b.put(
         "steps",
@@ -277,16 +229,21 @@ def _training(b: _Builder) -> None:
     )
     for name, unit, formula in (
         ("tokens_per_s", "tokens/s",
-         "moving average of (tokens in a step report / time since the previous report)"),
-        ("step_time_s", "s",
-         "moving average of (time since the previous step report / steps in the report)"),
+         "tokens / wall time over the steady window (end of warm-up to the last step; the "
+         "last 30 s while the run goes on)"),
+        ("step_time_s", "s", "wall time / steps over the same window"),
     ):
         value = _num(snap.get(name))
+        spread = _dict(snap.get("step_times")) if name == "step_time_s" else {}
         b.put(
             name,
-            None if value is None else _entry(value, unit, formula=formula, explain=b.ex(name)),
+            None if value is None else _entry(
+                value, unit, formula=formula, explain=b.ex(name),
+                window=_dict(snap.get("rate_window")).get("kind"),
+                **{k: _num(spread.get(k)) for k in ("median_s", "p10_s", "p90_s")},
+            ),
             "no steps to time",
-        )
+        )  # fmt: skip
     fpt = _dict(snap.get("flops_per_token"))
     fpt_value = _num(fpt.get("value"))
     convention = fpt.get("convention")
@@ -303,13 +260,7 @@ def _training(b: _Builder) -> None:
     if flops is not None:
         b.put(
             "training_flops",
-            _entry(
-                flops, "FLOP", formula="FLOPs per token x tokens",
-                inputs=[_inp("FLOPs per token", fpt_value, "FLOP/token",
-                             f"{convention}: {fpt.get('formula')}"),
-                        _inp("tokens", tokens, "tokens", "measured")],
-                convention=convention,
-            ),
+            _entry(flops, "FLOP", explain=b.ex("flops_spent"), convention=convention),
             "",
         )
     elif "flops_per_token" in b.absent or fpt_value is None:
@@ -521,274 +472,4 @@ def build_passport(snap: dict[str, Any], scrub: list[str] | None = None) -> dict
     }
     run = _dict(snap.get("run"))
     secrets = [run.get("hostname")] if run.get("hostname") else []
-    return _scrub(passport, [p for p in (scrub or []) if p], secrets)
-
-
-def _scrub(obj: Any, paths: list[str], hosts: list[str]) -> Any:
-    """Every string in `obj` with the given paths replaced and host names hidden."""
-    host_res = [re.compile(rf"(?<![\w.-]){re.escape(h)}(?![\w-])") for h in hosts if len(h) >= 2]
-    paths = sorted({str(p).rstrip("/") for p in paths if len(str(p)) > 1}, key=len, reverse=True)
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            for path in paths:
-                value = value.replace(path, "<dir>")
-            for pattern in host_res:
-                value = pattern.sub("<host>", value)
-            return value
-        if isinstance(value, dict):
-            return {clean(k): clean(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
-
-    return clean(obj)
-
-
-# ---- Markdown -----------------------------------------------------------------------------------
-
-
-def fmt(value: float | None, unit: str = "") -> str:
-    """A number for a person: 3 significant digits, thousands as k/M/G/T/P/E for counts."""
-    if value is None:
-        return "not known"
-    if unit == "fraction":
-        pct = value * 100
-        return f"{pct:.3g}%" if abs(pct) < 10 else f"{pct:.1f}%"
-    if unit == "s":
-        return _duration(value)
-    if unit in ("steps", "tokens") and value == int(value):
-        return f"{int(value):,} {unit}"
-    if unit == "FLOP" and value:
-        mantissa, exponent = f"{value:.3e}".split("e")
-        return f"{float(mantissa):.3g}e{int(exponent)} FLOP"
-    mag = abs(value)
-    for factor, suffix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"),
-                           (1e3, "k")):
-        if mag >= factor:
-            return f"{value / factor:.3g}{suffix}" + (f" {unit}" if unit else "")
-    text = f"{value:.0f}" if value == int(value) and mag < 1e3 else f"{value:.3g}"
-    return text + (f" {unit}" if unit else "")
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.3g} s"
-    minutes, sec = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m{sec:02d}s" if hours else f"{minutes}m{sec:02d}s"
-
-
-LABELS = {
-    "wall_time_s": "Wall time",
-    "gpu_hours": "GPU-hours",
-    "steps": "Steps",
-    "tokens": "Tokens",
-    "training_flops": "Training FLOPs",
-    "flops_per_token": "FLOPs per token",
-    "mfu": "MFU",
-    "ofu": "OFU (from GPU counters)",
-    "tokens_per_s": "Throughput",
-    "samples_per_s": "Throughput in samples",
-    "samples_mfu": "MFU from samples",
-    "step_time_s": "Step time",
-    "goodput": "Goodput",
-    "energy_j": "GPU energy",
-    "energy_per_token_j": "Energy per token",
-    "progress": "Progress of the budget",
-}
-
-
-def hardware_line(hw: dict[str, Any]) -> str:
-    models = hw.get("gpu_models") or {}
-    peak = hw.get("peak") or {}
-    if hw.get("gpus"):
-        name = peak.get("name") or ", ".join(models) or "GPU of unknown model"
-        return f"{hw['gpus']} x {name}"
-    cores = hw.get("cpu_cores")
-    if hw.get("gpus") is None and not cores:
-        return "not known (no device was reported)"
-    return "CPU only" + (f" ({cores:.0f} cores)" if cores else "")
-
-
-def value_text(name: str, entry: dict[str, Any]) -> str:
-    text = fmt(entry.get("value"), entry.get("unit", ""))
-    conv = entry.get("convention")
-    if name in ("training_flops", "flops_per_token", "mfu", "samples_mfu") and conv:
-        text += f" ({conv} convention)"
-    if name == "mfu" and entry.get("peak"):
-        text += f", peak: {entry['peak']}"
-    return text
-
-
-def render_markdown(passport: dict[str, Any]) -> str:
-    """The compute section of a model card, derivations folded underneath."""
-    run = passport.get("run", {})
-    numbers = passport.get("training", {})
-    absent = passport.get("absent", {})
-    version = passport.get("software", {}).get("trainmeter")
-    lines = [f"## Compute: training run `{run.get('name') or 'unnamed'}`", ""]
-    lines += [
-        "Measured by trainmeter"
-        f"{' ' + str(version) if version else ''}; "
-        f"started {run.get('start_utc') or 'at an unknown time'}, status {run.get('status')}.",
-        "",
-        "| Quantity | Value |",
-        "| --- | --- |",
-        f"| Hardware | {hardware_line(passport.get('hardware', {}))} |",
-    ]
-    for name, label in LABELS.items():
-        if name in numbers:
-            lines.append(f"| {label} | {value_text(name, numbers[name])} |")
-        elif name in absent and name not in ("progress", "eta_s", "samples_per_s", "samples_mfu"):
-            lines.append(f"| {label} | not computed (see below) |")
-    sw = passport.get("software", {})
-    if sw:
-        lines.append("| Software | " + ", ".join(f"{k} {v}" for k, v in sw.items()) + " |")
-    lines.append("")
-    series = passport.get("series", {})
-    if series:
-        lines += ["### Final values", "", "| Series | Final value | At step | Points |",
-                  "| --- | --- | --- | --- |"]
-        for name, s in series.items():
-            final = s.get("final")
-            shown = "not known" if final is None else f"{final:.6g}"
-            lines.append(f"| {name} | {shown} | {_cell(s.get('step'))} | {_cell(s.get('count'))} |")
-        lines.append("")
-    plan = passport.get("plan") or {}
-    if plan:
-        lines += ["### Plan against the run", "", "| | Planned | This run |", "| --- | --- | --- |"]
-        for key, label, unit in (("mfu", "MFU", "fraction"), ("tokens_per_s", "Tokens/s", "tokens/s"),
-                                 ("hours", "Hours", "h")):
-            if key in plan:
-                row = plan[key]
-                lines.append(f"| {label} | {fmt(row['planned'], unit)} | {fmt(row['actual'], unit)} |")
-        lines.append("")
-    split = passport.get("time_split") or []
-    wall = (numbers.get("wall_time_s") or {}).get("value")
-    if split and wall:
-        lines += ["### Where the time went", "", "| Part | Time | Share |", "| --- | --- | --- |"]
-        for part in split:
-            share = part["s"] / wall if wall else None
-            mark = "" if part.get("measured") else " (remainder)"
-            lines.append(f"| {part.get('label')}{mark} | {_duration(part['s'])} | {fmt(share, 'fraction')} |")
-        lines.append("")
-    lines += _md_waterfall(passport.get("waterfall"))
-    if absent:
-        lines += ["### Not computed", ""]
-        lines += [f"- **{name}**: {reason}" for name, reason in absent.items()]
-        lines.append("")
-    lines += ["<details>", "<summary>How each number was computed</summary>", ""]
-    for name, entry in numbers.items():
-        lines += _md_derivation(LABELS.get(name, name), entry)
-    lines += ["</details>", ""]
-    return "\n".join(lines)
-
-
-def waterfall_rows(wf: Any) -> list[tuple[str, str, str]]:
-    """(factor, kept, share of the dense peak after it) for each row of the waterfall table;
-    [] without a waterfall. The whole-run factor scales the peak to the training window and has
-    no share; the in-steps factors multiply from 100% down to the MFU."""
-    if not isinstance(wf, dict) or not wf.get("factors"):
-        return []
-    rows: list[tuple[str, str, str]] = []
-    level = 1.0
-    for f in wf["factors"]:
-        value = f.get("value")
-        if value is None:
-            continue
-        if f.get("scope") == "run":
-            rows.append((f"{f.get('label')} (whole run)", f"{value:.3f}", ""))
-            continue
-        level *= value
-        rows.append((str(f.get("label")), f"{value:.3f}", fmt(level, "fraction")))
-    rows.append(("**MFU** (in steps)", "", fmt(wf.get("value"), "fraction")))
-    if wf.get("whole_run") is not None:
-        rows.append(("MFU over the whole wall time", "", fmt(wf["whole_run"], "fraction")))
-    return rows
-
-
-def _md_waterfall(wf: Any) -> list[str]:
-    """One small table: each factor of the MFU waterfall and the share of the peak after it."""
-    rows = waterfall_rows(wf)
-    if not rows:
-        return []
-    lines = [
-        f"### Where the peak went (MFU waterfall, {wf.get('convention')} convention)", "",
-        "| Factor | Kept | Share of the dense peak after it |", "| --- | --- | --- |",
-    ]  # fmt: skip
-    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
-    lines.append("")
-    for name, why in (wf.get("absent") or {}).items():
-        lines.append(f"- {name.replace('_', ' ')} not measured: {why}")
-    if wf.get("absent"):
-        lines.append("")
-    return lines
-
-
-def _cell(value: Any) -> str:
-    return "" if value is None else str(value)
-
-
-def _md_derivation(label: str, entry: dict[str, Any]) -> list[str]:
-    out = [f"**{label}** = {fmt(entry.get('value'), entry.get('unit', ''))}"]
-    if entry.get("formula"):
-        out[0] += f": `{entry['formula']}`"
-    out.append("")
-    for inp in entry.get("inputs") or []:
-        value = inp.get("value")
-        shown = f"{value:.6g}" if isinstance(value, float) else str(value)
-        unit = f" {inp['unit']}" if inp.get("unit") not in (None, "", "1") else ""
-        out.append(f"- {inp.get('name')}: {shown}{unit} ({inp.get('source')})")
-    for key, title in (("convention", "convention"), ("source", "source"), ("note", "note"),
-                       ("peak_source", "peak's source")):
-        if entry.get(key):
-            out.append(f"- {title}: {entry[key]}")
-    out.append("")
-    return out
-
-
-# ---- files and the live hook --------------------------------------------------------------------
-
-
-def scrub_paths(run_dir: Path | None) -> list[str]:
-    """The directories a passport must not name: the run's, the project's, the home."""
-    paths = [str(Path.home())]
-    if run_dir is not None:
-        run_dir = Path(run_dir).resolve()
-        paths += [str(run_dir), str(run_dir.parent.parent.parent)]
-    paths.append(os.getcwd())
-    return [p for p in paths if p not in ("/", "")]
-
-
-def write_passport(run_dir: Path, snap: dict[str, Any]) -> dict[str, Any]:
-    """Write `passport.md` and `passport.json` into `run_dir` (atomically); return the record."""
-    passport = build_passport(snap, scrub_paths(run_dir))
-    _atomic(run_dir / JSON_NAME, json.dumps(passport, indent=2, allow_nan=False) + "\n")
-    _atomic(run_dir / MD_NAME, render_markdown(passport))
-    return passport
-
-
-def _atomic(target: Path, text: str) -> None:
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
-
-
-class PassportWriter:
-    """The observer that leaves the passport in the run directory when the run ends."""
-
-    name = "passport"
-
-    def __init__(self, run_dir: Path, warn: Any = None) -> None:
-        self.run_dir = Path(run_dir)
-        self.warn = warn
-
-    def on_finish(self, snap: dict[str, Any]) -> None:
-        try:
-            write_passport(self.run_dir, snap)
-        except OSError as exc:
-            if self.warn is not None:
-                # The run directory's writes share one warning (the store's key): a full disk
-                # that already cost the run log is said once, not again for the passport.
-                self.warn("store", f"cannot write the passport ({exc})")
+    return scrub_strings(passport, [p for p in (scrub or []) if p], secrets)

@@ -224,7 +224,7 @@ _SCRIPT = """
 
 
 def _fmt(entry: dict[str, Any]) -> str:
-    from .passport import fmt
+    from .passport_md import fmt
 
     return fmt(entry.get("value"), entry.get("unit", ""))
 
@@ -235,7 +235,7 @@ _HEADLINE = ("tokens_per_s", "samples_per_s", "mfu", "wall_time_s", "steps", "to
 
 def _headline_html(passport: dict[str, Any]) -> str:
     """The numbers a reader wants first, as tiles (absent ones are left for 'Not computed')."""
-    from .passport import LABELS, fmt
+    from .passport_md import LABELS, fmt
 
     numbers = passport.get("training", {})
     tiles = []
@@ -256,7 +256,7 @@ _PART_COLORS = ("--c1", "--c2", "--c3", "--c4", "--muted", "--line")
 
 def _time_html(passport: dict[str, Any]) -> str:
     """Where the wall time went: one stacked bar and its table."""
-    from .passport import fmt
+    from .passport_md import fmt
 
     split = passport.get("time_split") or []
     wall = ((passport.get("training") or {}).get("wall_time_s") or {}).get("value")
@@ -274,7 +274,7 @@ def _time_html(passport: dict[str, Any]) -> str:
 
 
 def _waterfall_html(passport: dict[str, Any]) -> str:
-    from .passport import waterfall_rows
+    from .passport_md import waterfall_rows
 
     rows = waterfall_rows(passport.get("waterfall"))
     if not rows:
@@ -296,7 +296,7 @@ def _waterfall_html(passport: dict[str, Any]) -> str:
 
 def _passport_html(passport: dict[str, Any]) -> str:
     """The rest of the passport: compute, final values, plan, what is absent, derivations."""
-    from .passport import LABELS, hardware_line, value_text
+    from .passport_md import LABELS, hardware_line, value_text
 
     numbers = passport.get("training", {})
     out = ["<h2>Compute</h2>", "<table>"]
@@ -322,7 +322,7 @@ def _passport_html(passport: dict[str, Any]) -> str:
         out.append("</table>")
     plan = passport.get("plan") or {}
     if plan:
-        from .passport import fmt
+        from .passport_md import fmt
 
         out += ["<h2>Plan against the run</h2>",
                 "<table><tr><th></th><th>Planned</th><th>This run</th></tr>"]
@@ -399,11 +399,12 @@ def render_report(passport: dict[str, Any], charts: list[dict[str, Any]]) -> str
 def build_report(run_dir: Path) -> str:
     """Replay a run and return its report page (raises OSError, ReportError)."""
     from ..exporters.tables import run_table
+    from ..redact import private_dirs
     from .history import History
-    from .passport import build_passport, scrub_paths
+    from .passport import build_passport
 
     _asset("uPlot.iife.min.js")  # fail before the replay, not after
     history = History()
     table = run_table(run_dir, history=history)
-    passport = build_passport(table.snapshot, scrub_paths(run_dir))
+    passport = build_passport(table.snapshot, private_dirs(run_dir))
     return render_report(passport, chart_data(history.dump()))

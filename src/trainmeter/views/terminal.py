@@ -131,7 +131,10 @@ def mfu_text(snap: dict[str, Any]) -> str | None:
     if not isinstance(mfu, dict):
         return None
     if number(mfu.get("value")) is not None:
-        return f"MFU {percent(mfu['value'])} ({mfu.get('convention') or 'convention unknown'})"
+        named = mfu.get("convention") or "convention unknown"
+        if isinstance(mfu.get("precision"), str):  # the matmuls' precision (MFU stays vs BF16)
+            named += f", {mfu['precision']}"
+        return f"MFU {percent(mfu['value'])} ({named})"
     rng = mfu.get("range")
     if isinstance(rng, (list, tuple)) and len(rng) == 2:
         return f"MFU {percent(rng[0])[:-1]}-{percent(rng[1])} by convention"
@@ -201,10 +204,3 @@ def summary_line(
         parts.append(node)
     where = f"run {run_dir}" if run_dir else "no run log"
     return f"trainmeter: {', '.join(parts)}; {where}"
-
-
-def summary_text(snap: dict[str, Any], source: str | None = None, width: int = 100) -> str:
-    """`tm summary` as plain text (no colour): what a pipe or a file gets."""
-    from .terminal_summary import render_plain
-
-    return render_plain(snap, source, width=width)

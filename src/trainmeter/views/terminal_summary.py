@@ -174,12 +174,14 @@ def header(snap: dict[str, Any], source: str | None) -> list[Any]:
 def throughput(snap: dict[str, Any]) -> list[Any]:
     rows: list[list[Any]] = []
     tps = number(snap.get("tokens_per_s"))
+    window = _window_words(snap.get("rate_window"))
     if tps is not None:
         counted = snap.get("tokens_counted")
-        rows.append(["tokens/s", _text((si(tps), "bold")), counted and f"counting {counted}"])
+        note = ", ".join(x for x in (window, counted and f"counting {counted}") if x)
+        rows.append(["tokens/s", _text((si(tps), "bold")), note])
     step_time = number(snap.get("step_time_s"))
     if step_time is not None:
-        rows.append(["step time", _text((ms(step_time), "bold")), "rank 0"])
+        rows.append(["step time", _text((ms(step_time), "bold")), _spread(snap) or "rank 0"])
     steps = number(snap.get("steps"))
     tokens = number(snap.get("tokens_seen"))
     if steps is not None:
@@ -195,6 +197,28 @@ def throughput(snap: dict[str, Any]) -> list[Any]:
             ["padding", _text((percent(padding["share"]), "bold"), " of tokens"), extra]
         )
     return [_grid(rows)] if rows else []
+
+
+def _window_words(window: Any) -> str:
+    """The window the rates are taken over: "steady state, 12.3 s ..." or "last 30 s"."""
+    if not isinstance(window, dict) or number(window.get("seconds")) is None:
+        return ""
+    if window.get("kind") == "steady":
+        return f"steady state, {window['seconds']:.3g} s after warm-up"
+    return f"last {window['seconds']:.3g} s"
+
+
+def _spread(snap: dict[str, Any]) -> str:
+    """The steady window's step times: "median 12 ms, p10 10 ms, p90 30 ms"."""
+    times = snap.get("step_times")
+    if not isinstance(times, dict):
+        return ""
+    parts = [
+        f"{label} {ms(times[key])}"
+        for label, key in (("median", "median_s"), ("p10", "p10_s"), ("p90", "p90_s"))
+        if number(times.get(key)) is not None
+    ]
+    return ", ".join(parts)
 
 
 def flops(snap: dict[str, Any]) -> list[Any]:
@@ -229,6 +253,10 @@ def flops(snap: dict[str, Any]) -> list[Any]:
         span = f" ({si(rng[0])}..{si(rng[1])})" if isinstance(rng, list) and len(rng) == 2 else ""
         out.append(_text(("no convention chosen", "yellow"), f"{span}: MFU is the range over all of "
                          "them; --convention picks one"))  # fmt: skip
+    params = fpt.get("params") if isinstance(fpt.get("params"), dict) else {}
+    if number(params.get("active")) is not None and number(params.get("total")) is not None:
+        out.append(_text("mixture of experts: ", (si(params["active"]), "bold"),
+                         f" parameters active per token, of {si(params['total'])} in all"))  # fmt: skip
     spent = number(snap.get("flops_spent"))
     if spent is not None:
         out.append(_text("spent ", (si_unit(spent, "FLOP"), "bold"), f" ({chosen})"))
@@ -253,6 +281,11 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
     out.append(_text((text or "MFU", "bold"),
                      ("   impossible: see the alert above", "bold red") if impossible else ""))  # fmt: skip
     out.append(_text("peak: ", against, (f" ({label})" if label else "", "bold")))
+    at = entry.get("at_precision") if isinstance(entry.get("at_precision"), dict) else {}
+    if number(at.get("value")) is not None:
+        out.append(_text((percent(at["value"]), "bold"), f" {at.get('label') or ''}"))
+    elif entry.get("precision") not in (None, "bf16") and entry.get("precision_note"):
+        out.append(_text((f"{entry['precision']}: {entry['precision_note']}", "dim")))
     by = entry.get("by_convention")
     if isinstance(by, dict) and by:
         cells = []
@@ -624,3 +657,8 @@ def render_plain(snap: dict[str, Any], source: str | None, width: int = 100) -> 
     console = make_console(buf, width=width, colour=False)
     render(console, snap, source)
     return buf.getvalue().rstrip("\n")
+
+
+def summary_text(snap: dict[str, Any], source: str | None = None, width: int = 100) -> str:
+    """`tm summary` as plain text (no colour): what a pipe or a file gets."""
+    return render_plain(snap, source, width=width)

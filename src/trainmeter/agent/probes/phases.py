@@ -51,8 +51,13 @@ _mark: tuple[float, dict[str, tuple[float, float]]] | None = None
 _mark_sent: object = None
 
 
+def count(name: str) -> int:
+    """How many `name` spans this process recorded so far (the counted-FLOPs window asks)."""
+    return int(_totals[name][1])
+
+
 def add(name: str, seconds: float) -> None:
-    if steps._n_steps != _mark_step:
+    if steps.step_count() != _mark_step:
         _set_mark()
     entry = _totals[name]
     entry[0] += seconds
@@ -62,8 +67,8 @@ def add(name: str, seconds: float) -> None:
 def _set_mark() -> None:
     """The first phase added since a step: the totals so far were all recorded before it."""
     global _mark, _mark_step
-    _mark_step = steps._n_steps
-    _mark = (steps._t, {name: (e[0], e[1]) for name, e in _totals.items()})
+    _mark_step = steps.step_count()
+    _mark = (steps.last_step_t(), {name: (e[0], e[1]) for name, e in _totals.items()})
 
 
 def drain() -> None:
@@ -78,7 +83,7 @@ def drain() -> None:
         _send_moved(sender, mark[1], mark[0])
         _mark_sent = mark
     # read before the totals: seconds added after this read are later than that step too
-    t = steps._t if steps._n_steps != _mark_step else None
+    t = steps.last_step_t() if steps.step_count() != _mark_step else None
     _send_moved(sender, _totals, t)
 
 

@@ -63,7 +63,7 @@ def _optimizer_steps() -> int:
     """The optimizer steps the step probe counted; 0 before torch (the probe comes with it, and
     importing it here would cost every run's start-up the modules it needs)."""
     steps = sys.modules.get("trainmeter.agent.probes.steps")
-    return steps._n_steps if steps is not None else 0  # type: ignore[attr-defined]
+    return steps.step_count() if steps is not None else 0  # type: ignore[attr-defined]
 
 
 def step_or_current(step: Any) -> int | None:

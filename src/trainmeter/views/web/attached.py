@@ -18,12 +18,12 @@ from .state import DashboardState
 
 class AttachedDashboard:
     def __init__(self, port: int | None, run_dir: Path, stderr: Any = None) -> None:
-        from ...supervisor import late_parts
-        from ...supervisor.warn import WarnOnce
+        from ...runlog import engine_load
+        from ...runlog.warn import WarnOnce
 
         warn = WarnOnce(stderr)
-        factory, _ = late_parts.load_engine_factory(warn)
-        self.engine, _ = late_parts.make_engine(factory, warn)
+        factory, _ = engine_load.load_engine_factory(warn)
+        self.engine, _ = engine_load.make_engine(factory, warn)
         self.state = DashboardState(mode="live", run_dir=str(run_dir))
         self.server: DashboardServer = serve(self.state, port)
         print(f"tm attach: dashboard {self.server.url}", file=stderr or sys.stderr, flush=True)

@@ -1,6 +1,6 @@
 """A finished run for the dashboard: its log replayed through the same engine as `tm summary`.
 
-`supervisor.replay.replay` feeds every record through the live run's recorder and engine, and
+`runlog.replay.replay` feeds every record through the live run's recorder and engine, and
 hands each record and a snapshot every so often in record time (the live loop's pace, at most
 2000 along the run) to its observers: here the bounded history, so the page draws the engine's
 own numbers (tokens/s, MFU...) over the run as the live dashboard saw them. The final snapshot
@@ -18,7 +18,7 @@ from ..history import History
 
 def replay_with_history(events: Path, history: History | None = None) -> tuple[Any, History]:
     """(the replay's result, the history of the whole run)."""
-    from ...supervisor.replay import replay
+    from ...runlog.replay import replay
 
     history = history if history is not None else History()
     result = replay(events, observers=[history])

@@ -8,12 +8,11 @@ another site cannot reach it through a DNS name rebound to 127.0.0.1.
 Routes: `/` the page; `/static/...` its files (packaged, no CDN); `/api/state` the snapshot
 and the whole bounded history as JSON; `/api/events` the same as server-sent events, the
 whole state first and then, about once a second, the snapshot and only the new points;
-`/metrics` the Prometheus text when `trainmeter.exporters.prometheus` is installed.
+`/metrics` the Prometheus text (`exporters/prometheus.py`).
 """
 
 from __future__ import annotations
 
-import importlib
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -63,12 +62,12 @@ def _static_file(name: str) -> tuple[bytes, str] | None:
 
 
 def _metrics_renderer() -> Any:
-    """`render(snapshot, labels)` from the Prometheus exporter, or None when it is not there."""
+    """`render(snapshot, labels)` from the Prometheus exporter, or None when it cannot load."""
     try:
-        module = importlib.import_module("trainmeter.exporters.prometheus")
+        from ...exporters.prometheus import render
     except ImportError:
         return None
-    return getattr(module, "render", None)
+    return render
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -10,7 +10,9 @@ writes nothing, so the feeding, the error handling and the snapshot are the live
 A view that draws the whole run (the dashboard's history) passes `observers`: each gets every
 fed record (`on_record`), a snapshot about every `interval` seconds of the run's own time
 (`on_snapshot(snap, t)`, taken at a step or GPU sample record, as the live loop would have
-seen them; at most `max_snapshots` over the run), and the final snapshot (`on_finish`).
+seen them; at most `max_snapshots` over the run, no closer than `min_interval_s`), and the final
+snapshot (`on_finish`). The dashboard's history, the report's charts and the export tables are
+all observers of this one replay.
 """
 
 from __future__ import annotations
@@ -22,11 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import late_parts as parts
+from . import engine_load as parts
 from .decode import Decoder, log_summary
 from .observers import ObserverSet
 from .recorder import EngineLike, Recorder
-from .runs import RunNotFound, resolve_run  # noqa: F401 - re-exported: the one resolver
 from .store import RunStore
 from .warn import WarnOnce
 
@@ -61,6 +62,7 @@ def replay(
     *,
     observers: Iterable[Any] = (),
     max_snapshots: int = MAX_SNAPSHOTS,
+    min_interval_s: float = MIN_INTERVAL_S,
 ) -> ReplayResult:
     """Stream `events` through a fresh engine; return its final snapshot and what was skipped."""
     warn = warn or WarnOnce()
@@ -72,7 +74,8 @@ def replay(
     recorder.attach_engine(engine, missing or reason)
     result = ReplayResult(snapshot={})
     decoder = Decoder()
-    feed = _Observed(recorder, list(observers), warn, _interval(events, max_snapshots))
+    interval = _interval(events, max_snapshots, min_interval_s)
+    feed = _Observed(recorder, list(observers), warn, interval)
     with open(events, "rb") as fh:
         rest = b""
         skipping = False  # inside a line too long to be a record: drop bytes up to its newline
@@ -110,10 +113,10 @@ def replay(
     return result
 
 
-def _interval(events: Path, max_snapshots: int) -> float:
+def _interval(events: Path, max_snapshots: int, min_interval_s: float = MIN_INTERVAL_S) -> float:
     """Seconds of the run between two observed snapshots: at most `max_snapshots` in all."""
     span = _span(events)
-    return max(MIN_INTERVAL_S, (span or 0.0) / max(max_snapshots, 1))
+    return max(min_interval_s, (span or 0.0) / max(max_snapshots, 1))
 
 
 def _span(events: Path) -> float | None:

@@ -1,0 +1,53 @@
+"""The passport's two files in the run directory, and the observer that writes them at the end.
+
+`passport.json` is the record (`passport.build_passport`), `passport.md` its Markdown
+(`passport_md.render_markdown`); each is written to a temporary name and moved into place, so a
+reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..redact import private_dirs
+from .passport import build_passport
+from .passport_md import render_markdown
+
+MD_NAME = "passport.md"
+JSON_NAME = "passport.json"
+
+
+def write_passport(run_dir: Path, snap: dict[str, Any]) -> dict[str, Any]:
+    """Write `passport.md` and `passport.json` into `run_dir` (atomically); return the record."""
+    passport = build_passport(snap, private_dirs(run_dir))
+    _atomic(run_dir / JSON_NAME, json.dumps(passport, indent=2, allow_nan=False) + "\n")
+    _atomic(run_dir / MD_NAME, render_markdown(passport))
+    return passport
+
+
+def _atomic(target: Path, text: str) -> None:
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, target)
+
+
+class PassportWriter:
+    """The observer that leaves the passport in the run directory when the run ends."""
+
+    name = "passport"
+
+    def __init__(self, run_dir: Path, warn: Any = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.warn = warn
+
+    def on_finish(self, snap: dict[str, Any]) -> None:
+        try:
+            write_passport(self.run_dir, snap)
+        except OSError as exc:
+            if self.warn is not None:
+                # The run directory's writes share one warning (the store's key): a full disk
+                # that already cost the run log is said once, not again for the passport.
+                self.warn("store", f"cannot write the passport ({exc})")

@@ -1,0 +1,211 @@
+"""The run passport for people: the compute section of a Hugging Face model card.
+
+`render_markdown(passport)` writes the record `passport.build_passport` made: the totals in one
+table, the final value of each series, the plan against the run, where the time and the peak
+went, what could not be computed and why, and every number's derivation folded under a
+`<details>` block. `fmt`, `LABELS`, `value_text` and `waterfall_rows` serve the HTML report too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def fmt(value: float | None, unit: str = "") -> str:
+    """A number for a person: 3 significant digits, thousands as k/M/G/T/P/E for counts."""
+    if value is None:
+        return "not known"
+    if unit == "fraction":
+        pct = value * 100
+        return f"{pct:.3g}%" if abs(pct) < 10 else f"{pct:.1f}%"
+    if unit == "s":
+        return _duration(value)
+    if unit in ("steps", "tokens") and value == int(value):
+        return f"{int(value):,} {unit}"
+    if unit == "FLOP" and value:
+        mantissa, exponent = f"{value:.3e}".split("e")
+        return f"{float(mantissa):.3g}e{int(exponent)} FLOP"
+    mag = abs(value)
+    for factor, suffix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"),
+                           (1e3, "k")):
+        if mag >= factor:
+            return f"{value / factor:.3g}{suffix}" + (f" {unit}" if unit else "")
+    text = f"{value:.0f}" if value == int(value) and mag < 1e3 else f"{value:.3g}"
+    return text + (f" {unit}" if unit else "")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.3g} s"
+    minutes, sec = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{sec:02d}s" if hours else f"{minutes}m{sec:02d}s"
+
+
+LABELS = {
+    "wall_time_s": "Wall time",
+    "gpu_hours": "GPU-hours",
+    "steps": "Steps",
+    "tokens": "Tokens",
+    "training_flops": "Training FLOPs",
+    "flops_per_token": "FLOPs per token",
+    "mfu": "MFU",
+    "ofu": "OFU (from GPU counters)",
+    "tokens_per_s": "Throughput",
+    "samples_per_s": "Throughput in samples",
+    "samples_mfu": "MFU from samples",
+    "step_time_s": "Step time",
+    "goodput": "Goodput",
+    "energy_j": "GPU energy",
+    "energy_per_token_j": "Energy per token",
+    "progress": "Progress of the budget",
+}
+
+
+def hardware_line(hw: dict[str, Any]) -> str:
+    models = hw.get("gpu_models") or {}
+    peak = hw.get("peak") or {}
+    if hw.get("gpus"):
+        name = peak.get("name") or ", ".join(models) or "GPU of unknown model"
+        return f"{hw['gpus']} x {name}"
+    cores = hw.get("cpu_cores")
+    if hw.get("gpus") is None and not cores:
+        return "not known (no device was reported)"
+    return "CPU only" + (f" ({cores:.0f} cores)" if cores else "")
+
+
+def value_text(name: str, entry: dict[str, Any]) -> str:
+    text = fmt(entry.get("value"), entry.get("unit", ""))
+    conv = entry.get("convention")
+    if name in ("training_flops", "flops_per_token", "mfu", "samples_mfu") and conv:
+        text += f" ({conv} convention)"
+    if name == "mfu" and entry.get("peak"):
+        text += f", peak: {entry['peak']}"
+    return text
+
+
+def render_markdown(passport: dict[str, Any]) -> str:
+    """The compute section of a model card, derivations folded underneath."""
+    run = passport.get("run", {})
+    numbers = passport.get("training", {})
+    absent = passport.get("absent", {})
+    version = passport.get("software", {}).get("trainmeter")
+    lines = [f"## Compute: training run `{run.get('name') or 'unnamed'}`", ""]
+    lines += [
+        "Measured by trainmeter"
+        f"{' ' + str(version) if version else ''}; "
+        f"started {run.get('start_utc') or 'at an unknown time'}, status {run.get('status')}.",
+        "",
+        "| Quantity | Value |",
+        "| --- | --- |",
+        f"| Hardware | {hardware_line(passport.get('hardware', {}))} |",
+    ]
+    for name, label in LABELS.items():
+        if name in numbers:
+            lines.append(f"| {label} | {value_text(name, numbers[name])} |")
+        elif name in absent and name not in ("progress", "eta_s", "samples_per_s", "samples_mfu"):
+            lines.append(f"| {label} | not computed (see below) |")
+    sw = passport.get("software", {})
+    if sw:
+        lines.append("| Software | " + ", ".join(f"{k} {v}" for k, v in sw.items()) + " |")
+    lines.append("")
+    series = passport.get("series", {})
+    if series:
+        lines += ["### Final values", "", "| Series | Final value | At step | Points |",
+                  "| --- | --- | --- | --- |"]
+        for name, s in series.items():
+            final = s.get("final")
+            shown = "not known" if final is None else f"{final:.6g}"
+            lines.append(f"| {name} | {shown} | {_cell(s.get('step'))} | {_cell(s.get('count'))} |")
+        lines.append("")
+    plan = passport.get("plan") or {}
+    if plan:
+        lines += ["### Plan against the run", "", "| | Planned | This run |", "| --- | --- | --- |"]
+        for key, label, unit in (("mfu", "MFU", "fraction"), ("tokens_per_s", "Tokens/s", "tokens/s"),
+                                 ("hours", "Hours", "h")):
+            if key in plan:
+                row = plan[key]
+                lines.append(f"| {label} | {fmt(row['planned'], unit)} | {fmt(row['actual'], unit)} |")
+        lines.append("")
+    split = passport.get("time_split") or []
+    wall = (numbers.get("wall_time_s") or {}).get("value")
+    if split and wall:
+        lines += ["### Where the time went", "", "| Part | Time | Share |", "| --- | --- | --- |"]
+        for part in split:
+            share = part["s"] / wall if wall else None
+            mark = "" if part.get("measured") else " (remainder)"
+            lines.append(f"| {part.get('label')}{mark} | {_duration(part['s'])} | {fmt(share, 'fraction')} |")
+        lines.append("")
+    lines += _md_waterfall(passport.get("waterfall"))
+    if absent:
+        lines += ["### Not computed", ""]
+        lines += [f"- **{name}**: {reason}" for name, reason in absent.items()]
+        lines.append("")
+    lines += ["<details>", "<summary>How each number was computed</summary>", ""]
+    for name, entry in numbers.items():
+        lines += _md_derivation(LABELS.get(name, name), entry)
+    lines += ["</details>", ""]
+    return "\n".join(lines)
+
+
+def waterfall_rows(wf: Any) -> list[tuple[str, str, str]]:
+    """(factor, kept, share of the dense peak after it) for each row of the waterfall table;
+    [] without a waterfall. The whole-run factor scales the peak to the training window and has
+    no share; the in-steps factors multiply from 100% down to the MFU."""
+    if not isinstance(wf, dict) or not wf.get("factors"):
+        return []
+    rows: list[tuple[str, str, str]] = []
+    level = 1.0
+    for f in wf["factors"]:
+        value = f.get("value")
+        if value is None:
+            continue
+        if f.get("scope") == "run":
+            rows.append((f"{f.get('label')} (whole run)", f"{value:.3f}", ""))
+            continue
+        level *= value
+        rows.append((str(f.get("label")), f"{value:.3f}", fmt(level, "fraction")))
+    rows.append(("**MFU** (in steps)", "", fmt(wf.get("value"), "fraction")))
+    if wf.get("whole_run") is not None:
+        rows.append(("MFU over the whole wall time", "", fmt(wf["whole_run"], "fraction")))
+    return rows
+
+
+def _md_waterfall(wf: Any) -> list[str]:
+    """One small table: each factor of the MFU waterfall and the share of the peak after it."""
+    rows = waterfall_rows(wf)
+    if not rows:
+        return []
+    lines = [
+        f"### Where the peak went (MFU waterfall, {wf.get('convention')} convention)", "",
+        "| Factor | Kept | Share of the dense peak after it |", "| --- | --- | --- |",
+    ]  # fmt: skip
+    lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    lines.append("")
+    for name, why in (wf.get("absent") or {}).items():
+        lines.append(f"- {name.replace('_', ' ')} not measured: {why}")
+    if wf.get("absent"):
+        lines.append("")
+    return lines
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _md_derivation(label: str, entry: dict[str, Any]) -> list[str]:
+    out = [f"**{label}** = {fmt(entry.get('value'), entry.get('unit', ''))}"]
+    if entry.get("formula"):
+        out[0] += f": `{entry['formula']}`"
+    out.append("")
+    for inp in entry.get("inputs") or []:
+        value = inp.get("value")
+        shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+        unit = f" {inp['unit']}" if inp.get("unit") not in (None, "", "1") else ""
+        out.append(f"- {inp.get('name')}: {shown}{unit} ({inp.get('source')})")
+    for key, title in (("convention", "convention"), ("source", "source"), ("note", "note"),
+                       ("peak_source", "peak's source")):
+        if entry.get(key):
+            out.append(f"- {title}: {entry[key]}")
+    out.append("")
+    return out
