@@ -99,6 +99,16 @@ def test_engine_explanations_are_used_when_present() -> None:
     assert "achieved FLOP/s / peak FLOP/s" in render_markdown(p)
 
 
+def test_markdown_has_the_model_cards_sections() -> None:
+    """Hardware and software under "Compute Infrastructure", the numbers under "Speeds, Sizes,
+    Times": the headings a Hugging Face model card uses, so each part pastes in as it is."""
+    md = render_markdown(build_passport(snapshot()))
+    infra = md.split("### Compute Infrastructure\n")[1].split("### Speeds, Sizes, Times\n")[0]
+    speeds = md.split("### Speeds, Sizes, Times\n")[1].split("\n\n")[0]
+    assert "| Hardware |" in infra and "| Software |" in infra and "| MFU |" not in infra
+    assert "| MFU |" in speeds and "| Throughput |" in speeds and "| Hardware |" not in speeds
+
+
 def test_no_host_directory_or_secret() -> None:
     p = build_passport(snapshot(), ["/home/alice/proj"])
     text = json.dumps(p) + render_markdown(p)

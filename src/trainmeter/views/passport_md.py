@@ -96,18 +96,22 @@ def render_markdown(passport: dict[str, Any]) -> str:
         f"{' ' + str(version) if version else ''}; "
         f"started {run.get('start_utc') or 'at an unknown time'}, status {run.get('status')}.",
         "",
-        "| Quantity | Value |",
+        # the sections of a Hugging Face model card, so each pastes under its own heading there
+        "### Compute Infrastructure",
+        "",
+        "| | |",
         "| --- | --- |",
         f"| Hardware | {hardware_line(passport.get('hardware', {}))} |",
     ]
+    sw = passport.get("software", {})
+    if sw:
+        lines.append("| Software | " + ", ".join(f"{k} {v}" for k, v in sw.items()) + " |")
+    lines += ["", "### Speeds, Sizes, Times", "", "| Quantity | Value |", "| --- | --- |"]
     for name, label in LABELS.items():
         if name in numbers:
             lines.append(f"| {label} | {value_text(name, numbers[name])} |")
         elif name in absent and name not in ("progress", "eta_s", "samples_per_s", "samples_mfu"):
             lines.append(f"| {label} | not computed (see below) |")
-    sw = passport.get("software", {})
-    if sw:
-        lines.append("| Software | " + ", ".join(f"{k} {v}" for k, v in sw.items()) + " |")
     lines.append("")
     series = passport.get("series", {})
     if series:
