@@ -109,6 +109,16 @@ def test_markdown_has_the_model_cards_sections() -> None:
     assert "| MFU |" in speeds and "| Throughput |" in speeds and "| Hardware |" not in speeds
 
 
+def test_a_peaks_citation_is_printed_once() -> None:
+    p = build_passport(snapshot())
+    citation = "NVIDIA H100 product page, H100 SXM column: 'BFLOAT16 ... 1,979 teraFLOPS', halved"
+    for name in ("mfu", "ofu"):
+        p["training"].setdefault(name, {"value": 0.3, "unit": "fraction"})["peak_source"] = citation
+    md = render_markdown(p)
+    assert md.count(citation) == 1
+    assert "peak's source: as for MFU above" in md
+
+
 def test_no_host_directory_or_secret() -> None:
     p = build_passport(snapshot(), ["/home/alice/proj"])
     text = json.dumps(p) + render_markdown(p)

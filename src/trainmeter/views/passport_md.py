@@ -146,8 +146,9 @@ def render_markdown(passport: dict[str, Any]) -> str:
         lines += [f"- **{name}**: {reason}" for name, reason in absent.items()]
         lines.append("")
     lines += ["<details>", "<summary>How each number was computed</summary>", ""]
+    cited: dict[str, str] = {}  # a peak's citation is printed once, then referred to
     for name, entry in numbers.items():
-        lines += _md_derivation(LABELS.get(name, name), entry)
+        lines += _md_derivation(LABELS.get(name, name), entry, cited)
     lines += ["</details>", ""]
     return "\n".join(lines)
 
@@ -197,7 +198,7 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _md_derivation(label: str, entry: dict[str, Any]) -> list[str]:
+def _md_derivation(label: str, entry: dict[str, Any], cited: dict[str, str] | None = None) -> list[str]:
     out = [f"**{label}** = {fmt(entry.get('value'), entry.get('unit', ''))}"]
     if entry.get("formula"):
         out[0] += f": `{entry['formula']}`"
@@ -209,7 +210,13 @@ def _md_derivation(label: str, entry: dict[str, Any]) -> list[str]:
         out.append(f"- {inp.get('name')}: {shown}{unit} ({inp.get('source')})")
     for key, title in (("convention", "convention"), ("source", "source"), ("note", "note"),
                        ("peak_source", "peak's source")):
-        if entry.get(key):
-            out.append(f"- {title}: {entry[key]}")
+        if not entry.get(key):
+            continue
+        if key == "peak_source" and cited is not None:
+            if entry[key] in cited:  # the same card's citation: once is enough
+                out.append(f"- {title}: as for {cited[entry[key]]} above")
+                continue
+            cited[entry[key]] = label
+        out.append(f"- {title}: {entry[key]}")
     out.append("")
     return out
