@@ -27,7 +27,7 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+]
 STEPS = 600
 
 
@@ -43,7 +43,7 @@ def _start(args: list[str], cwd: Path, gpu: bool) -> tuple[subprocess.Popen, str
     proc = subprocess.Popen(
         [sys.executable, "-m", "trainmeter", *args],
         cwd=cwd, env=_env(gpu), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    )
     for line in proc.stderr:
         match = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
         if match:
@@ -54,7 +54,7 @@ def _start(args: list[str], cwd: Path, gpu: bool) -> tuple[subprocess.Popen, str
 def _start_run(cwd: Path, gpu: bool = True) -> tuple[subprocess.Popen, str]:
     extra = ["--convention", "megatron"] if gpu else []
     return _start(["--port", "0", "--budget-steps", str(STEPS), *extra,
-                   str(REPO / "examples/tiny_gpt.py"), "--steps", str(STEPS)], cwd, gpu)  # fmt: skip
+                   str(REPO / "examples/tiny_gpt.py"), "--steps", str(STEPS)], cwd, gpu)
 
 
 def _both(page, out: Path, stem: str, ready: str) -> None:
@@ -86,7 +86,7 @@ def _after(browser, out: Path, cwd: Path, proc: subprocess.Popen) -> None:
         view.wait(timeout=60)
     report = cwd / "report.html"
     subprocess.run([sys.executable, "-m", "trainmeter", "report", str(run), "-o", str(report)],
-                   cwd=cwd, env=_env(False), check=True)  # fmt: skip
+                   cwd=cwd, env=_env(False), check=True)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(report.as_uri())
     _both(page, out, "report", "!!document.body.dataset.chartsReady")

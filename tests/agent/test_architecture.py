@@ -40,7 +40,7 @@ def detect(monkeypatch, root, **kwargs) -> dict[str, object]:
         n_params=n, n_embedding_params=e, seq_len=int(ids.shape[1]),
         n_layers=model.config_int(config, model.LAYER_KEYS),
         d_model=model.config_int(config, model.WIDTH_KEYS),
-    )  # fmt: skip
+    )
     return sink.facts
 
 
@@ -72,7 +72,7 @@ def test_hf_convention_is_what_hf_counts(monkeypatch):
     facts = detect(monkeypatch, net, input_ids=torch.zeros(1, 32, dtype=torch.long))
     assert (facts["n_params"], facts["n_embedding_params"], facts["n_lookup_params"]) == (
         108_288, 2_048, 8_192,
-    )  # fmt: skip
+    )
     # HF's own count, the one its Trainer multiplies by 6 x tokens
     assert net.num_parameters(exclude_embeddings=True) == 108_288 - 8_192
     conventions = engine_flops(facts)
@@ -102,7 +102,7 @@ def mixtral():
         vocab_size=64, hidden_size=16, intermediate_size=24, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
         num_experts_per_tok=2, max_position_embeddings=64, sliding_window=None,
-    )  # fmt: skip
+    )
     return transformers.MixtralForCausalLM(config)
 
 
@@ -151,7 +151,7 @@ def deepseek():
         num_experts_per_tok=2, n_group=1, topk_group=1, num_attention_heads=4,
         num_key_value_heads=4, q_lora_rank=8, kv_lora_rank=8, qk_rope_head_dim=4,
         qk_nope_head_dim=4, v_head_dim=4, max_position_embeddings=64,
-    )  # fmt: skip
+    )
     return transformers.DeepseekV3ForCausalLM(config)
 
 

@@ -11,7 +11,7 @@ def test_the_fake_allocator_replays_its_answers_and_repeats_the_last() -> None:
     fake = memory.FakeAllocator([
         {"total_b": 100, "stats": {"reserved_bytes.all.current": 10, "num_alloc_retries": 0}},
         {"total_b": 100, "stats": {"reserved_bytes.all.current": 96, "num_alloc_retries": 2}},
-    ])  # fmt: skip
+    ])
     first, second, third = fake.read(), fake.read(), fake.read()
     assert first == ({"reserved_bytes.all.current": 10, "num_alloc_retries": 0}, 100)
     assert second == third == ({"reserved_bytes.all.current": 96, "num_alloc_retries": 2}, 100)
@@ -19,7 +19,7 @@ def test_the_fake_allocator_replays_its_answers_and_repeats_the_last() -> None:
 
 def test_a_cuda_answer_becomes_the_record_and_names_what_it_lacks() -> None:
     d = memory.cuda_payload({"allocated_bytes.all.current": 5, "reserved_bytes.all.current": 8,
-                             "num_alloc_retries": 1}, 80, 2)  # fmt: skip
+                             "num_alloc_retries": 1}, 80, 2)
     assert d["device"] == "cuda" and d["index"] == 2
     assert (d["allocated_b"], d["reserved_b"], d["alloc_retries"], d["total_b"]) == (5, 8, 1, 80)
     assert d["missing"]["ooms"] == "the allocator gave no num_ooms"

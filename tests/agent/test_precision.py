@@ -26,7 +26,7 @@ def test_fp32_weights_without_autocast_are_fp32_on_the_cpu():
 def test_bf16_weights_and_autocast():
     assert precision.detect(net().to(torch.bfloat16)) == (
         "bf16", "weights in torch.bfloat16, no autocast",
-    )  # fmt: skip
+    )
     with torch.autocast("cpu", dtype=torch.bfloat16):
         name, how = precision.detect(net())
     assert name == "bf16" and how.startswith("autocast on cpu")

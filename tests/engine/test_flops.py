@@ -58,7 +58,7 @@ def test_declared_experts_give_active_parameters_and_total_beside():
             d_model=2048, seq_len=4096, moe_experts=64, moe_top_k=8, moe_routed_params=6.4e9,
         ),
         hello(0.1),
-    )  # fmt: skip
+    )
     fpt = snap["flops_per_token"]
     assert fpt["value"] == pytest.approx(7.8e9 + 1_610_612_736)
     assert fpt["params"] == {"total": 7_000_000_000, "active": 1_400_000_000}
@@ -67,7 +67,7 @@ def test_declared_experts_give_active_parameters_and_total_beside():
         start(0.0, convention="titan", n_params=7e9, n_embedding_params=1e8, n_layers=16,
               d_model=2048, seq_len=4096, moe_experts=64),
         hello(0.1),
-    )  # fmt: skip
+    )
     assert "params" not in snap["flops_per_token"]
     assert any("mixture of experts" in w and "--top-k" in w for w in snap["warnings"])
 
@@ -79,7 +79,7 @@ def test_the_note_says_what_packing_and_windows_did():
     snap = run(
         start(0.0, convention="megatron", **shape), hello(0.1),
         fact(0.2, "segment_len", 6.125), fact(0.2, "attn_windows", [4, None]),
-    )  # fmt: skip
+    )
     # megatron: 6 x 10,000 + 6 x 16 x (min(4, 6.125) + 6.125) = 60,000 + 96 x 10.125 = 60,972
     assert snap["flops_per_token"]["value"] == 60_972
     note = snap["flops_per_token"]["note"]
@@ -101,12 +101,12 @@ def test_every_refinement_is_explained_and_redone_from_its_inputs(convention):
         moe_routed_params=6000, moe_experts=8, moe_top_k=2, moe_router_params=80,
         n_vector_params=100, n_lookup_params=1000, attn_width=24, attn_windows=[4, None],
         segment_len=5.0,
-    )  # fmt: skip
+    )
     snap = run(
         start(0.0, convention=convention, n_params=10_000, n_embedding_params=500, n_layers=2,
               d_model=16, seq_len=8),
         hello(0.1), [fact(0.2, k, v) for k, v in facts.items()],
-    )  # fmt: skip
+    )
     entry = snap["explain"]["flops_per_token"]
     names = {i["name"]: i["value"] for i in entry["inputs"]}
     redone = eval(entry["formula"], {"__builtins__": {}}, names)  # noqa: S307

@@ -16,7 +16,7 @@ def _cuda(allocated, reserved, retries=0, peak=None, at_step=False, total=80 * G
         "device": "cuda", "index": 0, "allocated_b": allocated, "allocated_peak_b": peak or allocated,
         "reserved_b": reserved, "reserved_peak_b": reserved, "alloc_retries": retries, "ooms": 0,
         "total_b": total, "at_step": at_step,
-    }  # fmt: skip
+    }
 
 
 def test_rows_peaks_and_shares_per_rank() -> None:
@@ -44,7 +44,7 @@ def test_no_reading_is_absent_with_reason() -> None:
 def test_cpu_reading_keeps_the_reasons_of_what_is_missing() -> None:
     e = Engine()
     e.feed(_rec(1.0, 0, device="cpu", rss_b=300 * 2**20, rss_peak_b=400 * 2**20,
-                missing={"allocated_b": "no caching allocator on this device"}))  # fmt: skip
+                missing={"allocated_b": "no caching allocator on this device"}))
     row = e.snapshot()["memory"]["ranks"]["0"]
     assert row["rss_peak_b"] == 400 * 2**20 and "allocated_b" not in row
     assert row["missing"]["allocated_b"] == "no caching allocator on this device"

@@ -16,7 +16,7 @@ def one_gpu(name: str, precision: str | None, note: str = "autocast on cuda"):
     records = [
         start(0.0, convention="hf", **SHAPE), hello(0.1), device(0.2, name=name),
         steps(1.0, 1.0, 6, tokens=100_000),
-    ]  # fmt: skip
+    ]
     if precision is not None:
         records.append(fact(0.3, "matmul_precision", precision, note=note))
     return run(records)

@@ -35,7 +35,7 @@ def test_nanochat_d20_on_8_a100s_is_74_13_percent():
             A100, 8, 529_882, 4.0, convention="titan", n_params=560_988_160,
             n_embedding_params=83_886_080, n_layers=20, d_model=1280, seq_len=2048,
         )
-    )  # fmt: skip
+    )
     assert snap["flops_per_token"]["value"] == 3_491_758_080
     assert snap["mfu"]["peak_label"] == "datasheet" and snap["peak"]["bf16_dense_flops"] == 312e12
     assert round(snap["mfu"]["value"] * 100, 2) == 74.13
@@ -47,7 +47,7 @@ def _llama3_8b(**more):
     return dict(
         n_params=8_030_261_248, n_embedding_params=525_336_576, n_layers=32, d_model=4096,
         seq_len=8192, **more,
-    )  # fmt: skip
+    )
 
 
 def test_torchtitan_llama3_8b_on_8_h100s_is_33_7_percent():
@@ -60,7 +60,7 @@ def test_torchtitan_llama3_8b_on_8_h100s_is_33_7_percent():
             H100, 8, 8 * 5762, 1.0, convention="titan", peak_flops=989e12,
             peak_source="torchtitan get_peak_flops: H100 SXM 989e12", **_llama3_8b(),
         )
-    )  # fmt: skip
+    )
     assert snap["flops_per_token"]["value"] == 57_914_449_920
     assert round(snap["mfu"]["value"] * 100, 1) == 33.7
     # against our datasheet line (989.5, the 1,979 sparse figure halved) it still reads 33.7%
@@ -96,7 +96,7 @@ def test_palm_540b_on_6144_tpu_v4_chips_is_46_2_percent():
             n_embedding_params=0, n_layers=118, d_model=18_432, seq_len=2048,
             attn_width=48 * 256, peak_flops=275e12, peak_source="PaLM paper: TPU v4 275 TFLOP/s",
         )
-    )  # fmt: skip
+    )
     assert snap["flops_per_token"]["value"] == 6 * 540_350_000_000 + 35_634_806_784
     assert snap["mfu"]["n_gpus"] == 6144
     assert round(snap["mfu"]["value"] * 100, 1) == 46.2

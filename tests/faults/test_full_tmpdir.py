@@ -82,7 +82,7 @@ def test_a_full_tmpdir_kills_neither_the_run_nor_tm(tmp_path: Path) -> None:
     alone = subprocess.run(
         [*prefix, sys.executable, str(script), str(tmp_path / "alone.txt")],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    )
     assert alone.returncode == 0, alone.stderr
     assert "filled:" in alone.stderr  # the disk did fill
 
@@ -90,7 +90,7 @@ def test_a_full_tmpdir_kills_neither_the_run_nor_tm(tmp_path: Path) -> None:
         [*prefix, sys.executable, "-m", "trainmeter", "-q", "--name", "full",
          str(script), str(tmp_path / "under.txt")],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     # promise 1: the losses are the ones the script has without tm
     assert (tmp_path / "under.txt").read_text() == (tmp_path / "alone.txt").read_text()
@@ -107,7 +107,7 @@ def test_a_full_tmpdir_kills_neither_the_run_nor_tm(tmp_path: Path) -> None:
         (e["d"]["value"] for e in events
          if e["kind"] == "fact" and e["d"].get("key") == "agent_dropped_records"),
         default=0,
-    )  # fmt: skip
+    )
     # every value arrives, or is counted: none is silently lost to the full disk
     assert len(values) + dropped >= STEPS * PER_STEP, (len(values), dropped)
     assert len({(e["d"]["key"], e["d"].get("step")) for e in values}) == len(values)

@@ -30,7 +30,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _plain(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=240)  # fmt: skip
+                          text=True, timeout=240)
 
 
 def _ours(stderr: str) -> tuple[str, list[str]]:
@@ -73,7 +73,7 @@ def test_cuda_out_of_memory_says_so_with_the_sizes_and_the_rank(tmp_path: Path) 
         "tried_b": 2 * GIB, "total_b": int(79.14 * GIB), "free_b": int(1.23 * GIB),
         "in_use_b": int(77.90 * GIB), "allocated_b": int(75.20 * GIB),
         "reserved_unallocated_b": int(1.50 * GIB), "gpu": 0,
-    }  # fmt: skip
+    }
     assert "crashed: CUDA out of memory (rank 3)" in _runs_status(tmp_path)
     run_dir = run_dirs(tmp_path)[-1]
     assert json.loads((run_dir / "meta.json").read_text())["cause"] == death["text"]
@@ -91,7 +91,7 @@ def test_a_memory_alert_comes_before_the_out_of_memory_crash(tmp_path: Path) -> 
             "allocated_bytes.all.current": allocated * GIB, "allocated_bytes.all.peak": 60 * GIB,
             "reserved_bytes.all.current": reserved * GIB, "reserved_bytes.all.peak": reserved * GIB,
             "inactive_split_bytes.all.current": GIB, "num_alloc_retries": retries, "num_ooms": 0,
-        }})  # fmt: skip
+        }})
     fake = tmp_path / "allocator.json"
     fake.write_text(json.dumps(stats))
     env = _env(TRAINMETER_FAKE_CUDA_MEMORY=str(fake), DIES_STEP_PAUSE="0.5")
@@ -145,7 +145,7 @@ def test_a_self_sigkill_is_a_signal_not_a_preemption(tmp_path: Path) -> None:
 
 def _signal_from_outside(cwd: Path, signum: int) -> tuple[int, str]:
     proc = subprocess.Popen([sys.executable, "-m", "trainmeter", "--no-web", DIES, "wait"], cwd=cwd,
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("READY"):
@@ -177,7 +177,7 @@ def test_a_hang_ended_by_a_timeout_says_it_hung(tmp_path: Path) -> None:
     alert's 60 s floor): the words say it hung, then was preempted."""
     proc = subprocess.Popen([sys.executable, "-m", "trainmeter", "--no-web", DIES, "hang", "6"],
                             cwd=tmp_path, env=_env(DIES_STEP_PAUSE="0.3"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("READY"):
@@ -216,7 +216,7 @@ def test_the_oom_killer_is_named(tmp_path: Path) -> None:
     try:
         command = f"echo $$ > {group}/cgroup.procs; exec {sys.executable} -m trainmeter --no-web {DIES} memhog"
         ours = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=_env(), capture_output=True,
-                              text=True, timeout=240)  # fmt: skip
+                              text=True, timeout=240)
     finally:
         for _ in range(50):
             try:
@@ -233,7 +233,7 @@ def test_the_oom_killer_is_named(tmp_path: Path) -> None:
 
 def test_a_gloo_timeout_names_the_collective_and_the_rank(tmp_path: Path) -> None:
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                "--master-port", str(29400 + os.getpid() % 500), str(SCRIPTS / "gloo_timeout.py")]  # fmt: skip
+                "--master-port", str(29400 + os.getpid() % 500), str(SCRIPTS / "gloo_timeout.py")]
     ours = run_tm(["--no-web", *torchrun], tmp_path, env=_env())
     assert ours.returncode == 1
     assert "trainmeter: crashed: gloo timeout in all_reduce (rank 0); " in ours.stderr

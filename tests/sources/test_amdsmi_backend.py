@@ -70,7 +70,7 @@ def test_ofu_is_absent_on_amd_and_mfu_uses_the_mi300x_line():
         hello(0.1), device(0.2, name="AMD Instinct MI300X"),
         steps(1.0, 1.0, 6, tokens=100_000),
         samples,
-    )  # fmt: skip
+    )
     assert snap["peak"]["bf16_dense_flops"] == pytest.approx(1307.4e12)
     # MFU = 5,831,346,816 x 1e5 / 1307.4e12 = 0.446026
     assert snap["mfu"]["value"] == pytest.approx(0.446026, rel=1e-5)
@@ -84,12 +84,12 @@ def test_env_picks_the_amd_fake_and_nvml_then_amd_otherwise(monkeypatch):
     assert backend.device_count() == 2 and backend.query(1, "name") == "AMD Instinct MI300X"
     # no NVIDIA driver: AMD SMI answers
     first = FirstBackend(FakeBackend(FIXTURES / "nvml" / "nvml_missing.json"),
-                         AmdsmiBackend(FakeAmdsmi(PAIR)))  # fmt: skip
+                         AmdsmiBackend(FakeAmdsmi(PAIR)))
     first.init()
     assert first.query(0, "uuid").startswith("1fff74a1")
     # neither: NVML's reason first, AMD SMI's beside it
     neither = FirstBackend(FakeBackend(FIXTURES / "nvml" / "nvml_missing.json"),
-                           AmdsmiBackend(FakeAmdsmi(FIXTURES / "amdsmi" / "no_driver.json")))  # fmt: skip
+                           AmdsmiBackend(FakeAmdsmi(FIXTURES / "amdsmi" / "no_driver.json")))
     with pytest.raises(NvmlError) as err:
         neither.init()
     assert err.value.name == "LibraryNotFound"

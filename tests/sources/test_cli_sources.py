@@ -193,7 +193,7 @@ def test_attach_on_a_terminal_redraws_one_status_line(tmp_path):
     target = subprocess.Popen(
         [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(1.6)"],
         stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    )
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 160, 0, 0))
     try:
@@ -202,7 +202,7 @@ def test_attach_on_a_terminal_redraws_one_status_line(tmp_path):
             [sys.executable, "-m", "trainmeter", "attach", str(target.pid), "--interval", "0.2"],
             cwd=tmp_path, env=tm_env(TERM="xterm", COLUMNS="200"), stdout=slave,
             stderr=subprocess.PIPE, text=True, timeout=120,
-        )  # fmt: skip
+        )
         assert res.returncode == 0, res.stderr
         os.close(slave)
         out = b""

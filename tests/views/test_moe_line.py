@@ -11,7 +11,7 @@ def test_active_parameters_are_shown_beside_the_total():
         "flops_per_token": {
             "value": 9.4e9, "convention": "titan", "params": {"total": 7e9, "active": 1.4e9},
         },
-    }  # fmt: skip
+    }
     lines = [str(x) for x in terminal_summary.flops(snap)[1:]]
     assert "mixture of experts: 1.4B parameters active per token, of 7.0B in all" in lines
     del snap["flops_per_token"]["params"]

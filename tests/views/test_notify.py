@@ -61,7 +61,7 @@ def _snap(alerts=(), death=None) -> dict:
 
 
 ALERT = {"kind": "memory_near_full", "key": "memory_near_full:0", "message": "rank 0: nearly full",
-         "reserved_b": 77, "total_b": 80}  # fmt: skip
+         "reserved_b": 77, "total_b": 80}
 
 
 def test_each_alert_once_then_death_and_end_line_to_every_target(tmp_path: Path) -> None:
@@ -127,7 +127,7 @@ def test_tm_notify_posts_the_death_and_never_records_the_url(tmp_path: Path, sil
     good = _Server(200)
     try:
         ours = run_tm(["--no-web", "--notify", good.url, "--notify", silent_url,
-                       str(SCRIPTS / "dies.py"), "oom"], tmp_path, env=tm_env(OMP_NUM_THREADS="1"))  # fmt: skip
+                       str(SCRIPTS / "dies.py"), "oom"], tmp_path, env=tm_env(OMP_NUM_THREADS="1"))
     finally:
         good.close()
     assert ours.returncode == 1
@@ -148,7 +148,7 @@ def test_a_notify_url_on_a_recorded_command_line_is_redacted() -> None:
 
     assert redact_argv(["tm", "--notify", "https://hooks.example/T0SECRET", "train.py"]) == [
         "tm", "--notify", REDACTED, "train.py",
-    ]  # fmt: skip
+    ]
     assert redact_argv(["python", "train.py", "--webhook=https://h/T0SECRET"]) == [
         "python", "train.py", f"--webhook={REDACTED}",
-    ]  # fmt: skip
+    ]

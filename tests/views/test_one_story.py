@@ -29,7 +29,7 @@ def h100_row():
     return gpu_row(
         0, H100, gpu_util=0.98, sm_active=0.95, tensor_active=0.70, sm_clock_mhz=1755,
         max_sm_clock_mhz=1980, window_s=1.0,
-    )  # fmt: skip
+    )
 
 
 def gpu_run(**declared):
@@ -188,7 +188,7 @@ def test_a_flag_is_declared_even_when_the_shape_was_detected():
     snap = run(
         start(0.0, convention="megatron"), hello(0.1), detected, steps(1.0, 1.0, 6, 10_000),
         end(8.0),
-    )  # fmt: skip
+    )
     assert snap["facts"]["convention"]["source"] == "declared"
     text = " ".join(render_plain(snap, None, width=200).split())
     assert "megatron" in text and "◀ chosen (convention declared, shape detected)" in text
@@ -221,7 +221,7 @@ def test_the_samples_section_says_what_it_is_on_a_model_with_tokens():
     from trainmeter.views.terminal_summary import render_plain
 
     snap = {"tokens_seen": 1000.0, "tokens_per_s": 100.0, "samples": {"per_step": 8, "per_s": 4.0,
-            "source": "detected"}}  # fmt: skip
+            "source": "detected"}}
     text = render_plain(snap, None)
     assert "a model without tokens" not in text and "Samples (beside the tokens" in text
     only = render_plain({"samples": {"per_step": 8, "per_s": 4.0, "source": "detected"}}, None)
@@ -242,7 +242,7 @@ def test_a_number_too_small_to_print_is_in_scientific_notation_never_zero():
             {"name": "time_outside_steps", "label": "Data wait", "value": 0.98, "scope": "steps"},
             {"name": "model_vs_executed", "label": "Gap", "value": 1.2e-5, "scope": "steps"},
         ],
-    }  # fmt: skip
+    }
     rows = waterfall_rows(wf)
     kept = {label: value for label, value, _ in rows}
     assert kept["Gap"] == "1.20e-05" and kept["Data wait"] == "0.980"

@@ -8,7 +8,7 @@ from trainmeter.views import terminal_summary
 
 def snap(**mfu):
     return {"mfu": {"value": 0.446, "convention": "hf", "n_gpus": 1, "peak": "AMD Instinct MI300X",
-                    "peak_label": "datasheet", **mfu}}  # fmt: skip
+                    "peak_label": "datasheet", **mfu}}
 
 
 def test_fp8_utilization_is_shown_labelled_beside_mfu():

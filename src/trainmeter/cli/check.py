@@ -120,7 +120,7 @@ LIMITS: tuple[tuple[str, str, Any, bool, Any, Any], ...] = (
      lambda v: f"{v:.1%}"),
     ("--max-step-time", "step time", lambda s: _number(s, "step_time_s"), False, _seconds,
      lambda v: f"{v:g} s"),
-)  # fmt: skip
+)
 
 #: Against a baseline (`--max-drop`): name, snapshot key (or MFU), whether higher is better,
 #: how a value is shown, and the quantity whose block bootstrap gives the noise band.
@@ -185,7 +185,7 @@ def _against(snap: dict[str, Any], base: dict[str, Any], drop: float) -> list[di
                 if got_mfu[1] != ref_mfu[1]:
                     out.append(_absent(label, drop, f"at most {allowed}",
                                        f"conventions differ: {got_mfu[1]} vs baseline "
-                                       f"{ref_mfu[1]}"))  # fmt: skip
+                                       f"{ref_mfu[1]}"))
                     continue
         else:
             got, ref = _steady(snap, key, run_blocks), _steady(base, key, base_blocks)
@@ -204,7 +204,7 @@ def _against(snap: dict[str, Any], base: dict[str, Any], drop: float) -> list[di
             out.append(_line(label, None, drop, False, text))
             continue
         out.append(_compared(label, got, ref, higher, fmt, drop, quantity,
-                             run_blocks, base_blocks))  # fmt: skip
+                             run_blocks, base_blocks))
     return out
 
 
@@ -336,5 +336,5 @@ def main(argv: list[str]) -> int:
         for r in results:
             print(f"{'ok  ' if r['held'] else 'FAIL'}  {r['text']}")
         print(f"tm check: {sum(not r['held'] for r in results)} of {len(results)} failed"
-              if not ok else f"tm check: all {len(results)} held")  # fmt: skip
+              if not ok else f"tm check: all {len(results)} held")
     return 0 if ok else 1

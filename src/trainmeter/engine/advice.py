@@ -96,7 +96,7 @@ def non_tensor_work(snap: dict[str, Any]) -> dict[str, Any] | None:
         "fuse them (torch.compile, fused optimizers, fused attention) or use bf16 matmuls",
         [_ev("sm_active", sm, "fraction", "GPM, mean over GPUs"),
          _ev("tensor_share", share, "fraction", "tensor active / SM active, GPM")],
-    )  # fmt: skip
+    )
 
 
 def clocks_held(snap: dict[str, Any]) -> list[dict[str, Any]]:
@@ -146,7 +146,7 @@ def slow_rank(snap: dict[str, Any]) -> dict[str, Any] | None:
         [_ev("rank_spread", spread, "fraction", "slowest / fastest step time - 1"),
          _ev(f"step_time_s[{slow}]", times.get(slow), "s", "measured"),
          _ev(f"step_time_s[{fast}]", times.get(fast), "s", "measured")],
-    )  # fmt: skip
+    )
 
 
 def padding(snap: dict[str, Any]) -> dict[str, Any] | None:
@@ -171,7 +171,7 @@ def phases(snap: dict[str, Any]) -> list[dict[str, Any]]:
         ("eval", "evaluate less often or on a smaller set"),
         ("checkpoint", "checkpoint less often, or asynchronously (torch.distributed.checkpoint "
          "async_save)"),
-    ):  # fmt: skip
+    ):
         part = parts.get(name) or {}
         seconds = num(part.get("s"))
         if not part.get("measured") or seconds is None:
@@ -190,7 +190,7 @@ def phases(snap: dict[str, Any]) -> list[dict[str, Any]]:
                     _ev(f"{name}_share", share, "fraction", f"{name} / elapsed, time split"),
                     _ev(f"{name}_s", seconds, "s", "time split"),
                 ],
-            )  # fmt: skip
+            )
         )
     return out
 
@@ -213,7 +213,7 @@ def memory_short(snap: dict[str, Any]) -> list[dict[str, Any]]:
     short = {
         str(a.get("rank")) for a in snap.get("alerts") or []
         if a.get("kind") in ("memory_retries", "memory_near_full")
-    }  # fmt: skip
+    }
     rows = (snap.get("memory") or {}).get("ranks") or {}
     out: list[dict[str, Any]] = []
     for rank in sorted(short):
@@ -231,7 +231,7 @@ def memory_short(snap: dict[str, Any]) -> list[dict[str, Any]]:
                     _ev("reserved_b", row.get("reserved_b"), "B", "torch.cuda.memory_stats"),
                     _ev("allocated_b", row.get("allocated_b"), "B", "torch.cuda.memory_stats"),
                 ],
-            ))  # fmt: skip
+            ))
         if transient is not None and transient >= TRANSIENT_SHARE:
             out.append(_item(
                 "activations",
@@ -246,5 +246,5 @@ def memory_short(snap: dict[str, Any]) -> list[dict[str, Any]]:
                     _ev("between_steps_b", row.get("between_steps_b"), "B",
                         "allocated after an optimizer step, torch.cuda.memory_stats"),
                 ],
-            ))  # fmt: skip
+            ))
     return out

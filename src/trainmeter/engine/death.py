@@ -128,7 +128,7 @@ class DeathRecords:
     def crash(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         rank = d.get("rank") if record.get("src") == "tm" else record.get("rank")
         self.crashes.append({**d, "t": t, "rank": rank if isinstance(rank, int) else None,
-                             "pid": d.get("pid") or record.get("pid")})  # fmt: skip
+                             "pid": d.get("pid") or record.get("pid")})
 
     def _first(self, native: bool) -> dict[str, Any] | None:
         found = [c for c in self.crashes if bool(c.get("native")) is native]
@@ -199,7 +199,7 @@ class DeathRecords:
                 text += f" (rank {root['rank']})"
         hung = _hung_s(last_step_t, t_end, interval_s)
         if hung is not None and out["cause"] in ("preempted", "killed", "signal", "interrupted",
-                                                 "exception"):  # fmt: skip
+                                                 "exception"):
             out["hung_s"] = hung
             text = f"hung {_dur(hung)} without a step, then {text}"
         out["text"] = text

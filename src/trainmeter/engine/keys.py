@@ -15,7 +15,7 @@ TOP_LEVEL_KEYS: frozenset[str] = frozenset(
         "step_times", "steps", "time", "tokens_counted", "tokens_per_s", "tokens_seen",
         "warnings", "waterfall",
     }
-)  # fmt: skip
+)
 
 #: Keys that are lists or maps always present, never "absent".
 STRUCTURAL = frozenset({"absent", "warnings", "alerts"})

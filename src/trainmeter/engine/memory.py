@@ -24,12 +24,12 @@ NEAR_FULL_MARGIN = 0.05
 _FIELDS = (
     "allocated_b", "allocated_peak_b", "reserved_b", "reserved_peak_b", "inactive_split_b",
     "alloc_retries", "ooms", "total_b", "rss_b", "rss_peak_b",
-)  # fmt: skip
+)
 
 
 class RankMemory:
     __slots__ = ("latest", "t", "peak_allocated", "peak_reserved", "between_steps_b",
-                 "retries_rose_t", "retries_before", "missing", "device", "index")  # fmt: skip
+                 "retries_rose_t", "retries_before", "missing", "device", "index")
 
     def __init__(self) -> None:
         self.latest: dict[str, float] = {}
@@ -72,13 +72,13 @@ class MemoryState:
         row.index = d.get("index")
         missing = d.get("missing")
         row.missing = {k: v for k, v in missing.items() if isinstance(v, str)} if isinstance(
-            missing, dict) else {}  # fmt: skip
+            missing, dict) else {}
         for name, attr in (("allocated", "peak_allocated"), ("reserved", "peak_reserved")):
             high = max(
                 (v for v in (values.get(f"{name}_b"), values.get(f"{name}_peak_b"),
                              getattr(row, attr)) if v is not None),
                 default=None,
-            )  # fmt: skip
+            )
             setattr(row, attr, high)
         if d.get("at_step") is True and "allocated_b" in values:
             row.between_steps_b = values["allocated_b"]
@@ -153,7 +153,7 @@ class MemoryState:
                     ),
                     "alloc_retries": latest.get("alloc_retries"),
                     "alloc_retries_before": mem.retries_before,
-                })  # fmt: skip
+                })
             total, reserved = latest.get("total_b"), latest.get("reserved_b")
             if total and reserved is not None and reserved >= (1 - NEAR_FULL_MARGIN) * total:
                 out.append({
@@ -165,5 +165,5 @@ class MemoryState:
                         "card's total: an out-of-memory error may follow"
                     ),
                     "reserved_share": reserved / total,
-                })  # fmt: skip
+                })
         return out

@@ -341,7 +341,7 @@ class Engine:
         executed = counted.section(
             facts, tokens_seen=tokens_seen, tokens_per_s=tps, peak=gpus.peak,
             n_gpus=gpus.n_gpus, shape=shape, no_agent=no_agent,
-        )  # fmt: skip
+        )
         planned = budget.plan(
             facts,
             mfu=mfu_entry,
@@ -363,7 +363,7 @@ class Engine:
             self.host.section(), self.node.section(), self.memory.section(),
             self.series.section(), time_split,
             executed, planned, spent, notices.section(facts, clock, self.ignored),
-        ):  # fmt: skip
+        ):
             whole.merge(part)
         snap = whole.values
         snap["alerts"] = alerts.collect(
@@ -385,7 +385,7 @@ class Engine:
         death = self.death.section(
             {**self.end, **self.run}, finished, clock.last_t, self.ledger.t_end,
             clock.record_interval.value,
-        )  # fmt: skip
+        )
         if death is not None:
             snap["death"] = death
         snap["job"] = self.rank_model.snapshot()

@@ -240,7 +240,7 @@ def _explain_rate(
         tps, "tokens/s", "window_tokens / window_s", inputs,
         note=_window_words(window, rank) + "; the first interval(s) after the first report are "
         "warm-up (compile, allocator)",
-    )  # fmt: skip
+    )
 
 
 def _explain_step_time(window: Window, value: float, rank: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from ..engine.keys import STRUCTURAL, TOP_LEVEL_KEYS
 FROM_LEAD = frozenset(
     {"facts", "run", "agent", "flops_per_token", "conventions", "convention_formulas",
      "tokens_counted", "budget", "flops_required"}
-)  # fmt: skip
+)
 
 
 def complete(

@@ -114,5 +114,5 @@ def collect_faults(socket_dir: str | None, run_dir: Path | None) -> list[dict[st
             "rank": int(rank) if rank.isdigit() else None,
             "stack_file": target.name,
             "threads": text.count("Thread 0x") + text.count("Current thread 0x"),
-        })  # fmt: skip
+        })
     return out

@@ -42,7 +42,7 @@ def rank_line(rank: str, row: dict[str, Any]) -> str:
         bits.append(f"reserved {size(row['reserved_b'])}{of}{pct}, peak {size(peak)}")
     if "fragmentation" in row and row.get("reserved_b"):
         bits.append(f"cached, not allocated {size(row['fragmentation_b'])} "
-                    f"({row['fragmentation']:.0%})")  # fmt: skip
+                    f"({row['fragmentation']:.0%})")
     if "alloc_retries" in row:
         bits.append(f"{row['alloc_retries']:.0f} retries, {row.get('ooms', 0):.0f} OOMs")
     if "rss_b" in row:
@@ -76,7 +76,7 @@ def peak_per_gpu(snap: dict[str, Any]) -> list[dict[str, Any]]:
     for rank, row in _rows(snap).items():
         entry: dict[str, Any] = {"rank": rank, "device": row.get("device")}
         for key in ("index", "allocated_peak_b", "reserved_peak_b", "total_b", "rss_peak_b",
-                    "alloc_retries", "ooms"):  # fmt: skip
+                    "alloc_retries", "ooms"):
             if key in row:
                 entry[key] = row[key]
         out.append(entry)
@@ -119,7 +119,7 @@ def death_lines(snap: dict[str, Any]) -> list[str]:
             head += f" on GPU {oom['gpu']}"
         tail = [f"{size(oom['allocated_b'])} allocated by PyTorch" if "allocated_b" in oom else "",
                 f"{size(oom['reserved_unallocated_b'])} reserved but unallocated"
-                if "reserved_unallocated_b" in oom else ""]  # fmt: skip
+                if "reserved_unallocated_b" in oom else ""]
         tail = [t for t in tail if t]
         out.append(head + (f"; {', '.join(tail)}" if tail else ""))
     timeout = death.get("timeout") if isinstance(death.get("timeout"), dict) else {}
@@ -144,5 +144,5 @@ def alert_numbers(alert: dict[str, Any]) -> str:
         bits.append(f"reserved {size(alert['reserved_b'])}{of}" + (f", {share:.0%}" if share else ""))
     if "alloc_retries" in alert:
         bits.append(f"{alert['alloc_retries']:.0f} allocation retries, "
-                    f"{alert.get('alloc_retries_before', 0):.0f} before")  # fmt: skip
+                    f"{alert.get('alloc_retries_before', 0):.0f} before")
     return f" ({'; '.join(bits)})" if bits else ""

@@ -165,7 +165,7 @@ class Notifier:
             "key": "notify_failures", "value": self.failed, "source": "measured",
             "note": "posts to --notify that failed after their retries: "
             + ", ".join(f"{r} ({n})" for r, n in sorted(self.reasons.items())),
-        })  # fmt: skip
+        })
 
     # ---- the end ------------------------------------------------------------------------
 
@@ -190,7 +190,7 @@ class Notifier:
 
     def _report(self) -> None:
         summary = {"targets": len(self._urls), "sent": self.sent, "failed": self.failed,
-                   "reasons": dict(self.reasons)}  # fmt: skip
+                   "reasons": dict(self.reasons)}
         if self.run_dir is not None:
             try:
                 (Path(self.run_dir) / "notify.json").write_text(json.dumps(summary, indent=2))

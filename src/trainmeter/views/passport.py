@@ -244,7 +244,7 @@ def _training(b: _Builder) -> None:
                 **{k: _num(spread.get(k)) for k in ("median_s", "p10_s", "p90_s")},
             ),
             "no steps to time",
-        )  # fmt: skip
+        )
     fpt = _dict(snap.get("flops_per_token"))
     fpt_value = _num(fpt.get("value"))
     convention = fpt.get("convention")
@@ -394,9 +394,9 @@ def _mfu(b: _Builder) -> None:
                     note="no FLOPs convention was chosen: pass --convention for one MFU",
                 ),
                 "",
-            )  # fmt: skip
+            )
             b.put("mfu", None, "no FLOPs convention chosen: the MFU is the range under "
-                  "mfu_range (pass --convention for one value)")  # fmt: skip
+                  "mfu_range (pass --convention for one value)")
             return
         b.put("mfu", None, b.absent.get("mfu") or "no dense peak or no FLOPs convention")
         return
@@ -446,7 +446,7 @@ def _counted_utilization(b: _Builder) -> None:
             note=counted.get("note"),
         ),
         "",
-    )  # fmt: skip
+    )
 
 
 def _series(snap: dict[str, Any]) -> dict[str, Any]:
