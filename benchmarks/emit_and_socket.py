@@ -38,7 +38,7 @@ def measure(tm: list[str], values: int) -> tuple[float, int]:
         out = subprocess.run(
             [*tm, "-q", "emit_loop.py", str(values)],
             cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
+        )
         if out.returncode != 0:
             raise SystemExit(f"{tm[0]} failed: {out.stderr[-2000:]}")
         us = float(out.stdout.split("US_PER_CALL")[1].split()[0])

@@ -87,7 +87,7 @@ def compile_ours() -> None:
     subprocess.run(
         [OUR_PY, "-m", "compileall", "-q", str(Path(trainmeter.__file__).parent)],
         check=False, capture_output=True,
-    )  # fmt: skip
+    )
 
 
 # ---- the table ---------------------------------------------------------------------------------

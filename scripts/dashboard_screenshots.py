@@ -26,7 +26,7 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+]
 STEPS = 600
 
 
@@ -39,7 +39,7 @@ def _start_run(cwd: Path) -> tuple[subprocess.Popen, str]:
          "--convention", "megatron",
          str(REPO / "examples/tiny_gpt.py"), "--steps", str(STEPS)],
         cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    )
     for line in proc.stderr:
         match = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
         if match:

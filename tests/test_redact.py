@@ -82,7 +82,7 @@ def test_nothing_secret_in_any_file_of_the_run(tmp_path) -> None:
         ["-q", "--", "sh", "-c", command, "--openai_key", SECRET, "--pass", SECRET,
          f"--db-url=postgres://u:{SECRET}@h", "-p", SECRET],
         tmp_path,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     [run] = run_dirs(tmp_path)
     for name in ("meta.json", "events.jsonl", "summary.json"):

@@ -84,7 +84,7 @@ def test_declared_facts_map_to_the_architecture_keys() -> None:
             "train.py",
         ],
         python="py",
-    )  # fmt: skip
+    )
     d = opts.declared
     assert d["budget_tokens"] == 20_000_000_000
     assert d["budget_steps"] == 10_000

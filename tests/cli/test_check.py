@@ -66,7 +66,7 @@ def test_slower_run_against_a_faster_baseline_fails_and_names_the_drop(runs, cap
 def test_a_run_against_itself_holds(runs, capsys):
     fast, _, _ = runs
     rc = tm(["check", str(fast), "--baseline", str(fast), "--max-drop", "5%",
-             "--min-mfu", "5%", "--min-tokens-per-s", "9k", "--max-step-time", "1.1"])  # fmt: skip
+             "--min-mfu", "5%", "--min-tokens-per-s", "9k", "--max-step-time", "1.1"])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert out.count("ok  ") == 6  # 3 thresholds + tokens/s, step time, MFU vs baseline

@@ -41,7 +41,7 @@ def test_version_and_help(tmp_path: Path) -> None:
         (["--plan-mfu", "40", "t.py"], "tm: --plan-mfu: '40' must be between 0 and 1 (use 0.4 or 40%)"),
         (["--frobnicate", "t.py"], "tm: unknown option '--frobnicate' (options go before the script; see tm --help)"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_flag_is_one_line_exit_2_and_nothing_starts(
     tmp_path: Path, argv: list[str], line: str
 ) -> None:
@@ -60,7 +60,7 @@ def test_run_log_order_declared_facts_and_summary_line(tmp_path: Path) -> None:
         ["--no-agent", "--budget-tokens", "40k", "--convention", "hf",
          "train.py", "--api-key", "s3cret", "--max-tokens", "512"],
         tmp_path,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     [run] = run_dirs(tmp_path)
     assert run.name.endswith("-train") and run.name[:8].isdigit()
@@ -210,7 +210,7 @@ def test_a_non_python_command_is_reported_observe_only(tmp_path: Path) -> None:
 
 def test_declared_infinity_is_one_line_and_exit_2(tmp_path: Path) -> None:
     for flag, value in [("--budget-tokens", "1e999999999"), ("--budget-flops", "1e400"),
-                        ("--params", "1e400"), ("--plan-hours", "1e-400")]:  # fmt: skip
+                        ("--params", "1e400"), ("--plan-hours", "1e-400")]:
         result = run_tm([flag, value, "t.py"], tmp_path)
         assert result.returncode == 2, result.stderr
         assert len(result.stderr.splitlines()) == 1 and "out of range" in result.stderr

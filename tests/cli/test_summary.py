@@ -16,7 +16,7 @@ def _one_run(tmp_path: Path) -> Path:
          "--embedding-params", "0", "--layers", "2", "--d-model", "64", "--seq-len", "128",
          "train.py"],
         tmp_path,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     return run_dirs(tmp_path)[-1]
 
@@ -78,5 +78,5 @@ def test_summary_of_a_log_with_a_nested_line_and_a_cut_line(tmp_path: Path) -> N
     assert "2 of 3 lines skipped (1 nested too deep, 1 not JSON)" in result.stderr
     assert json.loads(result.stdout)["log"] == {
         "lines": 3, "records": 1, "skipped": 2, "reasons": {"nested too deep": 1, "not JSON": 1},
-    }  # fmt: skip
+    }
     assert run_tm(["summary"], tmp_path).returncode == 0  # the text summary too

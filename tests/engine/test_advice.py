@@ -49,7 +49,7 @@ def test_small_data_wait_gives_no_advice():
 def test_low_tensor_share_with_busy_sms():
     # SM active 0.9, tensor active 0.3: share 0.333 < 0.5
     row = gpu_row(0, H100, gpu_util=1.0, sm_active=0.9, tensor_active=0.3, sm_clock_mhz=1830,
-                  max_sm_clock_mhz=1980)  # fmt: skip
+                  max_sm_clock_mhz=1980)
     snap = loop(device(0.3), gpu(5.0, row))
     (item,) = [a for a in snap["advice"] if a["kind"] == "non_tensor_work"]
     ev = {e["name"]: e["value"] for e in item["evidence"]}
@@ -61,7 +61,7 @@ def test_low_tensor_share_with_busy_sms():
 
 def test_clocks_held_by_power_name_the_reason_and_the_clock():
     row = gpu_row(0, H100, gpu_util=1.0, sm_clock_mhz=1400, max_sm_clock_mhz=1980,
-                  throttle=["hw_power_brake"])  # fmt: skip
+                  throttle=["hw_power_brake"])
     snap = loop(device(0.3), gpu(5.0, row))
     (item,) = [a for a in snap["advice"] if a["kind"] == "clocks_held"]
     assert "hw_power_brake" in item["message"] and "1400 of 1980 MHz (71%)" in item["message"]

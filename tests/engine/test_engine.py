@@ -88,7 +88,7 @@ def test_empty_engine_is_json_and_names_what_is_absent():
     for key in (
         "steps", "tokens_seen", "tokens_per_s", "mfu", "flops_per_token", "flops_spent", "n_gpus", "progress", "time",
         "ofu", "energy",
-    ):  # fmt: skip
+    ):
         assert key in snap["absent"], key
         assert snap["absent"][key]
 

@@ -15,7 +15,7 @@ from .test_counters import h100_row
 NAMES = (
     "tokens_per_s", "step_time_s", "flops_per_token", "mfu", "ofu", "arithmetic_intensity",
     "flops_observed", "energy_per_token", "progress", "eta_s", "goodput", "plan",
-)  # fmt: skip
+)
 ENTRY_KEYS = {"value", "unit", "formula", "inputs", "convention", "peak_source", "note"}
 INPUT_KEYS = {"name", "value", "unit", "source"}
 
@@ -158,7 +158,7 @@ def test_ofu_over_two_busy_gpus_is_their_mean():
                                                       "uuid": "GPU-0"}),
         fact(0.2, "device", {"name": h100_row()["name"], "index": 1, "uuid": "GPU-1"}, rank=1),
         gpu(2.0, h100_row(0), h100_row(1, tensor_active=0.25)),
-    )  # fmt: skip
+    )
     entry = snap["explain"]["ofu"]
     assert entry["formula"] == "(ofu_gpu0 + ofu_gpu1) / 2"
     assert redo(entry) == entry["value"] == pytest.approx(0.3)

@@ -16,7 +16,7 @@ from .test_counters import h100_row
 
 def idle_h100(index: int = 1, **extra):
     return h100_row(index, gpu_util=0.0, sm_active=0.0, tensor_active=0.0, dram_active=0.0,
-                    sm_clock_mhz=345, **extra)  # fmt: skip
+                    sm_clock_mhz=345, **extra)
 
 
 # ---- no agent: steps and tokens unknown, not 0 ----------------------------------------------
@@ -31,7 +31,7 @@ def idle_h100(index: int = 1, **extra):
 )
 def test_without_an_agent_steps_and_tokens_are_absent_not_zero(why):
     snap = run(start(0.0, budget_steps=100), why, gpu(1.0, h100_row()), gpu(2.0, h100_row()),
-               end(3.0))  # fmt: skip
+               end(3.0))
     for key in ("steps", "tokens_seen", "tokens_per_s"):
         assert key not in snap, key
         assert "agent" in snap["absent"][key]
@@ -90,7 +90,7 @@ def test_without_a_device_fact_every_sampled_gpu_is_covered_on_both_sides():
     snap = run(
         start(0.0, convention="hf", **SHAPE), hello(0.1), steps(1.0, 1.0, 6, tokens=50_000),
         gpu(2.0, h100_row(0), idle_h100(), selected_by="all"),
-    )  # fmt: skip
+    )
     assert snap["n_gpus"] == {"value": 2, "source": "assumed"}
     assert snap["ofu"]["value"] == pytest.approx(0.2)
     assert snap["mfu"]["value"] == pytest.approx(5_831_346_816 * 50_000 / (2 * 989.5e12))
@@ -100,7 +100,7 @@ def test_device_fact_after_the_samples_still_selects_the_gpus():
     snap = run(
         start(0.0, convention="hf", **SHAPE), hello(0.1), steps(1.0, 1.0, 6, tokens=50_000),
         gpu(2.0, h100_row(0), idle_h100()), device(2.5, index=0),
-    )  # fmt: skip
+    )
     assert snap["ofu"]["value"] == pytest.approx(0.4)
 
 
@@ -114,14 +114,14 @@ def metric(t, key, value, rank):
 def test_a_loss_logged_on_the_last_rank_only_is_kept():
     # pipeline parallelism: the loss exists on the last stage (rank 3) only
     snap = run(start(0.0), hello(0.1, world_size=4), metric(1.0, "loss", 2.5, 3),
-               metric(2.0, "loss", 2.4, 3))  # fmt: skip
+               metric(2.0, "loss", 2.4, 3))
     loss = snap["series"]["train_loss"]
     assert loss["value"] == 2.4 and loss["count"] == 2 and loss["rank"] == 3
 
 
 def test_when_several_ranks_log_a_key_the_lowest_ranks_copy_is_kept():
     snap = run(start(0.0), metric(1.0, "loss", 9.0, 2), metric(2.0, "loss", 2.5, 0),
-               metric(3.0, "loss", 9.5, 2), metric(4.0, "loss", 2.4, 0))  # fmt: skip
+               metric(3.0, "loss", 9.5, 2), metric(4.0, "loss", 2.4, 0))
     loss = snap["series"]["train_loss"]
     assert (loss["value"], loss["count"], loss["rank"]) == (2.4, 2, 0)
 
@@ -142,7 +142,7 @@ def test_data_wait_without_a_dataloader_is_not_a_measured_zero():
     assert "no DataLoader was iterated" in snap["absent"]["time.data"]
     assert "data wait" in parts(snap)["compute"]["label"]
     measured = run(start(0.0), hello(0.1, probes=probes), phase(0.5, "data", 0.1),
-                   steps(1.0, 1.0, 5, tokens=100), end(6.0))  # fmt: skip
+                   steps(1.0, 1.0, 5, tokens=100), end(6.0))
     assert parts(measured)["data"]["measured"] is True and parts(measured)["data"]["s"] == 0.1
     assert "time.data" not in measured["absent"]
 
@@ -155,7 +155,7 @@ def test_no_eta_after_run_end():
     live = run(start(0.0, budget_steps=100), hello(0.1), steps(1.0, 1.0, 10, tokens=1000))
     assert live["eta_s"] == pytest.approx(90)
     ended = run(start(0.0, budget_steps=100), hello(0.1), steps(1.0, 1.0, 10, tokens=1000),
-                end(12.0))  # fmt: skip
+                end(12.0))
     assert "eta_s" not in ended and ended["absent"]["eta_s"] == "the run has ended"
     assert ended["progress"] == pytest.approx(0.1)
 
@@ -171,7 +171,7 @@ def test_flops_required_and_remaining_absent_with_the_reason():
 def test_plans_measured_mfu_absent_with_the_reason():
     # a GPU that is not in the spec table: no peak, so no MFU to set beside the plan
     snap = run(start(0.0, plan_mfu=0.4, convention="hf", **SHAPE), hello(0.1),
-               device(0.2, name="NVIDIA GeForce GT 1030"), steps(1.0, 1.0, 6, tokens=1000))  # fmt: skip
+               device(0.2, name="NVIDIA GeForce GT 1030"), steps(1.0, 1.0, 6, tokens=1000))
     assert snap["plan"]["mfu"]["measured"] is None
     assert "not in the spec table" in snap["absent"]["plan.mfu.measured"]
 
@@ -186,7 +186,7 @@ def test_intensity_says_the_peak_is_missing_when_it_is():
     gt = "NVIDIA GeForce GT 1030"
     snap = run(start(0.0, convention="hf", **SHAPE), hello(0.1), device(0.2, name=gt),
                steps(1.0, 1.0, 6, tokens=1000),
-               gpu(2.0, gpu_row(0, gt, dram_active=0.5)))  # fmt: skip
+               gpu(2.0, gpu_row(0, gt, dram_active=0.5)))
     reason = snap["absent"]["arithmetic_intensity"]
     assert reason.startswith("no dense peak") and "not in the spec table" in reason
     assert "chosen convention" not in reason
@@ -195,7 +195,7 @@ def test_intensity_says_the_peak_is_missing_when_it_is():
 def test_mfu_over_100_percent_raises_the_alert_in_the_snapshot():
     # the 6028% case: a peak declared 1000x too low. hf 5,831,346,816 x 10,000 / 989.5e9 = 58.93
     snap = run(start(0.0, convention="hf", peak_flops=989.5e9, **SHAPE), hello(0.1),
-               device(0.2), steps(1.0, 1.0, 6, tokens=10_000))  # fmt: skip
+               device(0.2), steps(1.0, 1.0, 6, tokens=10_000))
     assert snap["mfu"]["value"] == pytest.approx(58.93, rel=1e-4)
     (alert,) = [a for a in snap["alerts"] if a["kind"] == "mfu_impossible"]
     assert alert["mfu"] == snap["mfu"]["value"]
@@ -231,7 +231,7 @@ def test_on_the_fake_h100_fixture_ofu_and_energy_follow_the_training_gpu():
     snap = run(
         start(0.0, convention="hf", **SHAPE), hello(0.1), fact(0.2, "device", training_gpu),
         steps(1.0, 1.0, 6, tokens=80_000), samples,
-    )  # fmt: skip
+    )
     assert snap["n_gpus"]["value"] == 1
     assert snap["mfu"]["value"] == pytest.approx(0.47146, rel=1e-4)
     assert snap["ofu"]["value"] == pytest.approx(0.612 + 0.2 * (0.7 * 1755 / 1830 - 0.612))
@@ -245,10 +245,10 @@ def test_training_gpus_missing_from_the_samples_are_said():
     snap = run(
         start(0.0), hello(0.1), device(0.2, index=0), device(0.2, index=1, rank=1),
         gpu(2.0, h100_row(0), idle_h100(7), selected_by="all"),
-    )  # fmt: skip
+    )
     assert snap["ofu"]["gpus"] == ["0"]
     assert any("only 1 of the 2 GPUs" in w for w in snap["warnings"])
     elsewhere = run(start(0.0), hello(0.1), device(0.2, index=3),
-                    gpu(2.0, h100_row(0), idle_h100(1), selected_by="all"))  # fmt: skip
+                    gpu(2.0, h100_row(0), idle_h100(1), selected_by="all"))
     assert elsewhere["ofu"]["gpus"] == ["0", "1"]
     assert any("none of the GPUs the training process reported" in w for w in elsewhere["warnings"])

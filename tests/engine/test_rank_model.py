@@ -11,7 +11,7 @@ def node_hello(t, rank, local, node_rank=1, world=4, local_world=2, nodes=2, run
     return rec(
         "hello", t, rank=rank, world_size=world, local_rank=local, local_world_size=local_world,
         node_rank=node_rank, nodes=nodes, run_id=run_id, probes=["steps"],
-    )  # fmt: skip
+    )
 
 
 def test_node_one_of_two_counts_its_own_ranks():
@@ -50,7 +50,7 @@ def test_run_id_from_tm_wins_over_the_ranks_and_node_zero_is_the_job_clock():
             argv=["torchrun"],
             declared={},
             job={"run_id": "slurm-42", "run_id_source": "SLURM_JOB_ID"},
-        ),  # fmt: skip
+        ),
         node_hello(0.1, 0, 0, node_rank=0),
         node_hello(0.1, 1, 1, node_rank=0),
         steps(1.0, 0.5, 4, tokens=10, rank=0),

@@ -66,7 +66,7 @@ def test_waterfall_of_a_model_without_tokens_ends_at_the_counted_mfu():
         gpu_row(i, H100, gpu_util=0.5, sm_active=0.4, tensor_active=0.1, sm_clock_mhz=1830,
                 max_sm_clock_mhz=1980)
         for i in (0, 1)
-    ]  # fmt: skip
+    ]
     snap = cnn_run(gpu(4.0, *rows))
     wf = snap["waterfall"]
     assert wf["convention"] == "counted"

@@ -46,7 +46,7 @@ def h100_fixture_row():
     return gpu_row(
         0, H100, gpu_util=0.98, sm_active=0.95, tensor_active=0.70, sm_clock_mhz=1755,
         max_sm_clock_mhz=1980, window_s=1.0,
-    )  # fmt: skip
+    )
 
 
 def factors(wf):
@@ -67,7 +67,7 @@ def test_h100_with_gpm_every_factor_by_hand():
     assert list(got) == [
         "time_outside_window", "time_outside_steps", "gpu_idle", "tensor_share", "clocks",
         "model_vs_executed",
-    ]  # fmt: skip
+    ]
     assert got["time_outside_window"] == pytest.approx(0.625)  # window 5 s / elapsed 8 s
     assert got["time_outside_steps"] == pytest.approx(0.98)  # compute 4.9 s / window 5 s
     assert got["gpu_idle"] == pytest.approx(0.95 / 0.98)  # SM active over time in steps: 0.969388
@@ -101,7 +101,7 @@ def test_a100_without_gpm_idle_is_gpu_util_and_the_missing_steps_merge():
     got = factors(wf)
     assert list(got) == [
         "time_outside_window", "time_outside_steps", "gpu_idle", "model_vs_executed",
-    ]  # fmt: skip
+    ]
     assert got["time_outside_window"] == pytest.approx(0.625)
     assert got["time_outside_steps"] == pytest.approx(0.98)
     # GPU-Util 100% over a window that spent 98% in steps: 1 / 0.98 = 1.020408, above 1 and

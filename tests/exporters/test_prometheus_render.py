@@ -20,7 +20,7 @@ SNAP = {
         "value": 0.38,
         "n_gpus": 2,
         "by_convention": {"hf": 0.36, "megatron": 0.38},
-    },  # fmt: skip
+    },
     "n_gpus": {"value": 2, "source": "detected"},
     "ladder": {"gpus": {"0": {"gpu_util": 0.98, "sm_active": 0.9, "mfu": 0.38}}},
     "time": {"elapsed_s": 10.0, "goodput": 0.75},
@@ -34,7 +34,7 @@ SNAP = {
         "world_size": 4,
         "ranks": [2, 3],
         "clock_rank": 2,
-    },  # fmt: skip
+    },
     "absent": {"progress": "no budget declared"},
 }
 

@@ -100,7 +100,7 @@ def test_losses_are_bit_identical_with_and_without_tm(example_run, tmp_path) -> 
         [sys.executable, str(EXAMPLES / "tiny_gpt.py"), "--steps", str(STEPS), "--report",
          str(report), "--quiet"],
         capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    )
     assert plain.returncode == 0, plain.stderr
     assert json.loads(report.read_text())["losses"] == truth["losses"]
     assert not math.isnan(truth["final_loss"])

@@ -19,7 +19,7 @@ def test_torchrun_two_ranks_under_tm(tmp_path) -> None:
         ["--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
          str(SCRIPTS / "ddp_emit.py")],
         cwd=tmp_path, env=env, timeout=300,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     s = latest_summary(tmp_path)
     assert s["facts"]["dp"]["value"] == 2

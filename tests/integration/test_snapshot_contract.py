@@ -38,7 +38,7 @@ def test_every_explanation_of_a_real_run_is_redone_from_its_inputs(summary):
     fixture, snap = summary
     explain = snap["explain"]
     expected = {"tokens_per_s", "step_time_s", "flops_per_token", "mfu", "progress",
-                "energy_per_token", "goodput"}  # fmt: skip
+                "energy_per_token", "goodput"}
     if fixture.startswith("h100"):
         expected |= {"ofu", "flops_observed", "arithmetic_intensity"}
     assert expected <= set(explain)

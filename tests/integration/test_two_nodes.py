@@ -100,7 +100,7 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
             "--", sys.executable, "-m", "torch.distributed.run", "--nnodes=2",
             f"--node_rank={node}", "--nproc_per_node=2", "--rdzv_backend=c10d",
             f"--rdzv-id={JOB}", f"--rdzv_endpoint=127.0.0.1:{rdzv}", str(SCRIPT),
-        ]  # fmt: skip
+        ]
         # output to a file, not a pipe: a rank left behind must never block the test's read;
         # each node in its own session, so a node that hangs is killed with all its ranks
         log = open(cwd / "node.log", "wb")  # noqa: SIM115 - closed with the node below
@@ -109,7 +109,7 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
                 cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        )  # fmt: skip
+        )
         logs.append(log)
     config = tmp_path / "prometheus.yml"
     config.write_text(
@@ -123,7 +123,7 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
         [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
          f"--web.listen-address=127.0.0.1:{prom}", "--log.level=warn"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    )
     try:
         wait_for("prometheus", lambda: get(f"http://127.0.0.1:{prom}/-/ready"), 60)
 

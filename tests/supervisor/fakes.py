@@ -65,5 +65,5 @@ class FakeWatcher:
         silent = [p for p in tree_pids if p not in hello_pids]
         if silent and len(self.calls) == 1:
             return [{"key": "observe_only", "value": f"pid {silent[0]} has no agent",
-                     "source": "detected"}]  # fmt: skip
+                     "source": "detected"}]
         return []

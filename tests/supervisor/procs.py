@@ -22,7 +22,7 @@ def step_record(n: int, t: float, tokens: int = 1024, k: int = 1) -> dict:
     return {
         "v": 1, "t": t, "src": "agent", "rank": 0, "pid": 4242, "kind": "step",
         "d": {"k": k, "tokens": tokens, "n": n, "micro": 1},
-    }  # fmt: skip
+    }
 
 
 # A child that sends a few step and metric records, as an agent would, then garbage lines.

@@ -223,7 +223,7 @@ def test_a_datagram_longer_than_the_buffer_counts_its_lost_lines() -> None:
 def test_the_default_buffer_takes_a_448_kib_datagram_whole() -> None:
     ingest, got = _collecting()
     lines = [_line({**step_record(n, 1.0), "d": {"k": 1, "tokens": 1, "n": n, "pad": "x" * 50}})
-             for n in range(3000)]  # fmt: skip
+             for n in range(3000)]
     data = b"\n".join(lines)
     assert len(data) > 300_000
     ingest.start()
@@ -242,7 +242,7 @@ def test_stale_socket_directories_of_a_dead_tm_are_removed(tmp_path: Path) -> No
     import sys
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+                          capture_output=True, text=True, check=True)
     gone = tmp_path / f"trainmeter-{int(dead.stdout)}-abc"
     alive = tmp_path / f"trainmeter-{__import__('os').getpid()}-def"
     foreign = tmp_path / f"trainmeter-{int(dead.stdout)}-xyz"  # not ours: no socket inside
@@ -270,7 +270,7 @@ def test_a_log_cut_mid_line_and_with_garbage_replays_and_says_what_it_skipped(tm
     start = records.encode(records.make("run.start", {"argv": ["x"]}, t=0.0, src="tm"))
     steps = [records.encode(step_record(n, 1.0 + n, tokens=100)) for n in range(4)]
     body = "\n".join([start, steps[0], "garbage {", "[" * 5000, steps[1], "\x00\x01", steps[2],
-                      records.encode(step_record(9, 9.0, k=10**9)), steps[3]])  # fmt: skip
+                      records.encode(step_record(9, 9.0, k=10**9)), steps[3]])
     events = tmp_path / "events.jsonl"
     events.write_bytes(body.encode() + b"\n\xff\xfe\n" + steps[3][:25].encode())  # cut mid-line
     result = replay(events, engine_factory=FakeEngine)
@@ -294,4 +294,4 @@ def test_an_endless_line_is_skipped_without_reading_it_whole(tmp_path: Path, mon
     assert result.snapshot["tokens_seen"] == 14
     assert result.snapshot["log"] == {
         "lines": 4, "records": 2, "skipped": 2, "reasons": {"line too long": 2},
-    }  # fmt: skip
+    }

@@ -148,5 +148,5 @@ def test_replay_is_the_same_on_both_paths(tmp_path: Path, monkeypatch) -> None:
     assert fast.snapshot == slow.snapshot
     assert (fast.lines, fast.records, fast.bad, fast.bad_reasons, fast.finished) == (
         slow.lines, slow.records, slow.bad, slow.bad_reasons, slow.finished,
-    )  # fmt: skip
+    )
     assert fast.bad_reasons.get("after run.end") == 200  # the steps after the run.end line

@@ -105,7 +105,7 @@ def small_disk(tmp_path: Path):
         done = subprocess.run(
             ["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(disk)],
             capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         pytest.skip(f"cannot mount a small tmpfs here ({exc}): the full-disk test needs one")
     if done.returncode != 0:
@@ -207,7 +207,7 @@ def test_a_hostile_flood_is_counted_the_good_records_kept(tmp_path: Path) -> Non
         "schema version None is not 1": rounds, "not a JSON object": rounds,
         "schema version 2 is not 1": rounds, "t is not a finite number": rounds,
         "implausible step": rounds, "forged run.end": rounds, "implausible metric": rounds,
-    }  # fmt: skip
+    }
     assert [e["kind"] for e in events].count("run.end") == 1 and events[-1]["kind"] == "run.end"
     assert events[-1]["d"]["exit_status"] == 0
 

@@ -9,7 +9,7 @@ from trainmeter.cli.args import UsageError, parse_run_args
 from trainmeter.supervisor.job import clock_pair, identity
 
 TORCHRUN = ["torchrun", "--nnodes=2", "--node_rank", "1", "--rdzv-id", "rdzv9", "train.py",
-            "--node_rank", "5", "--rdzv-id", "theirs"]  # fmt: skip
+            "--node_rank", "5", "--rdzv-id", "theirs"]
 
 
 def test_run_id_precedence_flag_then_scheduler_then_launcher():

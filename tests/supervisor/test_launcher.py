@@ -195,7 +195,7 @@ def test_an_ignored_signal_stays_ignored_for_the_child(tmp_path: Path) -> None:
         [sys.executable, "-m", "trainmeter", "-q", "--no-agent", "h.py"],
         cwd=tmp_path, env=tm_env(), capture_output=True, text=True, timeout=60,
         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True"]
 

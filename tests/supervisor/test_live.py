@@ -39,7 +39,7 @@ def test_a_tick_samples_watches_counts_drops_and_raises_new_alerts_once(tmp_path
     live = LiveLoop(
         recorder, WarnOnce(stderr), samplers=[gpu, host], watcher=watcher,
         tree=lambda: [100, 101], dropped=lambda: dropped[0],
-    )  # fmt: skip
+    )
     hello = {**step_record(1, 1.0), "kind": "hello", "pid": 100}
     recorder.accept(records.encode(hello).encode(), hello)
     live.tick()
@@ -53,10 +53,10 @@ def test_a_tick_samples_watches_counts_drops_and_raises_new_alerts_once(tmp_path
         "sample.gpu", "sample.host", "fact", "alert",  # tick 1: observe_only for pid 101
         "sample.gpu", "sample.host", "fact",  # tick 2: ingest_dropped 3
         "sample.gpu", "sample.host",  # tick 3
-    ]  # fmt: skip
+    ]
     assert log[1]["src"] == "tm" and log[1]["rank"] is None and log[1]["d"] == {"n": 1}
     assert log[3]["d"] == {"key": "observe_only", "value": "pid 101 has no agent",
-                           "source": "detected"}  # fmt: skip
+                           "source": "detected"}
     assert log[4]["d"] == alert
     assert log[7]["d"]["key"] == "ingest_dropped" and log[7]["d"]["value"] == 3
     assert watcher.calls[0] == ([100, 101], {100})
@@ -110,7 +110,7 @@ def test_the_loop_thread_ticks_and_stops(tmp_path: Path) -> None:
     live = LiveLoop(
         recorder, WarnOnce(io.StringIO()), interval=0.02,
         setup=lambda loop: (set_up.append(True), loop.samplers.append(sampler)),
-    )  # fmt: skip
+    )
     live.start()
     import time
 

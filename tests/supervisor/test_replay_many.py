@@ -27,7 +27,7 @@ def node(
         "series": {"loss": {"value": 2.0 + rank}},
         "job": {"run_id": run_id, "node_rank": rank, "nodes": 2, "world_size": 8,
                 "ranks": ranks, "clock_rank": ranks[0], "job_clock": ranks[0] == 0},
-    }  # fmt: skip
+    }
     start = {"kind": "run.start", "t": t0, "d": {"clock": {"unix": unix, "monotonic": mono}}}
     return NodeRun(Path(f"n{rank}"), ReplayResult(snapshot=snap, finished=True), start, first)
 
@@ -38,9 +38,9 @@ def two_nodes(**over):
     # tm started at mono 100.0 (unix 5000.0) on node 0 and at mono 6.5 (unix 5000.5) on node 1.
     # First steps: node 0 at mono 110.0 -> unix 5010.0; node 1 at mono 16.25 -> unix 5010.25.
     n1 = node(1, [4, 5, 6, 7], 30_000.0, 300.0, 0.30, 6, {"4": 0.5, "5": 0.7, "6": 0.5, "7": 0.5},
-              unix=5001.0, mono=7.0, t0=6.5, first=16.25, **over)  # fmt: skip
+              unix=5001.0, mono=7.0, t0=6.5, first=16.25, **over)
     n0 = node(0, [0, 1, 2, 3], 10_000.0, 100.0, 0.40, 2, {"0": 0.5, "1": 0.6, "2": 0.5, "3": 0.5},
-              unix=5000.0, mono=100.0, t0=100.0, first=110.0)  # fmt: skip
+              unix=5000.0, mono=100.0, t0=100.0, first=110.0)
     return [n1, n0]
 
 

@@ -28,7 +28,7 @@ def test_directory_is_utc_time_and_name_and_unique(tmp_path: Path) -> None:
     c = RunStore.create("gpt 2", warn, root=tmp_path, when=WHEN)
     assert [s.path.name for s in (a, b, c)] == [
         "20261202-150405-gpt-2", "20261202-150405-gpt-2-2", "20261202-150405-gpt-2-3",
-    ]  # fmt: skip
+    ]
 
 
 def test_events_are_appended_and_visible_after_flush(tmp_path: Path) -> None:

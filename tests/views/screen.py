@@ -32,7 +32,7 @@ class Screen:
             "-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", str(cols), "-y", str(rows),
             "-c", str(workdir), "env -i PATH=/usr/bin:/bin HOME=" + str(workdir)
             + " TERM=xterm-256color PS1='$ ' bash --norc --noprofile",
-        )  # fmt: skip
+        )
         self._tmux("set-option", "-g", "status", "off")
         self._tmux("set-option", "-g", "history-limit", "2000")
         self._tmux("pipe-pane", "-t", "t", "-o", f"cat >> {shlex.quote(str(self.raw))}")

@@ -152,7 +152,7 @@ def test_node_series_and_cpu_busy_as_one_minus_idle():
         {"node": {"cpu": {"idle": 0.25}, "memory": {"used_b": 3e9},
                   "rates_b_s": {"net_rx_b": 100.0, "disk_io_write_b": 0.0}}},
         now=1.0,
-    )  # fmt: skip
+    )
     assert h.series["node_cpu_busy"].last == [0.75]  # 1 - 0.25
     assert h.series["node_memory_used_b"].last == [3e9]
     assert h.series["node_net_rx_b_s"].last == [100.0]

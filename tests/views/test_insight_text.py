@@ -17,7 +17,7 @@ def test_waterfall_lines_show_each_factor_and_the_running_level():
         ],
         "whole_run": {"value": 0.125},
         "absent": {"tensor_share": "no GPM"},
-    }  # fmt: skip
+    }
     text = "\n".join(waterfall_lines({"waterfall": wf}))
     # 0.5 -> 50.0% of the whole run; the steps restart at 100%: 0.5 -> 50.0%, x 0.5 -> 25.0%
     assert "x     0.500  Startup  -> 50.0%" in text

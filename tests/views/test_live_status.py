@@ -186,7 +186,7 @@ class _Stream:
     ("quiet", "tty", "term", "on"),
     [(False, True, "xterm", True), (True, True, "xterm", False), (False, False, "xterm", False),
      (False, True, "dumb", False)],
-)  # fmt: skip
+)
 def test_on_only_on_a_terminal_and_without_q(monkeypatch, quiet, tty, term, on) -> None:
     monkeypatch.setenv("TERM", term)
     assert live_status.wanted(SimpleNamespace(quiet=quiet), _Stream(tty)) is on
@@ -198,7 +198,7 @@ def test_status_drops_the_least_wanted_parts_when_narrow() -> None:
         "tokens_per_s": 102_400.0, "mfu": {"value": 0.381, "convention": "megatron"},
         "ofu": {"value": 0.42}, "eta_s": 20.0,
         "series": {"train_loss": {"value": 1.0}},
-    }  # fmt: skip
+    }
     wide = status_text(snap, 200, elapsed=20.0).plain
     assert wide == (
         "tm  █████░░░░░ 50.0% 20/40 steps  102k tok/s  MFU 38.1% (megatron)  OFU 42.0%  "

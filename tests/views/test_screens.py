@@ -74,7 +74,7 @@ def test_summary_text_shows_the_json_values(example_run: Path) -> None:
     # energy and joules per token
     energy = snap["energy"]
     assert any(line.startswith(f"{si_unit(energy['joules'], 'J')} (GPU 0 ") and
-               line.endswith(f"{si_unit(energy['joules_per_token'], 'J')} per token") for line in lines)  # fmt: skip
+               line.endswith(f"{si_unit(energy['joules_per_token'], 'J')} per token") for line in lines)
     # budget, progress and ETA
     assert "budget 400 steps (declared) = 410k tokens" in lines  # 400 x 1024
     if "eta_s" in snap:
@@ -99,7 +99,7 @@ def _in_pty(args: list[str], cwd: Path, **env: str) -> bytes:
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 110, 0, 0))
     proc = subprocess.Popen([sys.executable, "-m", "trainmeter", *args], cwd=cwd,
                             env=tm_env(TERM="xterm-256color", **env), stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=subprocess.PIPE)  # fmt: skip
+                            stdout=slave, stderr=subprocess.PIPE)
     os.close(slave)
     out = bytearray()
     while True:
@@ -133,7 +133,7 @@ def test_top_shows_a_finished_run_and_quits_on_q(example_run: Path) -> None:
     screen = Screen(example_run.parent, cols=100, rows=24)
     try:
         screen.type(f"clear; echo before top; {shell_env()} {sys.executable} -m trainmeter top "
-                    f"{example_run}; echo top exited $?")  # fmt: skip
+                    f"{example_run}; echo top exited $?")
         lines = screen.wait_for(lambda ls: "finished" in ls[0], what="tm top's title")
         text = "\n".join(lines)
         flat = _flat(text)
@@ -143,14 +143,14 @@ def test_top_shows_a_finished_run_and_quits_on_q(example_run: Path) -> None:
         for value in (percent(snap["progress"]), eta,
                       si(snap["tokens_per_s"]), percent(snap["mfu"]["value"]), "megatron",
                       percent(snap["ofu"]["value"]), f"{snap['series']['train_loss']['value']:.4g}",
-                      percent(snap["time"]["goodput"]), si_unit(snap["energy"]["joules"], "J")):  # fmt: skip
+                      percent(snap["time"]["goodput"]), si_unit(snap["energy"]["joules"], "J")):
             assert value in tiles, value
         # the sparklines have points, the ladder its rows, the time split its bar, the alerts
         assert any(line.startswith("│ loss ") and any(c in line for c in "▁▂▃▄▅▆▇█") for line in lines)
         assert any("tokens/s ▁" in line or "tokens/s " in line and "█" in line for line in lines)
         row0 = snap["ladder"]["gpus"]["0"]
         assert any(f"│ 0 {percent(row0['gpu_util'])} {percent(row0['sm_active'])} "
-                   f"{percent(row0['tensor_active'])} {percent(row0['ofu'])}" in line for line in flat)  # fmt: skip
+                   f"{percent(row0['tensor_active'])} {percent(row0['ofu'])}" in line for line in flat)
         assert "where the time went" in text and "Compute" in text
         assert f"alerts ({len(snap['alerts'])})" in text and snap["alerts"][0]["kind"] in text
         screen.keys("q")
@@ -169,7 +169,7 @@ def test_top_gives_the_terminal_back_on_sigterm(example_run: Path) -> None:
     screen = Screen(example_run.parent, cols=100, rows=24)
     try:
         screen.type(f"clear; echo before top; {shell_env()} {sys.executable} -m trainmeter top "
-                    f"{example_run}; echo top exited $?")  # fmt: skip
+                    f"{example_run}; echo top exited $?")
         screen.wait_for(lambda ls: "finished" in ls[0], what="tm top's title")
         (pid,) = screen.shell_children()
         os.kill(pid, signal.SIGTERM)
@@ -213,12 +213,12 @@ def test_top_follows_a_running_run_and_quits_on_ctrl_c(tmp_path: Path) -> None:
         [sys.executable, "-m", "trainmeter", "-q", "--no-agent", "--budget-steps", "40",
          "--name", "followed", "train.py"],
         cwd=tmp_path, env=tm_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    )
     screen = Screen(tmp_path, cols=100, rows=24)
     try:
         screen.wait_for(lambda _: bool(run_dirs(tmp_path)), what="the run directory")
         screen.type(f"clear; echo before top; {shell_env()} {sys.executable} -m trainmeter top "
-                    "followed; echo top exited $?")  # fmt: skip
+                    "followed; echo top exited $?")
         # 10 of 40 steps: 25%, while the run is running
         screen.wait_for(lambda ls: "running" in ls[0] and "25.0%" in ls[3], what="25% running")
         (tmp_path / "more").write_text("")

@@ -104,7 +104,7 @@ SNAP = {
         "value": 2048.0, "unit": "tokens/s", "formula": "tokens / seconds over the window",
         "inputs": [{"name": "tokens", "value": 10240, "unit": "tokens", "source": "agent"},
                    {"name": "seconds", "value": 5.0, "unit": "s", "source": "step records"}]}},
-}  # fmt: skip
+}
 
 
 def test_summary_text_groups_every_number_with_its_reason() -> None:
@@ -165,7 +165,7 @@ def test_sparkline_resamples_to_its_width_and_scales_to_eight_heights() -> None:
 def test_summary_text_says_observe_only_up_front_and_never_crops_a_reason() -> None:
     reason = "the command started a Python without the agent: GPU and host numbers only"
     snap = {"facts": {"observe_only": {"value": reason, "source": "detected"},
-                      "device": {"value": {"name": "NVIDIA H100", "index": 0}, "source": "detected"}}}  # fmt: skip
+                      "device": {"value": {"name": "NVIDIA H100", "index": 0}, "source": "detected"}}}
     text = summary_text(snap, "r")
     assert text.splitlines()[1] == f"observe-only: {reason}"
     flat = " ".join(text.split())

@@ -92,7 +92,7 @@ def test_tm_attach_serves_the_page_and_takes_the_same_flags(tmp_path: Path) -> N
             [sys.executable, "-m", "trainmeter", "attach", str(target.pid), "--no-web", "-q",
              "--interval", "0.2", "--duration", "0.1"],
             cwd=tmp_path, env=tm_env(), capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+        )
         assert off.returncode == 0, off.stderr
         assert "watching pid" in off.stderr and "dashboard" not in off.stderr
         attach = subprocess.Popen(
@@ -100,7 +100,7 @@ def test_tm_attach_serves_the_page_and_takes_the_same_flags(tmp_path: Path) -> N
              "--duration", "30", "-q", "--port", "0"],
             cwd=tmp_path, env=tm_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
             text=True,
-        )  # fmt: skip
+        )
         try:
             match = None
             for line in attach.stderr:

@@ -40,7 +40,7 @@ def test_the_wheel_serves_its_static_files(tmp_path: Path) -> None:
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
          "-w", str(dist), str(src)],
         check=True, timeout=240, capture_output=True,
-    )  # fmt: skip
+    )
     [wheel] = dist.glob("trainmeter-*.whl")
     venv = tmp_path / "venv"
     base = getattr(sys, "_base_executable", sys.executable)
@@ -50,16 +50,16 @@ def test_the_wheel_serves_its_static_files(tmp_path: Path) -> None:
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
          "--no-index", str(wheel)],
         check=True, timeout=240, capture_output=True,
-    )  # fmt: skip
+    )
     proc = subprocess.Popen(
         [str(python), "-c", SERVE], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     try:
         where, port = proc.stdout.readline().split()
         assert Path(where).is_relative_to(venv)  # the installed copy, not the source tree
         files = ["index.html", "app.js", "app.css", "favicon.svg", "vendor/uPlot.iife.min.js",
-                 "vendor/uPlot.min.css", "vendor/uPlot.LICENSE"]  # fmt: skip
+                 "vendor/uPlot.min.css", "vendor/uPlot.LICENSE"]
         for name in files:
             url = f"http://127.0.0.1:{port}/static/{name}"
             with urllib.request.urlopen(url, timeout=10) as resp:

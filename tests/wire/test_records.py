@@ -65,7 +65,7 @@ def test_every_kind_of_the_contract_is_known() -> None:
     assert records.KINDS == {
         "run.start", "hello", "fact", "step", "metric", "phase",
         "sample.gpu", "sample.host", "sample.node", "alert", "run.end",
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize(

@@ -185,7 +185,7 @@ _FACT_FLAGS = {
 _VALUE_FLAGS = {
     "--convention", "--peak-tflops", "--peak-source", "--name", "--gpus", "--port",
     "--run-id", "--metrics-addr",
-}  # fmt: skip
+}
 _SWITCHES = {
     "--no-web": "web",
     "--no-agent": "agent",

@@ -109,7 +109,7 @@ def checks(
         else:
             held = got[0] >= lim
             out.append(_line("MFU", got[0], lim, held,
-                             f"MFU {_pct(got[0])} ({got[1]}) {'>=' if held else '<'} {lim:.1%}"))  # fmt: skip
+                             f"MFU {_pct(got[0])} ({got[1]}) {'>=' if held else '<'} {lim:.1%}"))
     if "--min-tokens-per-s" in limits:
         lim = limits["--min-tokens-per-s"]
         got = _number(snap, "tokens_per_s")
@@ -118,7 +118,7 @@ def checks(
         else:
             held = got >= lim
             out.append(_line("tokens/s", got, lim, held,
-                             f"tokens/s {_si(got)} {'>=' if held else '<'} {_si(lim)}"))  # fmt: skip
+                             f"tokens/s {_si(got)} {'>=' if held else '<'} {_si(lim)}"))
     if "--max-data-wait" in limits:
         lim = limits["--max-data-wait"]
         got = data_wait_of(snap)
@@ -127,7 +127,7 @@ def checks(
         else:
             held = got <= lim
             out.append(_line("data wait", got, lim, held,
-                             f"data wait {got:.1%} {'<=' if held else '>'} {lim:.1%}"))  # fmt: skip
+                             f"data wait {got:.1%} {'<=' if held else '>'} {lim:.1%}"))
     if "--max-step-time" in limits:
         lim = limits["--max-step-time"]
         got = _number(snap, "step_time_s")
@@ -136,7 +136,7 @@ def checks(
         else:
             held = got <= lim
             out.append(_line("step time", got, lim, held,
-                             f"step time {got:.4g} s {'<=' if held else '>'} {lim:g} s"))  # fmt: skip
+                             f"step time {got:.4g} s {'<=' if held else '>'} {lim:g} s"))
     if base is not None:
         out.extend(_against(snap, base, limits["--max-drop"]))
     return out
@@ -169,7 +169,7 @@ def _against(snap: dict[str, Any], base: dict[str, Any], drop: float) -> list[di
         out.append(_absent("MFU vs baseline", drop, f"at most {allowed}", why))
     elif got[1] != ref[1]:
         out.append(_absent("MFU vs baseline", drop, f"at most {allowed}",
-                           f"conventions differ: {got[1]} vs baseline {ref[1]}"))  # fmt: skip
+                           f"conventions differ: {got[1]} vs baseline {ref[1]}"))
     else:
         worse = 1 - got[0] / ref[0]
         held = worse <= drop
@@ -243,5 +243,5 @@ def main(argv: list[str]) -> int:
         for r in results:
             print(f"{'ok  ' if r['held'] else 'FAIL'}  {r['text']}")
         print(f"tm check: {sum(not r['held'] for r in results)} of {len(results)} failed"
-              if not ok else f"tm check: all {len(results)} held")  # fmt: skip
+              if not ok else f"tm check: all {len(results)} held")
     return 0 if ok else 1

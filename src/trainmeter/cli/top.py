@@ -163,7 +163,7 @@ def _print_once(events: Path, run_dir: Path) -> int:
         console = make_console(sys.stdout)
         width = terminal_width(sys.stdout)
         console.print(screen.render(follower.snapshot(), source=str(run_dir),
-                                    state=follower.state(), width=width, height=0))  # fmt: skip
+                                    state=follower.state(), width=width, height=0))
     finally:
         follower.close()
     return 0
@@ -210,7 +210,7 @@ def _full_screen(events: Path, run_dir: Path) -> int:
                     screen.on_snapshot(snap, time.monotonic())
                 live.update(screen.render(snap, source=str(run_dir),
                                           state=follower.state(), width=width, height=height),
-                            refresh=True)  # fmt: skip
+                            refresh=True)
                 if _quit_pressed(stdin_fd, REFRESH_S):
                     break
     except KeyboardInterrupt:

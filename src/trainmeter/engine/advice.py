@@ -90,7 +90,7 @@ def non_tensor_work(snap: dict[str, Any]) -> dict[str, Any] | None:
         "fuse them (torch.compile, fused optimizers, fused attention) or use bf16 matmuls",
         [_ev("sm_active", sm, "fraction", "GPM, mean over GPUs"),
          _ev("tensor_share", share, "fraction", "tensor active / SM active, GPM")],
-    )  # fmt: skip
+    )
 
 
 def clocks_held(snap: dict[str, Any]) -> list[dict[str, Any]]:
@@ -140,7 +140,7 @@ def slow_rank(snap: dict[str, Any]) -> dict[str, Any] | None:
         [_ev("rank_spread", spread, "fraction", "slowest / fastest step time - 1"),
          _ev(f"step_time_s[{slow}]", times.get(slow), "s", "measured"),
          _ev(f"step_time_s[{fast}]", times.get(fast), "s", "measured")],
-    )  # fmt: skip
+    )
 
 
 def padding(snap: dict[str, Any]) -> dict[str, Any] | None:
@@ -165,7 +165,7 @@ def phases(snap: dict[str, Any]) -> list[dict[str, Any]]:
         ("eval", "evaluate less often or on a smaller set"),
         ("checkpoint", "checkpoint less often, or asynchronously (torch.distributed.checkpoint "
          "async_save)"),
-    ):  # fmt: skip
+    ):
         part = parts.get(name) or {}
         seconds = num(part.get("s"))
         if not part.get("measured") or seconds is None:
@@ -184,7 +184,7 @@ def phases(snap: dict[str, Any]) -> list[dict[str, Any]]:
                     _ev(f"{name}_share", share, "fraction", f"{name} / elapsed, time split"),
                     _ev(f"{name}_s", seconds, "s", "time split"),
                 ],
-            )  # fmt: skip
+            )
         )
     return out
 

@@ -63,13 +63,13 @@ def section(
         expr = "budget_steps * tokens_per_step"
         inputs = [budget_in, explain.given(
             "tokens_per_step", tokens_per_step, "tokens/step", tokens_per_step_source
-        )]  # fmt: skip
+        )]
     elif kind == "flops" and flops_per_token:
         tokens_budget = value / flops_per_token
         expr = "budget_flops / flops_per_token"
         inputs = [budget_in, explain.given(
             "flops_per_token", flops_per_token, "FLOP/token", "see flops_per_token"
-        )]  # fmt: skip
+        )]
     if steps is None or (tokens_budget is not None and tokens_seen is None):
         why = f"needs the steps and tokens seen: {steps_reason or 'not counted'}"
         absent["progress"] = absent["eta_s"] = why
@@ -116,7 +116,7 @@ def _by_tokens(
     out.explain["progress"] = explain.explanation(
         progress, "fraction", f"tokens_seen / {divisor}", [seen, *inputs],
         note="the budget in tokens; 1.0 is the whole budget",
-    )  # fmt: skip
+    )
     if finished:
         out.absent["eta_s"] = "the run has ended"
     elif not tokens_per_s:
@@ -128,7 +128,7 @@ def _by_tokens(
         out.explain["eta_s"] = explain.explanation(
             eta, "s", f"max({expr} - tokens_seen, 0) / tokens_per_s", [seen, *inputs, rate],
             note="the tokens left at the current rate",
-        )  # fmt: skip
+        )
 
 
 def _by_steps(
@@ -145,7 +145,7 @@ def _by_steps(
     out.explain["progress"] = explain.explanation(
         progress, "fraction", "steps / budget_steps", [done, budget_in],
         note="in steps: the tokens per step are unknown",
-    )  # fmt: skip
+    )
     if finished:
         out.absent["eta_s"] = "the run has ended"
     elif not step_time_s:
@@ -157,7 +157,7 @@ def _by_steps(
             eta, "s", "max(budget_steps - steps, 0) * step_time_s",
             [done, budget_in, explain.given("step_time_s", step_time_s, "s", "see step_time_s")],
             note="the steps left at the current step time",
-        )  # fmt: skip
+        )
 
 
 def plan(
@@ -203,7 +203,7 @@ def plan(
                 ],
                 note="the tokens/s the planned MFU means on these GPUs, to set beside the "
                 "measured tokens/s",
-            )  # fmt: skip
+            )
         else:
             out.absent["plan.tokens_per_s"] = (
                 "the planned tokens/s needs FLOPs per token, the dense peak and the GPU count"
@@ -232,7 +232,7 @@ def plan(
                     "plan_hours", planned_hours, "h", "declared with --plan-hours (for comparison)"
                 ), *inputs],  # type: ignore[possibly-undefined]
                 note="the run's hours, projected to the end of the budget",
-            )  # fmt: skip
+            )
             out.explain["plan" if "plan" not in out.explain else "plan_hours"] = entry
     if budget_tokens is not None:
         result["budget_tokens"] = budget_tokens

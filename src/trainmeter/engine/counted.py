@@ -35,7 +35,7 @@ def section(
     counted: dict[str, Any] = dict(
         convention="counted", per_token=per_token, source=source,
         note="FLOPs the operators executed (recompute included): not model FLOPs",
-    )  # fmt: skip
+    )
     if tokens_seen is not None:
         counted["flops_spent"] = per_token * tokens_seen
     if tokens_per_s and n_gpus and peak is not None:

@@ -53,7 +53,7 @@ class _Gpu:
     __slots__ = (
         "label", "name", "spec", "spec_peak", "ofu", "dram", "ofu_seconds", "samples_counted",
         "comparable", "rungs", "row", "latest_ofu_inputs",
-    )  # fmt: skip
+    )
 
     def __init__(self, label: str) -> None:
         self.label = label
@@ -190,7 +190,7 @@ class GpuCounters:
         out.values["ladder"] = {
             "gpus": per_gpu, "mean": {**mean, **top}, "mfu": mfu,
             "covers": [g.label for g in gpus],
-        }  # fmt: skip
+        }
         out.values["gpus"] = {g.label: dict(g.row) for g in every}
 
     def _ofu(self, out: Section, gpus: list[_Gpu], mfu: dict[str, Any]) -> None:
@@ -209,7 +209,7 @@ class GpuCounters:
         entry: dict[str, Any] = dict(
             value=value, convention="counters", source="measured",
             comparable_with_mfu=comparable, gpus=labels,
-        )  # fmt: skip
+        )
         if not comparable:
             entry["note"] = (
                 "scaled to the max SM clock: the spec states no tensor clock for the dense "
@@ -227,7 +227,7 @@ class GpuCounters:
             out.values["flops_observed"] = dict(
                 value=observed, convention="counters", gpus=labels,
                 note="approximate: counts recompute and padding too",
-            )  # fmt: skip
+            )
             out.explain["flops_observed"] = _explain_observed(counted, observed)
         mfu_value = mfu.get("value")
         if mfu_value is None:
@@ -272,7 +272,7 @@ class GpuCounters:
         out.values["arithmetic_intensity"] = dict(
             value=value, unit="FLOP/byte", convention=mfu.get("convention"),
             note="aggregate over the sampling window, not per kernel",
-        )  # fmt: skip
+        )
         labels = ", ".join(g.label for g in gpus)
         out.explain["arithmetic_intensity"] = explain.explanation(
             value, "FLOP/byte", "peak_flops * mfu / (hbm_bytes_per_s * dram_active)",
@@ -288,7 +288,7 @@ class GpuCounters:
             ],
             convention=mfu.get("convention"),
             note="model FLOPs done per byte moved to or from DRAM, over the sampling window",
-        )  # fmt: skip
+        )
 
 
 def _name(prefix: str, gpu: _Gpu, i: int) -> str:
@@ -312,12 +312,12 @@ def _explain_ofu(gpus: list[_Gpu], value: float) -> dict[str, Any]:
             name, g.ofu.value, "fraction",
             f"measured on GPU {g.label} ({g.name}): moving average of tensor_active x "
             f"min(SM clock, reference clock) / reference clock over its samples{latest}",
-        ))  # fmt: skip
+        ))
     return explain.explanation(
         value, "fraction", formula, inputs, convention="counters",
         note="observed FLOPs utilization from the tensor cores' activity (NVML GPM), over the "
         "GPUs the training uses (the ones MFU divides by)",
-    )  # fmt: skip
+    )
 
 
 def _explain_observed(gpus: list[_Gpu], value: float) -> dict[str, Any]:
@@ -326,13 +326,13 @@ def _explain_observed(gpus: list[_Gpu], value: float) -> dict[str, Any]:
         peak, seconds = _name("peak_flops", g, i), _name("ofu_seconds", g, i)
         terms.append(f"{peak} * {seconds}")
         inputs.append(explain.given(peak, g.spec_peak, "FLOP/s",
-                                    f"datasheet dense BF16 peak of {g.name}"))  # fmt: skip
+                                    f"datasheet dense BF16 peak of {g.name}"))
         inputs.append(explain.given(
             seconds, g.ofu_seconds, "s",
             f"measured on GPU {g.label}: sum over {g.samples_counted} samples of OFU x the "
             "sample's window",
-        ))  # fmt: skip
+        ))
     return explain.explanation(
         value, "FLOP", " + ".join(terms), inputs, convention="counters",
         note="approximate: the tensor cores' activity counts recompute and padding too",
-    )  # fmt: skip
+    )

@@ -82,6 +82,6 @@ class EnergyMeter:
                     explain.given("tokens_seen", tokens_seen, "tokens", "see tokens_seen"),
                 ],
                 note="GPU energy only: not the CPU, memory, network or cooling",
-            )  # fmt: skip
+            )
         out.values["energy"] = entry
         return out

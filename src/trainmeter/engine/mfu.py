@@ -53,7 +53,7 @@ def section(
     entry: dict[str, Any] = dict(
         convention=flops_per_token["convention"], n_gpus=n_gpus, peak=peak["name"],
         peak_label=peak["label"], peak_source=peak["source"],
-    )  # fmt: skip
+    )
     if flops_per_token["value"] is None:
         entry["range"] = [util(flops_per_token["range"][0]), util(flops_per_token["range"][1])]
     else:
@@ -83,10 +83,10 @@ def _explain(
         explain.given("n_gpus", n_gpus, "GPUs", _N_GPUS_SOURCE.get(n_gpus_source or "", "unknown")),
         explain.given("peak_flops", peak["bf16_dense_flops"], "FLOP/s per GPU",
                       f"{peak['label']}: dense BF16 peak of {peak['name']}"),
-    ]  # fmt: skip
+    ]
     return explain.explanation(
         entry["value"], "fraction", "flops_per_token * tokens_per_s / (n_gpus * peak_flops)",
         inputs, convention=conv, peak_source=peak["source"] or peak["label"],
         note="model FLOPs over the dense peak of every GPU the training uses (a fraction: 0.4 "
         "is 40%)",
-    )  # fmt: skip
+    )

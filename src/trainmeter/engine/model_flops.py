@@ -124,10 +124,10 @@ def _explain(facts: FactStore, fpt: dict[str, Any], shape: ModelShape | None) ->
         return explain.explanation(
             fpt["value"], "FLOP/token", EXPRESSIONS[conv], inputs, convention=conv,
             note=f"training FLOPs (forward + backward) per token: {CONVENTIONS[conv][1]}",
-        )  # fmt: skip
+        )
     return explain.explanation(
         fpt["value"], "FLOP/token", "flops_per_token",
         [explain.given("flops_per_token", fpt["value"], "FLOP/token",
                        provenance(facts, "flops_per_token"))],
         convention=conv, note="given as is (--flops-per-token or emitted), not derived",
-    )  # fmt: skip
+    )

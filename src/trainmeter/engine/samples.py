@@ -71,7 +71,7 @@ def add(snap: dict[str, Any], absent: dict[str, str], engine: Any) -> None:
                     {"name": "step_time_s", "value": step_time, "unit": "s",
                      "source": "measured (rank 0's step records)"},
                 ],
-            }  # fmt: skip
+            }
         else:
             absent["samples_per_s"] = "needs the step time: " + absent.get(
                 "step_time_s", "not measured yet"
@@ -143,4 +143,4 @@ def _mfu(
              "source": str(peak.get("label"))},
         ],
         "peak_source": str(peak.get("source")),
-    }  # fmt: skip
+    }

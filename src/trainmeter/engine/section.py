@@ -33,7 +33,7 @@ class Section:
             return NotImplemented
         return (self.values, self.absent, self.explain, self.warnings) == (
             other.values, other.absent, other.explain, other.warnings,
-        )  # fmt: skip
+        )
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
 

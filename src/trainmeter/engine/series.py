@@ -22,7 +22,7 @@ MAX_POINTS = 1024
 class _Series:
     __slots__ = (
         "value", "count", "source", "via", "seq", "step", "points", "stride", "_skip", "rank",
-    )  # fmt: skip
+    )
 
     def __init__(self, rank: int = 0) -> None:
         self.rank = rank

@@ -328,7 +328,7 @@ class Engine:
         executed = counted.section(
             facts, tokens_seen=tokens_seen, tokens_per_s=tps, peak=gpus.peak,
             n_gpus=gpus.n_gpus, shape=shape, no_agent=no_agent,
-        )  # fmt: skip
+        )
         planned = budget.plan(
             facts,
             mfu=mfu_entry,
@@ -349,7 +349,7 @@ class Engine:
             pace, model, progress, utilization, counters, energy, gpus.section,
             self.host.section(), self.node.section(), self.series.section(), time_split,
             executed, planned, spent, notices.section(facts, clock, self.ignored),
-        ):  # fmt: skip
+        ):
             whole.merge(part)
         snap = whole.values
         snap["alerts"] = alerts.collect(

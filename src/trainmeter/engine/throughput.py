@@ -201,7 +201,7 @@ def _explain_rate(clock: StepClock, tps: float, counted: str) -> dict[str, Any]:
         tps, "tokens/s", formula, inputs,
         note=f"moving average over rank 0's step reports; the first {WARMUP_REPORTS} intervals "
         "(compile, warm-up) are left out",
-    )  # fmt: skip
+    )
 
 
 def _explain_step_time(ranks: RankTimes, value: float) -> dict[str, Any]:
@@ -221,4 +221,4 @@ def _explain_step_time(ranks: RankTimes, value: float) -> dict[str, Any]:
     return explain.explanation(
         value, "s", formula, inputs,
         note="moving average over rank 0's step reports; the first interval is left out",
-    )  # fmt: skip
+    )

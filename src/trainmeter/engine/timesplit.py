@@ -156,19 +156,19 @@ class TimeLedger:
                 explain.given("compute_s", compute, "s",
                               "measured: the training window less the measured phases in it"),
                 explain.given("elapsed_s", elapsed, "s", "wall time from tm's run.start"),
-            ]  # fmt: skip
+            ]
             formula = "compute_s / elapsed_s"
             if "data" in measured:
                 formula = "(compute_s + data_after_first_step_s) / elapsed_s"
                 inputs.insert(1, explain.given(
                     "data_after_first_step_s", data_rest, "s",
                     "measured by the DataLoader probe after the first step",
-                ))  # fmt: skip
+                ))
             out.explain["goodput"] = explain.explanation(
                 goodput, "fraction", formula, inputs,
                 note=f"the share of the wall time spent training: {parts_note} and the time "
                 "after the last step are not",
-            )  # fmt: skip
+            )
         else:
             absent["goodput"] = "no wall time has passed yet"
         return split

@@ -54,7 +54,7 @@ def _factor(
     entry: dict[str, Any] = dict(
         name=name, label=label, value=value, loss=1.0 - value, formula=formula, scope=scope,
         inputs=inputs,
-    )  # fmt: skip
+    )
     entry["source"] = _SOURCE.get(name, "measured")
     if value > 1.0 and name in _ABOVE_ONE:
         entry["above_one"] = _ABOVE_ONE[name]
@@ -133,7 +133,7 @@ def _tensor(snap: dict[str, Any], basis: str) -> tuple[dict[str, Any] | None, st
         "tensor active / SM active", "steps",
         [_inp("tensor_active", tensor, "fraction", "GPM, mean over the GPUs MFU divides by, latest sample"),
          _inp("sm_active", sm, "fraction", "GPM, mean over the GPUs MFU divides by, latest sample")],
-    ), ""  # fmt: skip
+    ), ""
 
 
 def _clocks(
@@ -156,7 +156,7 @@ def _clocks(
             [_inp("ofu", ofu_mean, "fraction", "tensor active x min(SM clock, tensor clock) / "
                   "tensor clock, mean over the GPUs MFU divides by, latest sample"),
              _inp("tensor_active", tensor, "fraction", "GPM, mean over the GPUs MFU divides by, latest sample")],
-        ), ""  # fmt: skip
+        ), ""
     rows = _covered_rows(snap)
     num_sum = den = 0.0
     clocks: list[dict[str, Any]] = []
@@ -178,7 +178,7 @@ def _clocks(
         "clocks", "Clocks below the tensor clock", num_sum / den,
         "sum(GPU-Util x min(SM clock, tensor clock) / tensor clock) / sum(GPU-Util)", "steps",
         clocks,
-    ), ""  # fmt: skip
+    ), ""
 
 
 def _covered_rows(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -218,7 +218,7 @@ def _time(
     inputs.append(
         _inp("phases_outside_window", outside_phase_s, "s",
              "measured phases recorded before the first step or after the last")
-    )  # fmt: skip
+    )
     inputs.append(_inp("window", window, "s", "elapsed - startup - after - phases outside it"))
     return elapsed, window, compute, inputs
 
@@ -250,7 +250,7 @@ def build(
         head = _factor(
             "time_outside_window", "Startup and compile, after the last step", window / elapsed,
             "window / elapsed", "run", inputs,
-        )  # fmt: skip
+        )
         steps.append(
             _factor(
                 "time_outside_steps",
@@ -262,7 +262,7 @@ def build(
                     _inp("compute", compute, "s", "time split"),
                     _inp("window", window, "s", "time split"),
                 ],
-            )  # fmt: skip
+            )
         )
     busy, basis = _busy(snap, absent, in_steps)
     if busy is None:
@@ -292,7 +292,7 @@ def build(
         "MFU / (" + " x ".join(f["formula"] for f in steps) + ")" if steps else "MFU", "steps",
         [_inp("mfu", mfu, "fraction", f"{mfu_from}, convention {convention}")]
         + [_inp(f["name"], f["value"], "factor", "above") for f in steps],
-    )  # fmt: skip
+    )
     if merged:
         gap["merged"] = merged
     steps.append(gap)

@@ -231,7 +231,7 @@ class LiveStatus:
         if isinstance(observe, dict) and observe.get("value") and not self._observe_only_said:
             self._observe_only_said = True
             self._say(Text.assemble(("trainmeter: ", "bold magenta"), ("observe-only: ", "bold yellow"),
-                                    str(observe["value"])))  # fmt: skip
+                                    str(observe["value"])))
         for alert in alerts(snap):
             key = alert.get("key") or (alert.get("kind"), alert.get("message"))
             if key in self._alerted:
@@ -239,7 +239,7 @@ class LiveStatus:
             self._alerted.add(key)
             self._say(Text.assemble(("trainmeter: ", "bold magenta"),
                                     (f"alert {alert.get('kind')}: ", "bold red"),
-                                    str(alert.get("message") or "")))  # fmt: skip
+                                    str(alert.get("message") or "")))
 
     # ---- the observer hooks ------------------------------------------------------------------
 

@@ -179,7 +179,7 @@ def _md_waterfall(wf: Any) -> list[str]:
     lines = [
         f"### Where the peak went (MFU waterfall, {wf.get('convention')} convention)", "",
         "| Factor | Kept | Share of the dense peak after it |", "| --- | --- | --- |",
-    ]  # fmt: skip
+    ]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     lines.append("")
     for name, why in (wf.get("absent") or {}).items():

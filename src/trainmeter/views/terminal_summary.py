@@ -214,7 +214,7 @@ def flops(snap: dict[str, Any]) -> list[Any]:
         if not formula and name == chosen and fpt.get("source") == "declared":
             formula = "declared with --flops-per-token"
         rows.append([name, _text((si(value), "bold" if name == chosen else "")),
-                     _text((formula or "", "dim")), mark])  # fmt: skip
+                     _text((formula or "", "dim")), mark])
     if chosen and chosen not in names:
         rows.append([chosen, si(fpt.get("value")), fpt.get("formula") or "", "◀ chosen"])
     per_token = number(counted.get("per_token"))
@@ -222,13 +222,13 @@ def flops(snap: dict[str, Any]) -> list[Any]:
         ratio = (counted.get("against_conventions") or {}).get(chosen) if chosen else None
         vs = f"{number(ratio):.2f}× {chosen}" if number(ratio) is not None else ""
         rows.append(["counted", _text((si(per_token), "bold")),
-                     _text(("executed by the operators, recompute included", "dim")), vs])  # fmt: skip
+                     _text(("executed by the operators, recompute included", "dim")), vs])
     out: list[Any] = [_grid(rows)]
     if chosen is None and fpt:
         rng = fpt.get("range")
         span = f" ({si(rng[0])}..{si(rng[1])})" if isinstance(rng, list) and len(rng) == 2 else ""
         out.append(_text(("no convention chosen", "yellow"), f"{span}: MFU is the range over all of "
-                         "them; --convention picks one"))  # fmt: skip
+                         "them; --convention picks one"))
     spent = number(snap.get("flops_spent"))
     if spent is not None:
         out.append(_text("spent ", (si_unit(spent, "FLOP"), "bold"), f" ({chosen})"))
@@ -251,7 +251,7 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
     label = entry.get("peak_label") or peak.get("label")
     impossible = [a for a in alerts(snap) if a.get("kind") == "mfu_impossible"]
     out.append(_text((text or "MFU", "bold"),
-                     ("   impossible: see the alert above", "bold red") if impossible else ""))  # fmt: skip
+                     ("   impossible: see the alert above", "bold red") if impossible else ""))
     out.append(_text("peak: ", against, (f" ({label})" if label else "", "bold")))
     by = entry.get("by_convention")
     if isinstance(by, dict) and by:
@@ -263,7 +263,7 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
     counted = snap.get("counted") if isinstance(snap.get("counted"), dict) else {}
     if number(counted.get("utilization")) is not None:
         out.append(_text(f"counted FLOPs use {percent(counted['utilization'])} of the peak "
-                         "(not model FLOPs: recompute included)"))  # fmt: skip
+                         "(not model FLOPs: recompute included)"))
     source = entry.get("peak_source") or peak.get("source")
     if source:
         out.append(_text(("peak source: ", "dim"), (str(source), "dim")))
@@ -287,7 +287,7 @@ def gpus(snap: dict[str, Any]) -> list[Any]:
     ofu = snap.get("ofu") if isinstance(snap.get("ofu"), dict) else None
     if ofu and number(ofu.get("value")) is not None:
         line = [("OFU ", "bold"), (percent(ofu["value"]), "bold"),
-                f" ({ofu.get('convention')}, {ofu.get('source')})"]  # fmt: skip
+                f" ({ofu.get('convention')}, {ofu.get('source')})"]
         gap = snap.get("mfu_ofu_gap") if isinstance(snap.get("mfu_ofu_gap"), dict) else None
         if gap and number(gap.get("value")) is not None:
             line.append(f"   OFU - MFU gap {100 * gap['value']:.1f} points")
@@ -306,7 +306,7 @@ def gpus(snap: dict[str, Any]) -> list[Any]:
             side = "memory-bound" if intensity["value"] < ridge else "compute-bound"
             bound = f", ridge {ridge:.0f}: {side}"
         out.append(_text(f"arithmetic intensity {intensity['value']:.3g} "
-                         f"{intensity.get('unit', 'FLOP/byte')}{bound}"))  # fmt: skip
+                         f"{intensity.get('unit', 'FLOP/byte')}{bound}"))
     counters = snap.get("gpus") if isinstance(snap.get("gpus"), dict) else {}
     rows = []
     for gpu, row in counters.items():
@@ -358,7 +358,7 @@ def budget(snap: dict[str, Any], width: int) -> list[Any]:
     progress = number(snap.get("progress"))
     if declared:
         line = [("budget ", ""), (f"{si(declared.get('value'))} {declared.get('unit')}", "bold"),
-                f" ({declared.get('source')})"]  # fmt: skip
+                f" ({declared.get('source')})"]
         if number(snap.get("budget_tokens")) is not None and declared.get("unit") != "tokens":
             line.append(f" = {si(snap['budget_tokens'])} tokens")
         out.append(_text(*line))
@@ -367,12 +367,12 @@ def budget(snap: dict[str, Any], width: int) -> list[Any]:
         out.append(_text(bar(progress, max(min(width - 40, 40), 10)), " ",
                          (percent(progress), "bold"),
                          "   ETA " if eta is not None else "",
-                         (duration(eta), "bold") if eta is not None else ""))  # fmt: skip
+                         (duration(eta), "bold") if eta is not None else ""))
     required, remaining = number(snap.get("flops_required")), number(snap.get("flops_remaining"))
     if required is not None:
         rest = f", {si_unit(remaining, 'FLOP')} to go" if remaining is not None else ""
         out.append(_text(f"FLOPs {si_unit(snap.get('flops_spent'), 'FLOP')} of "
-                         f"{si_unit(required, 'FLOP')}{rest}"))  # fmt: skip
+                         f"{si_unit(required, 'FLOP')}{rest}"))
     plan = snap.get("plan") if isinstance(snap.get("plan"), dict) else None
     if plan:
         rows: list[list[Any]] = []
@@ -380,7 +380,7 @@ def budget(snap: dict[str, Any], width: int) -> list[Any]:
             p = plan["mfu"]
             measured = number(p.get("measured"))
             rows.append(["MFU", percent(p["planned"]) if number(p.get("planned")) is not None else "?",
-                         percent(measured) if measured is not None else "-", p.get("convention") or ""])  # fmt: skip
+                         percent(measured) if measured is not None else "-", p.get("convention") or ""])
         if isinstance(plan.get("tokens_per_s"), dict):
             p = plan["tokens_per_s"]
             rows.append(["tokens/s", si(p.get("planned")), si(p.get("measured")), ""])
@@ -389,7 +389,7 @@ def budget(snap: dict[str, Any], width: int) -> list[Any]:
             projected = number(p.get("projected"))
             planned = number(p.get("planned"))
             rows.append(["hours", f"{planned:.3g}" if planned is not None else "?",
-                         f"{projected:.3g} projected" if projected is not None else "-", ""])  # fmt: skip
+                         f"{projected:.3g} projected" if projected is not None else "-", ""])
         if rows:
             out.append(_text(("plan vs actual", "bold")))
             out.append(_grid(rows, header=["", "planned", "actual", ""]))
@@ -426,7 +426,7 @@ def ranks(snap: dict[str, Any]) -> list[Any]:
     out: list[Any] = [_grid(rows)]
     if number(entry.get("spread")) is not None:
         out.append(_text("spread ", (percent(entry["spread"]), "bold"),
-                         f" (rank {slowest} is that much slower than rank {fastest})"))  # fmt: skip
+                         f" (rank {slowest} is that much slower than rank {fastest})"))
     return out
 
 
@@ -440,13 +440,13 @@ def series(snap: dict[str, Any]) -> list[Any]:
         step = f"step {entry['step']}" if entry.get("step") is not None else ""
         via = entry.get("via") or entry.get("source") or ""
         rows.append([f"{name}{key}", _text((loss_text(entry.get("value")), "bold")),
-                     plural(int(entry.get("count") or 0), "value"), step, via])  # fmt: skip
+                     plural(int(entry.get("count") or 0), "value"), step, via])
     return [_grid(rows)] if rows else []
 
 
 def alert_lines(snap: dict[str, Any]) -> list[Any]:
     rows = [[_text(("! " + str(a.get("kind")), "bold red")), str(a.get("message") or "")]
-            for a in alerts(snap)]  # fmt: skip
+            for a in alerts(snap)]
     return [_grid(rows, whole=1)] if rows else []
 
 
@@ -547,7 +547,7 @@ def explain(snap: dict[str, Any]) -> list[Any]:
             src = f"  [{inp['source']}]" if inp.get("source") else ""
             out.append(indented(f"{inp.get('name')} = ",
                                 (_value_with_unit(inp.get("value"), inp.get("unit") or ""), "bold"),
-                                (src, "dim")))  # fmt: skip
+                                (src, "dim")))
         if entry.get("peak_source"):
             same = entry["peak_source"] == mfu_entry.get("peak_source")
             out.append(indented(("peak source: " + ("as under MFU above" if same else str(entry["peak_source"])), "dim")))

@@ -103,7 +103,7 @@ class TopScreen:
                   "  ", (state, style), f"  {duration(elapsed)}" if elapsed is not None else "",
                   ("  " + source, "dim")),
             _text(("q quits", "dim")),
-        )  # fmt: skip
+        )
         return grid
 
     def _tiles(self, snap: dict[str, Any], width: int):
@@ -143,9 +143,9 @@ class TopScreen:
             ("goodput", percent(goodput) if goodput is not None else None, "of wall time", "goodput"),
             ("energy", si_unit(joules, "J") if joules is not None else None,
              f"{si_unit(jpt, 'J')}/tok" if jpt is not None else "", "energy"),
-        ]  # fmt: skip
+        ]
         table = Table(box=None, expand=True, show_header=True, header_style="dim", padding=(0, 1),
-                      show_edge=False, pad_edge=False)  # fmt: skip
+                      show_edge=False, pad_edge=False)
         for title, *_ in tiles:
             table.add_column(title, no_wrap=True, overflow="ellipsis", ratio=1)
         values, subs = [], []
@@ -177,7 +177,7 @@ class TopScreen:
                 values = list(series.last)  # the range below is over every point, spikes too
                 lo, hi = min(series.lo), max(series.hi)
                 grid.add_row(label, _text((sparkline(values, spark_width), style)),
-                             f"{fmt(values[-1])} ({fmt(lo)}..{fmt(hi)})")  # fmt: skip
+                             f"{fmt(values[-1])} ({fmt(lo)}..{fmt(hi)})")
             else:
                 grid.add_row(label, _text(("no points yet", "dim")), "")
         return Panel(grid, title="history", title_align="left", border_style="blue")
@@ -203,7 +203,7 @@ class TopScreen:
         else:
             why = (snap.get("absent") or {}).get("ladder") or "no GPU counters"
             left = Panel(_text((str(why), "dim")), title="utilization ladder", title_align="left",
-                         border_style="blue")  # fmt: skip
+                         border_style="blue")
         split = snap.get("time") if isinstance(snap.get("time"), dict) else {}
         parts = [p for p in split.get("parts") or [] if isinstance(p, dict)]
         rows: list[Any] = []
@@ -219,7 +219,7 @@ class TopScreen:
                 glyph, style = PART_STYLE.get(str(p.get("name")), ("▪", "white"))
                 line = _text((glyph, style), " ", (f"{duration(s):>6}", "bold"),
                              f" {percent(s / total):>6}" if total else "",
-                             f"  {p.get('label') or p.get('name')}")  # fmt: skip
+                             f"  {p.get('label') or p.get('name')}")
                 line.no_wrap, line.overflow = True, "ellipsis"
                 legend.append(line)
             rows.extend(legend)
@@ -247,14 +247,14 @@ class TopScreen:
             for rank, s in times.items():
                 mark = " slowest" if str(rank) == str(ranks.get("slowest")) else ""
                 rank_rows.append(_text(f"rank {rank} ", bar((number(s) or 0) / slowest, 12, "cyan"),
-                                       f" {ms(s)}", (mark, "bold red")))  # fmt: skip
+                                       f" {ms(s)}", (mark, "bold red")))
             if number(ranks.get("spread")) is not None:
                 rank_rows.append(_text(("spread ", "dim"), (percent(ranks["spread"]), "bold")))
         else:
             st = number(snap.get("step_time_s"))
             rank_rows.append(_text(("one rank" + (f": {ms(st)}/step" if st is not None else ""), "dim")))
         alert_rows = [_text(("! ", "bold red"), (str(a.get("kind")), "bold red"), " ", str(a.get("message") or ""))
-                      for a in alerts(snap)] or [_text(("none", "dim"))]  # fmt: skip
+                      for a in alerts(snap)] or [_text(("none", "dim"))]
         grid = Table.grid(expand=True)
         grid.add_column(ratio=1)
         grid.add_column(ratio=2)
@@ -262,5 +262,5 @@ class TopScreen:
             Panel(Group(*rank_rows), title="ranks", title_align="left", border_style="blue"),
             Panel(Group(*alert_rows), title=f"alerts ({len(alerts(snap))})", title_align="left",
                   border_style="red" if alerts(snap) else "blue"),
-        )  # fmt: skip
+        )
         return grid
