@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainmeter.views.terminal import duration, mfu_text, si, summary_line
+from trainmeter.views.format import duration, si
+from trainmeter.views.terminal import mfu_text, summary_line
 from trainmeter.views.terminal_summary import summary_text, time_bar
 
 

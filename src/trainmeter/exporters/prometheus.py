@@ -13,7 +13,6 @@ prometheus-client is imported only when one of the two is used.
 
 from __future__ import annotations
 
-import math
 import socket
 import threading
 from collections.abc import Iterator
@@ -21,6 +20,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from ..snapread import finite as _num
 
 PREFIX = "trainmeter_"
 LADDER_RUNGS = ("gpu_util", "sm_active", "tensor_active", "ofu", "mfu")
@@ -36,12 +37,6 @@ def labels_for(snap: dict[str, Any], fallback_run: str | None = None) -> dict[st
     run = run_id or fallback_run or (snap.get("run") or {}).get("name") or "run"
     node = job.get("node_rank")
     return {"run": str(run), "node": str(node if node is not None else 0)}
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,12 @@ is missing. The same rows feed the W&B export and the charts of the HTML report.
 from __future__ import annotations
 
 import csv
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..snapread import finite as _finite
 
 #: Column-name prefix of trainmeter's own numbers, apart from the loop's series.
 PREFIX = "trainmeter/"
@@ -47,12 +48,6 @@ class ExportError(Exception):
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .terminal import duration, percent, si
+from .format import duration, percent, si
 from .terminal_summary import summary_text
 
 

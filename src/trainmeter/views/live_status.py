@@ -27,18 +27,8 @@ import threading
 import time
 from typing import Any
 
-from .terminal import (
-    alerts,
-    duration,
-    loss_text,
-    mfu_text,
-    number,
-    percent,
-    plural,
-    run_elapsed,
-    si,
-    train_loss,
-)
+from .format import duration, percent, si
+from .terminal import alerts, loss_text, mfu_text, number, plural, run_elapsed, train_loss
 
 ESC = "\x1b"
 SAVE, RESTORE = ESC + "7", ESC + "8"

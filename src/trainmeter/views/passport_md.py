@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from .format import duration, percent
+
 
 def fmt(value: float | None, unit: str = "") -> str:
-    """A number for a person: 3 significant digits, thousands as k/M/G/T/P/E for counts."""
+    """A number for a person: percentages and durations as every view writes them (format.py);
+    counts with thousands separators; other values 3 significant digits, k/M/G/T/P/E scaled."""
     if value is None:
         return "not known"
     if unit == "fraction":
-        pct = value * 100
-        return f"{pct:.3g}%" if abs(pct) < 10 else f"{pct:.1f}%"
+        return percent(value)
     if unit == "s":
-        return _duration(value)
+        return duration(value)
     if unit in ("steps", "tokens") and value == int(value):
         return f"{int(value):,} {unit}"
     if unit == "FLOP" and value:
@@ -33,13 +35,6 @@ def fmt(value: float | None, unit: str = "") -> str:
     text = f"{value:.0f}" if value == int(value) and mag < 1e3 else f"{value:.3g}"
     return text + (f" {unit}" if unit else "")
 
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.3g} s"
-    minutes, sec = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m{sec:02d}s" if hours else f"{minutes}m{sec:02d}s"
 
 
 LABELS = {
@@ -134,7 +129,7 @@ def render_markdown(passport: dict[str, Any]) -> str:
         for part in split:
             share = part["s"] / wall if wall else None
             mark = "" if part.get("measured") else " (remainder)"
-            lines.append(f"| {part.get('label')}{mark} | {_duration(part['s'])} | {fmt(share, 'fraction')} |")
+            lines.append(f"| {part.get('label')}{mark} | {duration(part['s'])} | {fmt(share, 'fraction')} |")
         lines.append("")
     lines += _md_waterfall(passport.get("waterfall"))
     if absent:

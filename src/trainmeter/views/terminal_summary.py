@@ -14,20 +14,10 @@ import io
 import re
 from typing import Any
 
+from .format import duration, ms, percent, si, si_unit
 from .insight_text import advice_lines, samples_lines, waterfall_lines
 from .node_text import node_text
-from .terminal import (
-    alerts,
-    duration,
-    loss_text,
-    mfu_text,
-    ms,
-    number,
-    percent,
-    plural,
-    si,
-    si_unit,
-)
+from .terminal import alerts, loss_text, mfu_text, number, plural
 
 Section = tuple[str, list[Any]]  # (title, renderables)
 
