@@ -33,6 +33,7 @@ def test_torch_attach_sends_a_second_hello_with_probes_and_version(workdir):
     assert (last["d"]["world_size"], last["d"]["local_rank"], last["d"]["rank"]) == (4, 1, 3)
     assert last["d"]["versions"]["torch"].startswith("2.")
     expected = {"steps", "tokens", "model", "dataloader", "checkpoint", "eval", "flops", "device"}
+    expected |= {"architecture", "precision"}
     assert expected <= set(last["d"]["probes"])
 
 

@@ -29,6 +29,11 @@ def test_untied_model_shape(workdir):
     assert facts["n_frozen_params"] == 0
     assert (facts["n_layers"], facts["d_model"], facts["seq_len"]) == (2, 16, 8)
     assert "moe_experts" not in facts
+    # architecture and precision probes: every nn.Embedding (wte + wpe) = 1152; the 1-D weights:
+    # a block's LayerNorm 32 + fc1 bias 64 + fc2 bias 16 = 112, two = 224, + ln_f 32 = 256
+    assert (facts["n_lookup_params"], facts["n_vector_params"]) == (1152, 256)
+    assert facts["matmul_precision"] == "fp32"  # FP32 weights on the CPU, no autocast
+    assert "moe_routed_params" not in facts and "attn_windows" not in facts
 
 
 def test_tied_head_stays_in_n_minus_e_and_frozen_is_counted(workdir):

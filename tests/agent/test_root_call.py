@@ -29,7 +29,7 @@ class SubNet(Net):
 
 
 _STATE = ("_root", "_first_done", "_ids_dtype", "_depth", "_n_steps", "_n_tokens", "_n_real")
-_STATE += ("_n_missing", "_n_micro", "_c_micro", "_t", "_sent", "_hdr")
+_STATE += ("_n_missing", "_n_micro", "_c_micro", "_t", "_sent", "_hdr", "_by_backward")
 
 
 @pytest.fixture
@@ -38,6 +38,7 @@ def probe():
     tests in this process read the step count)."""
     saved = {k: getattr(steps, k) for k in _STATE}
     header = bytes(steps._hdr)
+    cycle = dict(steps._cycle)
     before = steps.totals()
     steps.attach(torch)
     yield lambda: _since(before)
@@ -45,6 +46,8 @@ def probe():
     for k, v in saved.items():
         setattr(steps, k, v)
     steps._hdr[: len(header)] = header
+    steps._cycle.clear()
+    steps._cycle.update(cycle)
 
 
 def _since(before: steps.Totals) -> tuple[int, int, int, int]:
@@ -104,7 +107,9 @@ def test_copies_of_a_counted_model_are_plain_models(probe):
     with torch.no_grad():
         assert torch.equal(twin(ids), model(ids)) and torch.equal(loaded(ids), model(ids))
     assert probe()[:2] == (1, 1)
-    assert steps.pending_micro() == 2  # model's two training-mode calls are pending; the copies' are not
+    assert steps.pending_micro() == 0  # calls with gradients off are evaluation, never counted
+    model(ids), twin(ids), loaded(ids)
+    assert steps.pending_micro() == 1  # model's training-mode call is pending; the copies' are not
 
 
 def test_a_root_compiled_in_place_after_eager_steps_counts_each_call_once(probe):

@@ -221,3 +221,14 @@ def test_a_program_as_first_word_is_the_command_as_after_double_dash(tmp_path) -
 def test_a_word_that_names_nothing_is_refused() -> None:
     with pytest.raises(UsageError, match="nosuchthing-xyz: not a tm command, a Python script or a program"):
         parse_run_args(["nosuchthing-xyz", "a"])
+
+
+def test_mixture_of_experts_flags_declare_experts_top_k_and_routed_weights() -> None:
+    opts = parse_run_args(
+        ["--experts", "64", "--top-k", "8", "--routed-params", "6.4B", "train.py"], python="py"
+    )
+    assert opts.declared["moe_experts"] == 64
+    assert opts.declared["moe_top_k"] == 8
+    assert opts.declared["moe_routed_params"] == 6_400_000_000
+    with pytest.raises(UsageError, match="--top-k"):
+        parse_run_args(["--top-k", "0", "train.py"], python="py")

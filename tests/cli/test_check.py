@@ -56,11 +56,12 @@ def test_slower_run_against_a_faster_baseline_fails_and_names_the_drop(runs, cap
     assert rc == 1
     line = next(x for x in out.splitlines() if "tokens/s" in x)
     assert line.startswith("FAIL")
-    assert "8k vs baseline 10k" in line and "20.0% drop" in line and "5.0% allowed" in line
+    assert "8k vs baseline 10k" in line and "regressed by 20%" in line and "5.0% allowed" in line
+    assert "(noise ±0%)" in line  # every step took the same time: no noise at all
     step_line = next(x for x in out.splitlines() if "step time" in x)
-    assert step_line.startswith("FAIL") and "25.0% rise" in step_line
+    assert step_line.startswith("FAIL") and "regressed by 25%" in step_line
     mfu_line = next(x for x in out.splitlines() if x.split()[1] == "MFU")
-    assert mfu_line.startswith("FAIL") and "20.0% drop" in mfu_line and "(hf)" in mfu_line
+    assert mfu_line.startswith("FAIL") and "regressed by 20%" in mfu_line and "(hf)" in mfu_line
 
 
 def test_a_run_against_itself_holds(runs, capsys):
@@ -151,6 +152,6 @@ def test_latest_and_names_resolve_under_the_runs_folder(tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     # latest is the slow one: 8k tokens/s against fast's 10k
     rc = tm(["check", "latest", "--baseline", "fast", "--max-drop", "5%"])
-    assert rc == 1 and "20.0% drop" in capsys.readouterr().out
+    assert rc == 1 and "regressed by 20%" in capsys.readouterr().out
     assert tm(["check", "nosuchrun", "--min-mfu", "1%"]) == 2
     assert "no run matches" in capsys.readouterr().err

@@ -21,26 +21,26 @@ INPUT_KEYS = {"name", "value", "unit", "source"}
 
 # The run, worked by hand:
 # - 10,000 tokens a step; rank 0 reports steps at t = 1, 2, 3, 4, 5 and 6.5 (the last one slow)
-# - tokens/s: intervals 1, 1, 1, 1, 1.5 s; the first 3 are warm-up; the 4th gives 10,000;
-#   the 5th: 10,000 + 0.2 x (10,000 / 1.5 - 10,000) = 10,000 - 666.67 = 9,333.33 tok/s
-TPS = 10_000 + 0.2 * (10_000 / 1.5 - 10_000)
-# - step time: the first interval is warm-up; 1, 1, 1, then 1 + 0.2 x (1.5 - 1) = 1.1 s
-STEP_TIME = 1.1
+# - tokens/s, live (the run has not ended): the trailing 30 s window, here all of the run after
+#   warm-up (the first 3 intervals): t = 4 to 6.5, 2 steps, 20,000 tokens / 2.5 s = 8,000 tok/s
+TPS = 20_000 / 2.5
+# - step time over the same window: 2.5 s / 2 steps = 1.25 s
+STEP_TIME = 1.25
 # - FLOPs per token, hf: 6(N - E) = 6 x (1,039,000,000 - 67,108,864) = 5,831,346,816
 FPT = 5_831_346_816
-# - MFU on 1 H100 SXM (989.5 TFLOP/s dense): 5,831,346,816 x 9,333.33 = 5.44259e13; / 989.5e12 = 0.0550034
+# - MFU on 1 H100 SXM (989.5 TFLOP/s dense): 5,831,346,816 x 8,000 = 4.66508e13; / 989.5e12 = 0.0471458
 MFU = FPT * TPS / 989.5e12
 # - OFU: tensor active 0.5 at 1464 MHz, tensor clock 1830 MHz: 0.5 x 1464 / 1830 = 0.4
 # - observed FLOPs: 2 samples x 0.4 x 1 s x 989.5e12 = 7.916e14
-# - intensity: 989.5e12 x 0.0550034 / (3.35e12 B/s x DRAM active 0.5) = 32.49 FLOP/byte
+# - intensity: 989.5e12 x 0.0471458 / (3.35e12 B/s x DRAM active 0.5) = 27.85 FLOP/byte
 INTENSITY = 989.5e12 * MFU / (3350e9 * 0.5)
 # - energy: 400 - 100 = 300 J over 60,000 tokens = 0.005 J/token
-# - progress: 60,000 of 1e6 tokens = 0.06; ETA: 940,000 / 9,333.33 = 100.714 s
+# - progress: 60,000 of 1e6 tokens = 0.06; ETA: 940,000 / 8,000 = 117.5 s
 ETA = 940_000 / TPS
 # - time at now = 7: elapsed 7 s; data waits 0.2 s before the first step (t = 0.9) and 0.5 s
 #   after it (t = 3.5); compute = 7 - 1 - (0.7 - 0.2) = 5.5 s; goodput = (5.5 + 0.5) / 7 = 6/7
 # - plan: planned tokens/s = 0.4 x 1 x 989.5e12 / 5,831,346,816 = 67,874.6;
-#   projected hours = (7 + 100.714) / 3600 = 0.029921 h
+#   projected hours = (7 + 117.5) / 3600 = 0.034583 h
 PLANNED_TPS = 0.4 * 989.5e12 / FPT
 
 
@@ -81,19 +81,19 @@ def test_explained_values_are_the_snapshot_numbers_and_the_hand_worked_ones():
     snap = live_run()
     explain = {k: v["value"] for k, v in snap["explain"].items()}
     assert explain["tokens_per_s"] == pytest.approx(snap["tokens_per_s"]) == pytest.approx(TPS)
-    assert TPS == pytest.approx(9_333.333, rel=1e-6)
+    assert TPS == 8_000
     assert explain["step_time_s"] == snap["step_time_s"] == pytest.approx(STEP_TIME)
     assert explain["flops_per_token"] == snap["flops_per_token"]["value"] == FPT
-    assert explain["mfu"] == snap["mfu"]["value"] == pytest.approx(0.0550034, rel=1e-5)
+    assert explain["mfu"] == snap["mfu"]["value"] == pytest.approx(0.0471458, rel=1e-5)
     assert explain["mfu"] == pytest.approx(MFU)
     assert explain["ofu"] == snap["ofu"]["value"] == pytest.approx(0.4)
     assert explain["flops_observed"] == snap["flops_observed"]["value"] == pytest.approx(7.916e14)
     assert explain["arithmetic_intensity"] == pytest.approx(INTENSITY)
-    assert INTENSITY == pytest.approx(32.49, rel=1e-3)
+    assert INTENSITY == pytest.approx(27.85, rel=1e-3)
     assert explain["energy_per_token"] == snap["energy"]["joules_per_token"] == pytest.approx(0.005)
     assert explain["progress"] == snap["progress"] == pytest.approx(0.06)
     assert explain["eta_s"] == snap["eta_s"] == pytest.approx(ETA)
-    assert ETA == pytest.approx(100.714, rel=1e-5)
+    assert ETA == 117.5
     assert explain["goodput"] == snap["time"]["goodput"] == pytest.approx(6 / 7)
     assert (
         explain["plan"]

@@ -45,7 +45,7 @@ def test_chosen_convention_gives_one_value():
     snap = run(eight_h100s(convention="megatron"))
     assert snap["mfu"]["convention"] == "megatron"
     assert snap["mfu"]["value"] == pytest.approx(6_057_839_232 * 500_000 / (8 * H100_PEAK))
-    assert snap["flops_per_token"]["formula"] == "6(N-E) + 6·L·d·T"
+    assert snap["flops_per_token"]["formula"] == "6(N_act-E-R-V) + 6·H·Q·Σ_l T_l"
     # flops spent = 6,057,839,232 x 6 records x 62,500 x 8 = 6 x 500,000 tokens
     assert snap["flops_spent"] == pytest.approx(6_057_839_232 * 3_000_000)
 

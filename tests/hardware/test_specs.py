@@ -74,7 +74,7 @@ def test_no_prefix_of_a_word_matches():
     assert lookup("NVIDIA L4").key == "l4"
 
 
-@pytest.mark.parametrize("name", ["Tesla T4", "AMD Instinct MI300X", "", "cpu", None])
+@pytest.mark.parametrize("name", ["Tesla T4", "AMD Instinct MI250X", "", "cpu", None])
 def test_unknown_card_is_none(name):
     assert lookup(name) is None
 
@@ -144,3 +144,40 @@ def test_gb10_has_no_peak_but_a_reason():
     spec = lookup("NVIDIA GB10")
     assert spec.bf16_dense_flops is None
     assert "no dense BF16" in spec.sources["bf16_dense_tflops"]
+
+
+# Cards added with issue 17: (reported name, key, dense BF16, dense FP8, dense TF32) in TFLOP/s.
+#   B300: NVIDIA HGX B300 table, 36 PF BF16 / 72 PF FP8 / 18 PF TF32 sparse for 8 GPUs, halved
+#   MI300X, MI325X: AMD CDNA 3 white paper Table 1, 1307.4 BF16 and 2614.9 FP8, dense
+#   H20, RTX 5090, MI355X: no vendor line we hold, so no peak (never a borrowed one)
+NEW_CARDS = [
+    ("NVIDIA B300 SXM6 AC", "b300", 2250.0, 4500.0, 1125.0),
+    ("AMD Instinct MI300X", "mi300x", 1307.4, 2614.9, None),
+    ("AMD Instinct MI325X", "mi325x", 1307.4, 2614.9, None),
+    ("NVIDIA H20", "h20", None, None, None),
+    ("NVIDIA GeForce RTX 5090", "rtx_5090", None, None, None),
+    ("AMD Instinct MI355X", "mi355x", None, None, None),
+    # RTX 4090: Ada whitepaper Appendix A, FP8 with FP32 accumulate 330.3 dense (v2.02)
+    ("NVIDIA GeForce RTX 4090", "rtx_4090", 165.2, 330.3, None),
+]
+
+
+@pytest.mark.parametrize("name, key, bf16, fp8, tf32", NEW_CARDS)
+def test_new_cards_and_their_other_precisions(name, key, bf16, fp8, tf32):
+    spec = lookup(name)
+    assert spec is not None and spec.key == key
+    assert spec.bf16_dense_flops == (None if bf16 is None else bf16 * 1e12)
+    for precision, tflops in (("fp8", fp8), ("tf32", tf32)):
+        peak = spec.peak_for(precision)
+        if tflops is None:
+            assert peak is None
+        else:
+            assert peak[0] == pytest.approx(tflops * 1e12)
+            assert "dense" in peak[1]  # the line says the figure is dense (or was halved to it)
+    if bf16 is None:  # the reason a card has no peak is written where the figure would be
+        assert "No MFU" in spec.sources["bf16_dense_tflops"]
+
+
+def test_b300_is_not_gb300_and_h20_is_not_h200():
+    assert lookup("NVIDIA GB300") is None
+    assert lookup("NVIDIA H20").key == "h20" and lookup("NVIDIA H200").key == "h200"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmeter.views.format import duration, percent, si, si_unit
+from trainmeter.views.format import duration, ms, percent, si, si_unit
 from trainmeter.views.terminal import mfu_text
 
 from ..conftest import EXAMPLES, REPO, run_dirs, run_tm, tm_env
@@ -59,7 +59,18 @@ def test_summary_text_shows_the_json_values(example_run: Path) -> None:
     lines = _flat(text)
     assert "\x1b" not in text  # not a terminal: plain text
     # throughput and MFU with its convention, the peak and its label
-    assert f"tokens/s {si(snap['tokens_per_s'])} counting {snap['tokens_counted']}" in lines
+    window = snap["rate_window"]
+    assert window["kind"] == "steady"
+    assert (
+        f"tokens/s {si(snap['tokens_per_s'])} steady state, {window['seconds']:.3g} s after "
+        f"warm-up, counting {snap['tokens_counted']}"
+    ) in lines
+    spread = snap["step_times"]
+    assert any(
+        line.startswith("step time ") and f"median {ms(spread['median_s'])}" in line
+        and f"p90 {ms(spread['p90_s'])}" in line
+        for line in lines
+    )
     assert mfu_text(snap) in lines
     assert "peak: 2 × NVIDIA H100 SXM5 80GB, 989.5 TFLOP/s dense BF16 each (datasheet)" in lines
     # FLOPs per token under every convention, and counted
@@ -89,8 +100,10 @@ def test_summary_text_shows_the_json_values(example_run: Path) -> None:
     assert f"Alerts ({len(snap['alerts'])})" in lines
     for alert in snap["alerts"]:
         assert f"! {alert['kind']} {' '.join(alert['message'].split())}" in lines
+    absent_text = " ".join(" ".join(lines).split())
     for name, reason in snap["absent"].items():
-        assert f"{name} {' '.join(reason.split())}" in lines
+        assert re.search(rf"(^| |, ){re.escape(name)}(,|:)", absent_text), name
+        assert " ".join(reason.split()) in absent_text, name
     assert f"train_loss {snap['series']['train_loss']['value']:.4g} 200 values step 200 emit" in lines
 
 

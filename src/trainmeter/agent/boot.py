@@ -86,12 +86,14 @@ def say_hello() -> None:
 
 
 def _probe_modules() -> list[tuple[str, Any]]:
-    from .probes import device, flops, model, phases, steps
+    from .probes import architecture, device, flops, model, phases, precision, steps
 
     # steps first: the others ride on its hooks and listeners
     return [
         ("steps", steps),
         ("model", model),
+        ("architecture", architecture),
+        ("precision", precision),
         ("phases", phases),
         ("flops", flops),
         ("device", device),

@@ -41,6 +41,7 @@ options (before the script or command):
   --samples-per-step N --flops-per-sample N                    the same for models without tokens
   --convention {titan,megatron,hf,all_params}                  the FLOPs convention for MFU
   --params N  --embedding-params N  --layers N  --d-model N  --seq-len N  --dp N
+  --experts N --top-k K --routed-params N                      mixture of experts: active params
   --plan-mfu F (0.4 or 40%)  --plan-hours H                    the plan, compared with the run
   --peak-tflops X --peak-source TEXT                           a declared dense peak per GPU
   --name NAME  --gpus 0,1  --no-agent  --no-tap  -q/--quiet  --version  -h/--help
@@ -90,6 +91,9 @@ LIMITS: dict[str, float] = {
     "--layers": 1e6,
     "--d-model": 1e8,
     "--seq-len": 1e10,
+    "--experts": 1e6,
+    "--top-k": 1e6,
+    "--routed-params": 1e16,
     "--dp": 1e8,
     "--plan-hours": 1e6,  # a century
     "--peak-tflops": 1e6,  # TFLOP/s per GPU: a thousand times today's fastest
@@ -178,6 +182,9 @@ _FACT_FLAGS = {
     "--layers": ("n_layers", parse_count),
     "--d-model": ("d_model", parse_count),
     "--seq-len": ("seq_len", parse_count),
+    "--experts": ("moe_experts", parse_count),
+    "--top-k": ("moe_top_k", parse_count),
+    "--routed-params": ("moe_routed_params", parse_count),
     "--dp": ("dp", parse_count),
     "--plan-mfu": ("plan_mfu", parse_fraction),
     "--plan-hours": ("plan_hours", parse_amount),

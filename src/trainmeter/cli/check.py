@@ -5,6 +5,11 @@ got slower needs a command of its own. Each threshold is one line (held or not, 
 numbers); exit 0 when every threshold holds, 1 when any fails, 2 on bad usage. A number the run
 does not have fails its threshold with the reason it is absent: a guard that passes because it
 could not measure would guard nothing.
+
+Against a baseline, the runs' steady-state rates are compared with a noise band from their own
+per-step times (engine/noise.py): two runs of one program on a busy machine differ by a few
+percent, and a guard that failed on that would be switched off. `tm check RUN --baseline RUN`
+always holds.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ usage: tm check RUN [thresholds] [--json]
   --max-data-wait F        data wait at most F of the training time (compute + data wait)
   --max-step-time S        step time at most S seconds
   --baseline RUN2 --max-drop F
-                           tokens/s, MFU (same convention) and step time no more than F worse
-                           than RUN2's
+                           tokens/s, step time and MFU (same convention) no more than F worse
+                           than RUN2's beyond the noise band of their per-step times; a number
+                           absent from both is not compared, absent from one fails
   --json                   one JSON object instead of lines
 exit status: 0 all thresholds hold, 1 one or more fail, 2 bad usage
 """
@@ -88,6 +94,11 @@ def _number(snap: dict[str, Any], key: str) -> float | str:
     return (snap.get("absent") or {}).get(key, "not measured")
 
 
+def _mfu_value(snap: dict[str, Any]) -> float | str:
+    got = mfu_of(snap)
+    return got if isinstance(got, str) else got[0]
+
+
 def _line(name: str, value: Any, threshold: Any, held: bool, text: str) -> dict[str, Any]:
     return {"name": name, "value": value, "threshold": threshold, "held": held, "text": text}
 
@@ -96,89 +107,171 @@ def _absent(name: str, threshold: Any, shown: str, reason: str) -> dict[str, Any
     return _line(name, None, threshold, False, f"{name} absent ({reason}); needed {shown}")
 
 
+def _seconds(v: float) -> str:
+    return f"{v:.4g} s"
+
+
+#: Every threshold, one row each: flag, name, the number read from a snapshot (or why it is
+#: absent), whether higher is better, how a value and the limit are shown.
+LIMITS: tuple[tuple[str, str, Any, bool, Any, Any], ...] = (
+    ("--min-mfu", "MFU", _mfu_value, True, _pct, lambda v: f"{v:.1%}"),
+    ("--min-tokens-per-s", "tokens/s", lambda s: _number(s, "tokens_per_s"), True, _si, _si),
+    ("--max-data-wait", "data wait", data_wait_of, False, lambda v: f"{v:.1%}",
+     lambda v: f"{v:.1%}"),
+    ("--max-step-time", "step time", lambda s: _number(s, "step_time_s"), False, _seconds,
+     lambda v: f"{v:g} s"),
+)
+
+#: Against a baseline (`--max-drop`): name, snapshot key (or MFU), whether higher is better,
+#: how a value is shown, and the quantity whose block bootstrap gives the noise band.
+AGAINST: tuple[tuple[str, str, bool, Any, str], ...] = (
+    ("tokens/s", "tokens_per_s", True, _si, "tokens_per_s"),
+    ("step time", "step_time_s", False, _seconds, "step_time_s"),
+    ("MFU", "mfu", True, _pct, "tokens_per_s"),
+)
+
+
 def checks(
     snap: dict[str, Any], limits: dict[str, Any], base: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
     """One result per threshold, in the order of the usage text."""
     out: list[dict[str, Any]] = []
-    if "--min-mfu" in limits:
-        lim = limits["--min-mfu"]
-        got = mfu_of(snap)
+    for flag, name, read, higher, fmt, fmt_limit in LIMITS:
+        if flag not in limits:
+            continue
+        lim = limits[flag]
+        sign = ">=" if higher else "<="
+        got = read(snap)
         if isinstance(got, str):
-            out.append(_absent("MFU", lim, f">= {lim:.1%}", got))
-        else:
-            held = got[0] >= lim
-            out.append(_line("MFU", got[0], lim, held,
-                             f"MFU {_pct(got[0])} ({got[1]}) {'>=' if held else '<'} {lim:.1%}"))
-    if "--min-tokens-per-s" in limits:
-        lim = limits["--min-tokens-per-s"]
-        got = _number(snap, "tokens_per_s")
-        if isinstance(got, str):
-            out.append(_absent("tokens/s", lim, f">= {_si(lim)}", got))
-        else:
-            held = got >= lim
-            out.append(_line("tokens/s", got, lim, held,
-                             f"tokens/s {_si(got)} {'>=' if held else '<'} {_si(lim)}"))
-    if "--max-data-wait" in limits:
-        lim = limits["--max-data-wait"]
-        got = data_wait_of(snap)
-        if isinstance(got, str):
-            out.append(_absent("data wait", lim, f"<= {lim:.1%}", got))
-        else:
-            held = got <= lim
-            out.append(_line("data wait", got, lim, held,
-                             f"data wait {got:.1%} {'<=' if held else '>'} {lim:.1%}"))
-    if "--max-step-time" in limits:
-        lim = limits["--max-step-time"]
-        got = _number(snap, "step_time_s")
-        if isinstance(got, str):
-            out.append(_absent("step time", lim, f"<= {lim:g} s", got))
-        else:
-            held = got <= lim
-            out.append(_line("step time", got, lim, held,
-                             f"step time {got:.4g} s {'<=' if held else '>'} {lim:g} s"))
+            out.append(_absent(name, lim, f"{sign} {fmt_limit(lim)}", got))
+            continue
+        held = got >= lim if higher else got <= lim
+        shown = fmt(got)
+        if flag == "--min-mfu":
+            shown += f" ({mfu_of(snap)[1]})"
+        op = sign if held else ("<" if higher else ">")
+        out.append(_line(name, got, lim, held, f"{name} {shown} {op} {fmt_limit(lim)}"))
     if base is not None:
         out.extend(_against(snap, base, limits["--max-drop"]))
     return out
 
 
+def _short(x: float) -> str:
+    """A change as a percentage: 23%, 4.2%, 0.31%."""
+    x = abs(x) * 100
+    return f"{x:.0f}%" if x >= 10 else f"{x:.2g}%" if x >= 0.01 else "0%"
+
+
 def _against(snap: dict[str, Any], base: dict[str, Any], drop: float) -> list[dict[str, Any]]:
-    """tokens/s, MFU and step time against the baseline: each may be at most `drop` worse."""
+    """tokens/s, step time and MFU against the baseline, each with its noise band.
+
+    A number both runs have is compared: it fails when it is worse than `drop` even at the
+    favourable end of the noise band. A number absent from both is not compared (and holds); a
+    number absent from one fails, saying which and why."""
+    from ..engine import noise
+
     out = []
     allowed = f"{drop:.1%} allowed"
-    for name, key, higher_is_better, fmt in (
-        ("tokens/s", "tokens_per_s", True, _si),
-        ("step time", "step_time_s", False, lambda v: f"{v:.4g} s"),
-    ):
-        got, ref = _number(snap, key), _number(base, key)
-        if isinstance(got, str) or isinstance(ref, str):
-            why = f"run: {got}" if isinstance(got, str) else f"baseline: {ref}"
-            out.append(_absent(f"{name} vs baseline", drop, f"at most {allowed}", why))
+    run_blocks, base_blocks = noise.blocks_of(snap), noise.blocks_of(base)
+    for name, key, higher, fmt, quantity in AGAINST:
+        label = f"{name} vs baseline"
+        if key == "mfu":
+            got_mfu, ref_mfu = mfu_of(snap), mfu_of(base)
+            got = got_mfu if isinstance(got_mfu, str) else got_mfu[0]
+            ref = ref_mfu if isinstance(ref_mfu, str) else ref_mfu[0]
+            conv = ref_mfu[1] if isinstance(got_mfu, str) else got_mfu[1]
+            fmt = lambda v, c=conv: f"{_pct(v)} ({c})"  # noqa: E731
+            if not isinstance(got_mfu, str) and not isinstance(ref_mfu, str):
+                if got_mfu[1] != ref_mfu[1]:
+                    out.append(_absent(label, drop, f"at most {allowed}",
+                                       f"conventions differ: {got_mfu[1]} vs baseline "
+                                       f"{ref_mfu[1]}"))
+                    continue
+        else:
+            got, ref = _steady(snap, key, run_blocks), _steady(base, key, base_blocks)
+        if isinstance(got, str) and isinstance(ref, str):
+            why = got if got == ref else f"run: {got}; baseline: {ref}"
+            text = f"{label}: not compared, absent from both ({why})"
+            out.append(_line(label, None, drop, True, text) | {"compared": False})
             continue
-        worse = (1 - got / ref) if higher_is_better else (got / ref - 1)
-        held = worse <= drop
-        word = "drop" if higher_is_better else "rise"
-        text = (
-            f"{name} {fmt(got)} vs baseline {fmt(ref)}: {max(worse, 0):.1%} {word} "
-            f"{'<=' if held else '>'} {allowed}"
-        )
-        out.append(_line(f"{name} vs baseline", got, drop, held, text) | {"baseline": ref})
-    got, ref = mfu_of(snap), mfu_of(base)
-    if isinstance(got, str) or isinstance(ref, str):
-        why = f"run: {got}" if isinstance(got, str) else f"baseline: {ref}"
-        out.append(_absent("MFU vs baseline", drop, f"at most {allowed}", why))
-    elif got[1] != ref[1]:
-        out.append(_absent("MFU vs baseline", drop, f"at most {allowed}",
-                           f"conventions differ: {got[1]} vs baseline {ref[1]}"))
-    else:
-        worse = 1 - got[0] / ref[0]
-        held = worse <= drop
-        text = (
-            f"MFU {_pct(got[0])} vs baseline {_pct(ref[0])} ({got[1]}): {max(worse, 0):.1%} drop "
-            f"{'<=' if held else '>'} {allowed}"
-        )
-        out.append(_line("MFU vs baseline", got[0], drop, held, text) | {"baseline": ref[0]})
+        if isinstance(got, str) or isinstance(ref, str):
+            which, why, other = (
+                ("run", got, f"the baseline has {fmt(ref)}")
+                if isinstance(got, str)
+                else ("baseline", ref, f"the run has {fmt(got)}")
+            )
+            text = f"{label}: absent from the {which} ({why}); {other}"
+            out.append(_line(label, None, drop, False, text))
+            continue
+        out.append(_compared(label, got, ref, higher, fmt, drop, quantity,
+                             run_blocks, base_blocks))
     return out
+
+
+def _steady(snap: dict[str, Any], key: str, blocks: list[list[float]] | None) -> float | str:
+    """The steady-state value of a rate: from the steady window's blocks (equal to the snapshot's
+    number once the run has ended; a run still going shows its trailing window instead)."""
+    from ..engine import noise
+
+    got = _number(snap, key)
+    if isinstance(got, str) or not blocks:
+        return got
+    steady = noise.value_of(blocks, key)
+    return got if steady is None else steady
+
+
+def _compared(
+    label: str,
+    got: float,
+    ref: float,
+    higher: bool,
+    fmt: Any,
+    drop: float,
+    quantity: str,
+    run_blocks: list[list[float]] | None,
+    base_blocks: list[list[float]] | None,
+) -> dict[str, Any]:
+    from ..engine import noise
+
+    allowed = f"{drop:.1%} allowed"
+    band = None
+    if run_blocks and base_blocks:
+        band = noise.compare(base_blocks, run_blocks, quantity)
+    change = got / ref - 1.0
+    if band is not None:
+        # the band is relative; centre it on this number's own change
+        half = band.noise
+        low, high = change - half, change + half
+        note = f"noise ±{_short(half)}"
+    else:
+        low = high = change
+        note = "no per-step times: no noise band"
+    worse, worse_fav = (-change, -high) if higher else (change, low)
+    held = worse_fav <= drop
+    head = f"{label.split(' vs ')[0]} {fmt(got)} vs baseline {fmt(ref)}"
+    if not held:
+        text = f"{head}: regressed by {_short(worse)} ({note}), more than the {allowed}"
+    elif band is not None and low <= 0.0 <= high:
+        text = f"{head}: within noise ({_short(change)} {_word(change, higher)}, {note})"
+    elif worse > drop:
+        text = (
+            f"{head}: {_short(change)} {_word(change, higher)}, within noise of the "
+            f"{allowed} ({note})"
+        )
+    else:
+        text = f"{head}: {_short(change)} {_word(change, higher)} ({note}), {allowed}"
+    entry = _line(label, got, drop, held, text) | {"baseline": ref, "change": change}
+    if band is not None:
+        entry["noise"] = band.noise
+    return entry
+
+
+def _word(change: float, higher: bool) -> str:
+    if change == 0:
+        return "change"
+    if higher:
+        return "higher" if change > 0 else "lower"
+    return "longer" if change > 0 else "shorter"
 
 
 def parse(argv: list[str]) -> tuple[str | None, dict[str, Any], bool]:

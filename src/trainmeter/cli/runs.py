@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from .runarg import run_command, split_args
 
@@ -38,6 +39,31 @@ def _mfu(value: float | None, convention: str | None) -> str:
     return f"{text} {convention}" if convention else text
 
 
+def mfu_range(snap: dict) -> list[float] | None:
+    """[low, high] over the FLOPs conventions when none was chosen, else None."""
+    span = (snap.get("mfu") or {}).get("range") if isinstance(snap.get("mfu"), dict) else None
+    if isinstance(span, list) and len(span) == 2 and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in span
+    ):
+        return [float(span[0]), float(span[1])]
+    return None
+
+
+def counted_utilization(snap: dict) -> float | None:
+    counted = snap.get("counted") if isinstance(snap.get("counted"), dict) else {}
+    value = counted.get("utilization")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _mfu_cell(info: Any) -> str:
+    """The MFU under the run's convention; with none chosen, the range over the conventions."""
+    if info.mfu is None:
+        span = mfu_range(info.snapshot or {})
+        if span is not None:
+            return f"{_mfu(span[0], None)}–{_mfu(span[1], None)} range"
+    return _mfu(info.mfu, info.mfu_convention)
+
+
 def rows(infos: list) -> list[tuple[str, ...]]:
     return [
         (
@@ -48,7 +74,7 @@ def rows(infos: list) -> list[tuple[str, ...]]:
             _count(info.steps),
             _count(info.tokens),
             _count(info.tokens_per_s),
-            _mfu(info.mfu, info.mfu_convention),
+            _mfu_cell(info),
         )
         for info in infos
     ]
@@ -71,7 +97,9 @@ def _main(argv: list[str]) -> int:
         out = [
             {"dir": i.path.name, "name": i.name, "start_utc": i.start_utc,
              "duration_s": i.duration_s, "status": i.status, "steps": i.steps, "tokens": i.tokens,
-             "tokens_per_s": i.tokens_per_s, "mfu": i.mfu, "mfu_convention": i.mfu_convention}
+             "tokens_per_s": i.tokens_per_s, "mfu": i.mfu, "mfu_convention": i.mfu_convention,
+             "mfu_range": mfu_range(i.snapshot or {}),
+             "counted_utilization": counted_utilization(i.snapshot or {})}
             for i in infos
         ]
         print(json.dumps(out, indent=2, allow_nan=False), flush=True)

@@ -35,21 +35,3 @@ def explanation(
     if note is not None:
         entry["note"] = note
     return entry
-
-
-def moving_average(
-    name: str, unit: str, latest: str, previous: float | None, alpha: float
-) -> tuple[str, list[dict[str, Any]]]:
-    """Formula and inputs of the latest update of an exponential moving average of `latest`
-    (an expression over inputs the caller adds): the first value is `latest` itself."""
-    if previous is None:
-        return latest, []
-    return f"previous_average + alpha * ({latest} - previous_average)", [
-        given(
-            "previous_average",
-            previous,
-            unit,
-            f"the moving average of {name} before the latest report",
-        ),
-        given("alpha", alpha, "1", "weight of the latest report in the moving average"),
-    ]

@@ -30,8 +30,11 @@ def section(
     n_gpus: int | None,
     n_gpus_source: str | None,
     shape: ModelShape | None,
+    precision: tuple[str, str | None] | None = None,
 ) -> Section:
-    """mfu: {value or range, convention, n_gpus, peak, peak_label, peak_source, by_convention}."""
+    """mfu: {value or range, convention, n_gpus, peak, peak_label, peak_source, by_convention,
+    precision, and at_precision: the utilization against the dense peak of the precision the
+    matmuls ran in, when the card's datasheet gives it and it is not BF16}."""
     out = Section()
     if flops_per_token is None:
         out.absent["mfu"] = f"needs FLOPs per token: {flops_reason}"
@@ -63,8 +66,43 @@ def section(
         )
     if shape is not None:
         entry["by_convention"] = {k: util(v) for k, v in all_conventions(shape).items()}
+    _precision(entry, precision, peak, flops_per_token, tokens_per_s, n_gpus)
     out.values["mfu"] = entry
     return out
+
+
+def _precision(
+    entry: dict[str, Any],
+    precision: tuple[str, str | None] | None,
+    peak: dict[str, Any],
+    fpt: dict[str, Any],
+    tokens_per_s: float,
+    n_gpus: int,
+) -> None:
+    """Say the precision next to MFU (which stays against the BF16 peak), and beside it the
+    utilization against that precision's own dense peak when the datasheet gives one."""
+    if precision is None:
+        entry["precision"] = None
+        entry["precision_note"] = "not detected (no agent, or no training forward yet)"
+        return
+    name, how = precision
+    entry["precision"] = name
+    entry["precision_note"] = how
+    other = (peak.get("other_precisions") or {}).get(name)
+    if name == "bf16" or other is None or fpt.get("value") is None:
+        if name != "bf16":
+            entry["precision_note"] = (
+                f"{how}; MFU is against the dense BF16 peak; {peak['name']} has no "
+                f"{name.upper()} dense peak in its datasheet line, so no utilization at {name}"
+            )
+        return
+    entry["at_precision"] = {
+        "value": mfu_of(fpt["value"], tokens_per_s, n_gpus, other["flops"]),
+        "precision": name,
+        "peak_flops": other["flops"],
+        "peak_source": other["source"],
+        "label": f"utilization against the dense {name.upper()} peak (not MFU)",
+    }
 
 
 def _explain(

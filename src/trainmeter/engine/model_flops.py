@@ -8,7 +8,7 @@ from typing import Any
 
 from . import explain
 from .facts import FactStore, rank
-from .flops import CONVENTIONS, EXPRESSIONS, ModelShape, all_conventions, flops_per_token, formulas
+from .flops import CONVENTIONS, ModelShape, all_conventions, flops_per_token, formulas
 from .section import Section
 
 SHAPE_KEYS = ("n_params", "n_embedding_params", "n_layers", "d_model", "seq_len")
@@ -27,13 +27,46 @@ SYMBOLS = {
     "d_model": ("d", "width"),
     "seq_len": ("T", "tokens"),
 }
+#: Facts that refine the shape (MoE, attention width, windows, packing): see ModelShape.
+REFINE_KEYS = (
+    "attn_width",
+    "n_lookup_params",
+    "moe_routed_params",
+    "moe_experts",
+    "moe_top_k",
+    "moe_router_params",
+    "n_vector_params",
+)
+
+
+def _windows(facts: FactStore, n_layers: int) -> tuple[int | None, ...] | None:
+    """Per-layer windows (None: full attention), when the fact has one entry a layer."""
+    value = facts.value("attn_windows")
+    if not isinstance(value, list) or len(value) != n_layers:
+        return None
+    out: list[int | None] = []
+    for w in value:
+        if w is None:
+            out.append(None)
+        elif isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0:
+            out.append(int(w))
+        else:
+            return None
+    return tuple(out) if any(w is not None for w in out) else None
 
 
 def shape_of(facts: FactStore) -> ModelShape | None:
     values = [facts.number(k) for k in SHAPE_KEYS]
     if any(v is None for v in values):
         return None
-    return ModelShape(*(int(v) for v in values))  # type: ignore[arg-type]
+    refine = {k: facts.number(k) for k in REFINE_KEYS}
+    segment = facts.number("segment_len")
+    return ModelShape(
+        *(int(v) for v in values),  # type: ignore[arg-type]
+        **{k: int(v) for k, v in refine.items() if v is not None and v > 0},
+        windows=_windows(facts, int(values[2])),  # type: ignore[arg-type]
+        segment_len=segment if segment and segment > 0 else None,
+    )
 
 
 def provenance(facts: FactStore, key: str) -> str:
@@ -72,17 +105,57 @@ def choose(
             "or --flops-per-token"
         )
     source = max((facts.get(k).source for k in SHAPE_KEYS), key=rank)  # type: ignore[union-attr]
+    params = (
+        {"params": {"total": shape.n_params, "active": _whole(shape.active)}}
+        if shape.is_moe else {}
+    )
+    note = _attention_note(shape, conv_name)
+    if note:
+        params["note"] = note
     if conv_name in CONVENTIONS:
         return {
             "value": flops_per_token(shape, conv_name),
             "convention": conv_name,
             "formula": CONVENTIONS[conv_name][0],
             "source": source,
+            **params,
         }, None
     spread = sorted(all_conventions(shape).values())
     return dict(
-        value=None, convention="not chosen", source=source, range=[spread[0], spread[-1]]
+        value=None,
+        convention="not chosen",
+        source=source,
+        range=[spread[0], spread[-1]],
+        **params,
     ), None
+
+
+def _attention_note(shape: ModelShape, conv: Any) -> str | None:
+    """What the attention term did with windows and packed documents, in words."""
+    parts = []
+    if shape.windows:
+        local = sum(1 for w in shape.windows if w is not None)
+        parts.append(
+            f"{local} of {shape.n_layers} layers attend over a window: min(window, T) on those"
+        )
+    if shape.segment_len is not None:
+        length = min(shape.segment_len, shape.seq_len)
+        if conv == "megatron":
+            parts.append(
+                f"packed documents: attention counted over their real lengths "
+                f"(sum of L_i^2 / sum of L_i = {length:g} tokens, not T = {shape.seq_len})"
+            )
+        else:
+            parts.append(
+                f"packed documents (mean attended length {length:g} of T = {shape.seq_len}): "
+                "this convention counts attention over T, as its source does; megatron counts "
+                "the real lengths"
+            )
+    return "; ".join(parts) or None
+
+
+def _whole(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else x
 
 
 def section(facts: FactStore, tokens_seen: float | None) -> Section:
@@ -111,18 +184,113 @@ def section(facts: FactStore, tokens_seen: float | None) -> Section:
     return out
 
 
+def _term_n(shape: ModelShape) -> str:
+    """N, or N less the routed expert weights a token skips."""
+    return "(N - routed * (1 - top_k / experts))" if shape.is_moe else "N"
+
+
+def _term_attention(shape: ModelShape, packed: bool) -> str:
+    """L * d * T for a plain model; HQ for another attention width; sum_T for windows or
+    packed segments."""
+    width = "HQ" if shape.attn_width else "d"
+    if shape.windows or (packed and shape.segment_len is not None):
+        return f"{width} * sum_T"
+    return f"L * {width} * T"
+
+
+def expression(shape: ModelShape, conv: str) -> str:
+    """The convention's formula over only the symbols this shape uses (a plain dense model
+    reads 6 * (N - E) + 12 * L * d * T)."""
+    n = _term_n(shape)
+    if conv == "titan":
+        return f"6 * ({n} - E) + 12 * {_term_attention(shape, False)}"
+    if conv == "megatron":
+        router = " - R" if shape.moe_router_params else ""
+        vector = " - V" if shape.n_vector_params else ""
+        return f"6 * ({n} - E{router}{vector}) + 6 * {_term_attention(shape, True)}"
+    if conv == "hf":
+        return "6 * (N - E_hf)" if shape.n_lookup_params is not None else "6 * (N - E)"
+    return f"6 * {n} + 12 * {_term_attention(shape, False)}"
+
+
+def _refined_inputs(facts: FactStore, shape: ModelShape, conv: str) -> list[dict[str, Any]]:
+    """The inputs beyond N, E, L, d, T that `expression` names."""
+    out: list[dict[str, Any]] = []
+    formula = expression(shape, conv)
+
+    def add(symbol: str, value: Any, unit: str, source: str) -> None:
+        if symbol in formula.replace("(", " ").replace(")", " ").split():
+            out.append(explain.given(symbol, value, unit, source))
+
+    if shape.is_moe:
+        add(
+            "routed",
+            shape.moe_routed_params,
+            "parameters",
+            f"moe_routed_params: {provenance(facts, 'moe_routed_params')}",
+        )
+        add("top_k", shape.moe_top_k, "experts", f"moe_top_k: {provenance(facts, 'moe_top_k')}")
+        add(
+            "experts",
+            shape.moe_experts,
+            "experts",
+            f"moe_experts: {provenance(facts, 'moe_experts')}",
+        )
+    add(
+        "R",
+        shape.moe_router_params,
+        "parameters",
+        f"moe_router_params: {provenance(facts, 'moe_router_params')}",
+    )
+    add(
+        "V",
+        shape.n_vector_params,
+        "parameters",
+        f"n_vector_params: {provenance(facts, 'n_vector_params')}",
+    )
+    add(
+        "E_hf",
+        shape.n_lookup_params,
+        "parameters",
+        f"n_lookup_params: {provenance(facts, 'n_lookup_params')}",
+    )
+    add("HQ", shape.attn_width, "width", f"attn_width: {provenance(facts, 'attn_width')}")
+    if conv == "megatron" and shape.segment_len is not None:
+        length = min(shape.segment_len, shape.seq_len)
+        how = (
+            f"packed documents: sum of L_i^2 / sum of L_i = {length:g} tokens "
+            f"({provenance(facts, 'segment_len')})"
+        )
+    else:
+        length = shape.seq_len
+        how = f"T = {length} tokens"
+    if shape.windows:
+        how += f", min(window, T) on each layer with a window ({provenance(facts, 'attn_windows')})"
+    add(
+        "sum_T",
+        shape.layer_lengths(length),
+        "tokens",
+        f"sum over layers of the length a token attends over: {how}",
+    )
+    return out
+
+
 def _explain(facts: FactStore, fpt: dict[str, Any], shape: ModelShape | None) -> dict[str, Any]:
     conv = fpt["convention"]
     if "formula" in fpt and shape is not None:
+        formula = expression(shape, conv)
+        names = formula.replace("(", " ").replace(")", " ").split()
         inputs = [
             explain.given(symbol, facts.number(key), unit, f"{key}: {provenance(facts, key)}")
             for key, (symbol, unit) in SYMBOLS.items()
+            if symbol in names
         ]
+        inputs += _refined_inputs(facts, shape, conv)
         for item in inputs:
             value = item["value"]
             item["value"] = int(value) if float(value).is_integer() else value
         return explain.explanation(
-            fpt["value"], "FLOP/token", EXPRESSIONS[conv], inputs, convention=conv,
+            fpt["value"], "FLOP/token", formula, inputs, convention=conv,
             note=f"training FLOPs (forward + backward) per token: {CONVENTIONS[conv][1]}",
         )
     return explain.explanation(

@@ -12,11 +12,12 @@ def section(facts: FactStore, clock: StepClock, ignored: int) -> Section:
     out = Section()
     warnings = out.warnings
     experts = facts.value("moe_experts")
-    if experts is not None:
+    active_known = all(facts.number(k) for k in ("moe_routed_params", "moe_experts", "moe_top_k"))
+    if experts is not None and not active_known:
         warnings.append(
             f"mixture of experts ({experts} experts in the config): only the active "
             "parameters do work per token, so a FLOPs count from all parameters is too high; "
-            "give the active count with --params"
+            "declare --top-k, or give the active count with --params"
         )
     declared = clock.declared_per_step
     detected = [v for v in (clock.detected_per_step, clock.detected_real_per_step) if v]

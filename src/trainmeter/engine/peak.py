@@ -58,6 +58,10 @@ def choose(
             "ridge": flops / hbm if hbm else None,
             "source": source,
             "label": label,
+            "other_precisions": {
+                p: {"flops": f, "source": spec.sources.get(f"{p}_dense_tflops")}
+                for p, f in (spec.dense_flops if spec is not None else {}).items()
+            },
         }
 
     fact = facts.get("peak_flops")

@@ -1,51 +1,41 @@
 """Per-rank seconds per step, to find the rank that holds the others back.
 
-Each rank's step records arrive on their own clock; the time between two of them divided by the
-steps in between is that rank's step time (a moving average, the first interval skipped).
+Each rank's step records arrive on their own clock; a rank's step time is the wall time of a
+window of its records over the steps in it (engine/rate.py): the trailing window while the run
+goes on, the steady state once it has ended, warm-up left out, never a mean of intervals.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .formulas import MovingAverage
+from .rate import RateWindow
 
 
 class RankTimes:
-    ALPHA = 0.2
-
     def __init__(self) -> None:
-        self._prev: dict[int, float] = {}
-        self._dt: dict[int, MovingAverage] = {}
-        self._last: dict[int, tuple[float, int]] = {}  # (seconds, steps) of the latest interval
+        self._windows: dict[int, RateWindow] = {}
 
     def step(self, rank: int, t: float, k: int) -> None:
-        prev = self._prev.get(rank)
-        self._prev[rank] = t
-        if prev is not None and t > prev:
-            avg = self._dt.get(rank)
-            if avg is None:
-                avg = self._dt[rank] = MovingAverage(self.ALPHA, 1)
-            avg.update((t - prev) / k)
-            self._last[rank] = (t - prev, k)
+        window = self._windows.get(rank)
+        if window is None:
+            window = self._windows[rank] = RateWindow(detail=False)
+        window.add(t, k)
 
-    def step_time(self, rank: int) -> float | None:
-        avg = self._dt.get(rank)
-        return None if avg is None else avg.value
+    def step_time(self, rank: int, finished: bool = False) -> float | None:
+        window = self._windows.get(rank)
+        if window is None:
+            return None
+        span = window.steady() if finished else window.trailing()
+        return None if span is None else span.step_time()
 
-    def last_interval(self, rank: int) -> tuple[float, int] | None:
-        return self._last.get(rank)
-
-    def previous(self, rank: int) -> float | None:
-        avg = self._dt.get(rank)
-        return None if avg is None else avg.previous
-
-    def snapshot(self) -> dict[str, Any] | None:
+    def snapshot(self, finished: bool = False) -> dict[str, Any] | None:
         """{step_time_s: {rank: s}, slowest, fastest, spread} with two or more ranks timed.
 
         spread = slowest / fastest - 1 (0.25: the slowest rank takes 25% longer a step).
         """
-        times = {r: a.value for r, a in self._dt.items() if a.value}
+        times = {r: self.step_time(r, finished) for r in self._windows}
+        times = {r: v for r, v in times.items() if v}
         if len(times) < 2:
             return None
         slowest = max(times, key=lambda r: (times[r], -r))
@@ -150,4 +140,3 @@ class RankModel:
             "job_clock": self.clock_rank == 0,
         }
         return out
-

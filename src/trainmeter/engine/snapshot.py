@@ -264,7 +264,7 @@ class Engine:
         shape = self.shape()
 
         pace = throughput.section(
-            clock, self.ranks, no_agent, self.world_size, self.rank_model.clock_rank
+            clock, self.ranks, no_agent, self.world_size, self.rank_model.clock_rank, finished
         )
         steps = pace.values.get("steps")
         tokens_seen = pace.values.get("tokens_seen")
@@ -305,6 +305,7 @@ class Engine:
             n_gpus=gpus.n_gpus,
             n_gpus_source=gpus.n_gpus_source,
             shape=shape,
+            precision=_precision(facts),
         )
         mfu_entry = utilization.values.get("mfu")
         counters = self.gpu.section(
@@ -381,3 +382,11 @@ class Engine:
         snap["warnings"] = whole.warnings
         snap["absent"] = whole.absent
         return snap
+
+
+def _precision(facts: Any) -> tuple[str, str | None] | None:
+    """(the matmuls' precision, how it was read) from the `matmul_precision` fact."""
+    fact = facts.get("matmul_precision")
+    if fact is None or not isinstance(fact.value, str):
+        return None
+    return fact.value, fact.note

@@ -5,6 +5,11 @@ clock and its token count times the data-parallel degree is the run's. Tokens pe
 always detected (so a declared value can be checked against them); a declared or emitted
 `tokens_per_step` is what is counted when there is one. When step records carry `real_tokens`
 (not padding), tokens/s and MFU use those; the padded count stays beside them.
+
+tokens/s and the step time are amounts over wall time over one window (engine/rate.py): the
+trailing `SPAN_S` seconds while the run goes on, the steady state (end of warm-up to the last
+step) once it has ended. Every rate the engine derives (MFU, counted utilization, samples/s,
+ETA, the plan, the waterfall) takes these two numbers, so every screen shows one rate.
 """
 
 from __future__ import annotations
@@ -13,11 +18,11 @@ from typing import Any
 
 from . import explain
 from .formulas import MovingAverage, num
-from .ranks import RankTimes
+from .rate import SPAN_S, WARMUP, RateWindow, Window
 from .section import Section
 
-#: Rate reports ignored at the start (compile, allocator warm-up).
-WARMUP_REPORTS = 3
+#: Kept for callers that name it: the intervals left out as warm-up.
+WARMUP_REPORTS = WARMUP
 ALPHA = 0.2
 
 
@@ -39,10 +44,8 @@ class StepClock:
         self.first_t: float | None = None
         self.last_t: float | None = None
         self.last_n: int | None = None
-        self.tokens_per_s = MovingAverage(ALPHA, WARMUP_REPORTS)
-        self.padded_tokens_per_s = MovingAverage(ALPHA, WARMUP_REPORTS)
-        self.record_interval = MovingAverage(ALPHA, 1)
-        self.rate_inputs: tuple[float, float] | None = None  # (tokens, seconds) of the latest rate
+        self.window = RateWindow()
+        self.record_interval = MovingAverage(ALPHA, 1)  # the stuck-run alert's pace
 
     def step(self, t: float, d: dict[str, Any]) -> None:
         k = d.get("k")
@@ -77,18 +80,17 @@ class StepClock:
         self.records += 1
         if counted is not None:
             self.tokens_seen += counted
+        self.window.add(t, k, counted or 0.0, padded or 0.0)
         prev = self.last_t
         if prev is None:
             self.first_t = t
         elif t > prev:
-            dt = t - prev
-            self.record_interval.update(dt)
-            if counted is not None:
-                self.tokens_per_s.update(counted / dt)
-                self.rate_inputs = (counted, dt)
-            if padded is not None:
-                self.padded_tokens_per_s.update(padded / dt)
+            self.record_interval.update(t - prev)
         self.last_t = t
+
+    def rate_window(self, finished: bool) -> Window | None:
+        """The window every rate is taken over: steady once finished, else trailing."""
+        return self.window.steady() if finished else self.window.trailing()
 
     @property
     def counted_per_step(self) -> float | None:
@@ -99,7 +101,7 @@ class StepClock:
             return self.detected_real_per_step
         return self.detected_per_step
 
-    def padding(self) -> dict[str, Any] | None:
+    def padding(self, window: Window | None = None) -> dict[str, Any] | None:
         """{tokens_total, tokens_real, share, padded_tokens_per_s} once real tokens are known."""
         if not self.has_real or not self.tokens_total:
             return None
@@ -108,20 +110,28 @@ class StepClock:
             "tokens_real": self.tokens_real,
             "share": max(1.0 - self.tokens_real / self.tokens_total, 0.0),
         }
-        if self.padded_tokens_per_s.value is not None:
-            out["padded_tokens_per_s"] = self.padded_tokens_per_s.value
+        rate = window.rate(window.padded) if window is not None else None
+        if rate:
+            out["padded_tokens_per_s"] = rate
         return out
 
 
 def section(
-    clock: StepClock, ranks: RankTimes, no_agent: str | None, world_size: int, clock_rank: int = 0
+    clock: StepClock,
+    ranks: Any,
+    no_agent: str | None,
+    world_size: int,
+    clock_rank: int = 0,
+    finished: bool = False,
 ) -> Section:
-    """steps, tokens_seen, step_index, tokens_per_s, tokens_counted, step_time_s, padding, ranks.
+    """steps, tokens_seen, step_index, tokens_per_s, tokens_counted, step_time_s, rate_window,
+    step_times, padding, ranks.
 
     `no_agent` is the reason no agent spoke from the training process (None when one did):
     then nothing counts steps or tokens, so they are absent with that reason, never 0.
     `clock_rank` is the rank whose step records are the clock: this node's local rank 0
-    (rank 0 on a single node; docs/ranks.md).
+    (rank 0 on a single node; docs/ranks.md). `finished`: the run has ended, so the rates are
+    the steady state's; else the trailing window's.
     """
     out = Section()
     steps_known = clock.records > 0 or no_agent is None
@@ -141,8 +151,13 @@ def section(
         out.absent["tokens_seen"] = no_tokens
     if clock.last_n is not None:
         out.values["step_index"] = clock.last_n
-    tps = clock.tokens_per_s.value
-    if tps:
+    window = clock.rate_window(finished)
+    too_few = (
+        f"needs three step reports from rank {clock_rank} (the first interval is warm-up, "
+        f"up to {WARMUP} on a longer run)"
+    )
+    tps = window.rate(window.tokens) if window is not None and clock.records else None
+    if tps and tokens_known:
         out.values["tokens_per_s"] = tps
         counted = (
             "declared"
@@ -152,26 +167,26 @@ def section(
             else "all (padding included)"
         )
         out.values["tokens_counted"] = counted
-        out.explain["tokens_per_s"] = _explain_rate(clock, tps, counted)
+        out.explain["tokens_per_s"] = _explain_rate(clock, window, tps, counted, clock_rank)  # type: ignore[arg-type]
     elif not tokens_known:
         out.absent["tokens_per_s"] = no_tokens
     else:
-        out.absent["tokens_per_s"] = (
-            f"needs {WARMUP_REPORTS + 2} step reports from rank {clock_rank} (the first "
-            f"{WARMUP_REPORTS} intervals are warm-up)"
-        )
-    step_time = ranks.step_time(clock_rank)
+        out.absent["tokens_per_s"] = too_few
+    step_time = window.step_time() if window is not None else None
     if step_time:
         out.values["step_time_s"] = step_time
-        out.explain["step_time_s"] = _explain_step_time(ranks, step_time)
+        out.explain["step_time_s"] = _explain_step_time(window, step_time, clock_rank)  # type: ignore[arg-type]
     else:
-        out.absent["step_time_s"] = (
-            f"needs three step reports from rank {clock_rank} (the first interval is warm-up)"
-        )
-    padding = clock.padding()
+        out.absent["step_time_s"] = too_few
+    if window is not None and window.seconds > 0:
+        out.values["rate_window"] = _window_entry(window, clock, tokens_known)
+    spread = clock.window.spread()
+    if spread is not None:
+        out.values["step_times"] = spread
+    padding = clock.padding(window)
     if padding is not None:
         out.values["padding"] = padding
-    table = ranks.snapshot()
+    table = ranks.snapshot(finished)
     if table is not None:
         out.values["ranks"] = table
     elif world_size > 1:
@@ -179,46 +194,62 @@ def section(
     return out
 
 
-def _explain_rate(clock: StepClock, tps: float, counted: str) -> dict[str, Any]:
-    tokens, seconds = clock.rate_inputs or (0.0, 0.0)
-    formula, inputs = explain.moving_average(
-        "tokens/s", "tokens/s", "interval_tokens / interval_s", clock.tokens_per_s.previous, ALPHA
+def _window_entry(window: Window, clock: StepClock, tokens_known: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "kind": window.kind,
+        "start_t": window.start_t,
+        "end_t": window.end_t,
+        "seconds": window.seconds,
+        "steps": window.steps,
+        "warmup_intervals": clock.window.warmup,
+    }
+    if window.kind == "trailing":
+        entry["span_s"] = SPAN_S
+    if tokens_known:
+        entry["tokens"] = window.tokens
+    return entry
+
+
+def _window_words(window: Window, rank: int) -> str:
+    if window.kind == "steady":
+        return (
+            f"steady state: rank {rank}'s step reports from the end of warm-up (t={window.start_t:g}"
+            f" s) to the last step (t={window.end_t:g} s)"
+        )
+    return (
+        f"trailing window: rank {rank}'s step reports over the last {SPAN_S:g} s of the run "
+        f"(t={window.start_t:g} s to t={window.end_t:g} s; all of the run after warm-up while "
+        "it is shorter)"
     )
+
+
+def _explain_rate(
+    clock: StepClock, window: Window, tps: float, counted: str, rank: int
+) -> dict[str, Any]:
     source = (
-        "declared tokens per step x the steps of rank 0's latest step report"
+        "declared tokens per step x the steps in the window"
         if clock.declared_per_step is not None
-        else f"tokens in rank 0's latest step report x data-parallel degree {clock.dp} "
-        f"({counted})"
+        else f"tokens in rank {rank}'s step reports in the window x data-parallel degree "
+        f"{clock.dp} ({counted})"
     )
     inputs = [
-        explain.given("interval_tokens", tokens, "tokens", source),
-        explain.given(
-            "interval_s", seconds, "s", "time between rank 0's two latest step reports (measured)"
-        ),
-        *inputs,
+        explain.given("window_tokens", window.tokens, "tokens", source),
+        explain.given("window_s", window.seconds, "s", "wall time of the window (measured)"),
     ]
     return explain.explanation(
-        tps, "tokens/s", formula, inputs,
-        note=f"moving average over rank 0's step reports; the first {WARMUP_REPORTS} intervals "
-        "(compile, warm-up) are left out",
+        tps, "tokens/s", "window_tokens / window_s", inputs,
+        note=_window_words(window, rank) + "; the first interval(s) after the first report are "
+        "warm-up (compile, allocator)",
     )
 
 
-def _explain_step_time(ranks: RankTimes, value: float) -> dict[str, Any]:
-    seconds, k = ranks.last_interval(0) or (0.0, 1)
-    formula, inputs = explain.moving_average(
-        "the step time", "s", "interval_s / interval_steps", ranks.previous(0), ranks.ALPHA
-    )
+def _explain_step_time(window: Window, value: float, rank: int) -> dict[str, Any]:
     inputs = [
+        explain.given("window_s", window.seconds, "s", "wall time of the window (measured)"),
         explain.given(
-            "interval_s", seconds, "s", "time between rank 0's two latest step reports (measured)"
+            "window_steps", window.steps, "steps", f"optimizer steps in rank {rank}'s reports"
         ),
-        explain.given(
-            "interval_steps", k, "steps", "optimizer steps in rank 0's latest step report"
-        ),
-        *inputs,
     ]
     return explain.explanation(
-        value, "s", formula, inputs,
-        note="moving average over rank 0's step reports; the first interval is left out",
+        value, "s", "window_s / window_steps", inputs, note=_window_words(window, rank)
     )

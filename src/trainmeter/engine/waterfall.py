@@ -2,8 +2,9 @@
 measured factor a loss.
 
 Why two scopes. The MFU the snapshot shows is a rate over the training window (model FLOPs per
-token x tokens/s, the rate measured between rank 0's step reports, over GPUs x peak): the time
-before the first step and after the last one is not in it. So the chain is cut in two:
+token x tokens/s, Σ tokens / Σ time over the rate window of rank 0's step reports, over GPUs x
+peak): the time before the first step and after the last one is not in it. So the chain is cut
+in two:
 
     whole run:  window / elapsed                          startup and compile, after the last step
     in steps:   compute / window                          data wait, eval, checkpoints between steps
@@ -93,6 +94,31 @@ def _target(snap: dict[str, Any], absent: dict[str, str]) -> tuple[float, str, s
     if mfu.get("range"):
         return "MFU is a range (no convention chosen): declare --convention to get a waterfall"
     return "needs MFU: " + absent.get("mfu", "not measured")
+
+
+#: where the chain ends -> (snapshot key, words a heading uses)
+_ENDS = {
+    "snapshot mfu": ("mfu", "MFU"),
+    "snapshot counted.utilization": ("counted.utilization", "counted utilization"),
+    "snapshot samples.mfu": ("samples.mfu", "MFU (counted, from samples)"),
+}
+
+
+def _ends_at(
+    out: dict[str, Any], snap: dict[str, Any], absent: dict[str, str], mfu_from: str
+) -> None:
+    """Say which number the chain ends at, so no view calls the counted utilization an MFU:
+    `ends_at` (the snapshot key), `ends_at_label`, and, when it is not the MFU, `mfu_absent`."""
+    key, label = _ENDS.get(mfu_from, ("mfu", "MFU"))
+    out["ends_at"] = key
+    out["ends_at_label"] = f"MFU ({out['convention']})" if key == "mfu" else label
+    if key == "counted.utilization":
+        mfu = snap.get("mfu") or {}
+        out["mfu_absent"] = (
+            "no FLOPs convention chosen, so the MFU is a range: declare --convention"
+            if mfu.get("range")
+            else absent.get("mfu", "not measured")
+        )
 
 
 def _busy(
@@ -304,9 +330,11 @@ def build(
         "absent": missing,
         "window": (
             "in-steps factors: GPU counters from the latest sample (about 1 s), mean over the GPUs MFU divides by; "
-            "MFU from the moving average of tokens/s over the training window"
+            "MFU from tokens/s over the rate window (the last 30 s while the run goes on, the "
+            "steady state once it has ended)"
         ),
     }
+    _ends_at(out, snap, absent, mfu_from)
     if head is not None:
         out["whole_run"] = {
             "value": head["value"] * mfu,

@@ -17,8 +17,13 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+#: Dense peaks at other precisions than BF16, by the precision's name: a spec gives the ones
+#: its datasheet prints (`fp8_dense_tflops`, ...), never one derived from another.
+PRECISIONS = ("fp8", "fp16", "tf32", "fp32")
 #: Figures that must carry a source line whenever they are not null.
-CITED_FIELDS = ("bf16_dense_tflops", "tensor_clock_mhz", "hbm_gb_s")
+CITED_FIELDS = ("bf16_dense_tflops", "tensor_clock_mhz", "hbm_gb_s") + tuple(
+    f"{p}_dense_tflops" for p in PRECISIONS
+)
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,19 @@ class DeviceSpec:
     nvml_names: tuple[str, ...]
     exclude: tuple[str, ...] = ()
     sources: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    #: precision ("fp8", "tf32", ...) -> dense peak FLOP/s, only those the datasheet gives
+    dense_flops: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
+
+    def peak_for(self, precision: str) -> tuple[float, str | None] | None:
+        """(dense peak FLOP/s at `precision`, its source line), or None when not published.
+        `bf16` is the MFU peak itself."""
+        if precision == "bf16":
+            flops = self.bf16_dense_flops
+        else:
+            flops = self.dense_flops.get(precision)
+        if flops is None:
+            return None
+        return flops, self.sources.get(f"{precision}_dense_tflops")
 
     @property
     def ridge(self) -> float | None:
@@ -61,6 +79,11 @@ def _spec_from(data: dict[str, Any]) -> DeviceSpec:
         nvml_names=tuple(data.get("nvml_names") or ()),
         exclude=tuple(data.get("exclude") or ()),
         sources=dict(data.get("sources") or {}),
+        dense_flops={
+            p: float(data[f"{p}_dense_tflops"]) * 1e12
+            for p in PRECISIONS
+            if data.get(f"{p}_dense_tflops") is not None
+        },
     )
 
 

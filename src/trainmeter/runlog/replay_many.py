@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..snapread import finite as _num
+from . import job_keys
 from .replay import ReplayResult, replay
 
 #: Nodes whose first steps are further apart than this (wall clock) get a warning.
@@ -147,6 +148,7 @@ def merge(nodes: list[NodeRun]) -> dict[str, Any]:
     for key, reason in (lead.get("absent") or {}).items():
         if key not in out:
             absent.setdefault(key, reason)
+    job_keys.complete(out, snaps, jobs, lead, absent)
     out["warnings"] = warnings
     out["absent"] = absent
     return out

@@ -104,6 +104,11 @@ def compare(
     st_a, st_b = _num(a.get("step_time_s")), _num(b.get("step_time_s"))
     rows.append(_row("throughput", "tokens_per_s", "Tokens/s", "tokens/s", tps_a, tps_b))
     rows.append(_row("throughput", "step_time_s", "Step time", "s", st_a, st_b))
+    for key, label in (("median_s", "median"), ("p10_s", "p10"), ("p90_s", "p90")):
+        # the step-time distribution of each run's steady window, beside its rate
+        qa, qb = (_num(_dict(s.get("step_times")).get(key)) for s in (a, b))
+        if qa is not None or qb is not None:
+            rows.append(_row("throughput", f"step_time_{key}", f"Step time, {label}", "s", qa, qb))
     fpt_a, fpt_b = _fpt(a, conv), _fpt(b, conv)
     fps_a = tps_a * fpt_a if tps_a is not None and fpt_a is not None else None
     fps_b = tps_b * fpt_b if tps_b is not None and fpt_b is not None else None

@@ -83,9 +83,17 @@ def percent(fraction: float) -> str:
     return f"{value:.2g}%"
 
 
+def fixed(value: float, places: int = 3) -> str:
+    """`places` decimals, but a non-zero number too small for them in scientific notation:
+    0.25 -> '0.250', 0.00001234 -> '1.23e-05', never '0.000'."""
+    if value != 0 and abs(value) < 0.5 * 10.0**-places:
+        return f"{value:.2e}"
+    return f"{value:.{places}f}"
+
+
 def ms(seconds: float | None) -> str:
-    """A step time: 0.01481 -> '14.8 ms', 2.5 -> '2.50 s'."""
+    """A step time: 0.01481 -> '14.8 ms', 2.5 -> '2.50 s', 2e-8 -> '2.00e-05 ms'."""
     s = number(seconds)
     if s is None:
         return "?"
-    return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
+    return f"{fixed(s * 1000, 1)} ms" if s < 1 else f"{s:.2f} s"

@@ -13,7 +13,10 @@ from .format import si as _si
 
 
 def _factor(x: float) -> str:
-    return f"{x:.3f}" if 0.001 <= abs(x) < 1000 else f"{x:.3g}"
+    """Three decimals; a factor too small for them in scientific notation (never 0.000)."""
+    if x != 0 and abs(x) < 0.001:
+        return f"{x:.2e}"
+    return f"{x:.3f}" if abs(x) < 1000 else f"{x:.3g}"
 
 
 def samples_lines(snap: dict[str, Any]) -> list[str]:
@@ -39,7 +42,14 @@ def waterfall_lines(snap: dict[str, Any]) -> list[str]:
     wf = snap.get("waterfall")
     if not isinstance(wf, dict):
         return []
-    lines = [f"MFU waterfall ({wf.get('convention')}), from 100% of the dense peak:"]
+    ends = wf.get("ends_at_label") or f"MFU ({wf.get('convention')})"
+    if wf.get("ends_at") in (None, "mfu"):
+        lines = [f"MFU waterfall ({wf.get('convention')}), from 100% of the dense peak:"]
+    else:
+        lines = [
+            f"Utilization waterfall: ends at the {ends}, not at an MFU "
+            f"({wf.get('mfu_absent') or 'MFU absent'}); from 100% of the dense peak:"
+        ]
     level = 1.0
     in_steps = False
     width = max((len(f.get("label", "")) for f in wf.get("factors") or []), default=0)
@@ -54,13 +64,25 @@ def waterfall_lines(snap: dict[str, Any]) -> list[str]:
         )
         if f.get("above_one"):
             lines.append(f"      (above 1: {f['above_one']})")
-    lines.append(f"  = MFU {_pct(wf['value'])} ({wf.get('convention')})")
+    if wf.get("ends_at") in (None, "mfu"):
+        lines.append(f"  = MFU {_pct(wf['value'])} ({wf.get('convention')})")
+    else:
+        lines.append(f"  = {ends} {_pct(wf['value'])}")
     whole = wf.get("whole_run")
     if isinstance(whole, dict):
-        lines.append(f"  over the whole run (window / elapsed x MFU): {_pct(whole['value'])}")
+        end = "MFU" if wf.get("ends_at") in (None, "mfu") else ends
+        lines.append(f"  over the whole run (window / elapsed x {end}): {_pct(whole['value'])}")
     for name, why in (wf.get("absent") or {}).items():
         lines.append(f"  absent {name}: {why}")
     return lines
+
+
+def waterfall_title(snap: dict[str, Any]) -> str:
+    """The section title: an MFU waterfall only when the chain ends at the MFU."""
+    wf = snap.get("waterfall")
+    if isinstance(wf, dict) and wf.get("ends_at") not in (None, "mfu"):
+        return f"Utilization waterfall (ends at the {wf.get('ends_at_label')}): where the peak went"
+    return "MFU waterfall: where the peak went"
 
 
 def advice_lines(snap: dict[str, Any]) -> list[str]:

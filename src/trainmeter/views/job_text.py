@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .format import duration, percent, si
+from .format import duration, ms, percent, si
 from .terminal_summary import summary_text
 
 
@@ -27,7 +27,7 @@ def job_text(snap: dict[str, Any]) -> str:
         slow = ranks.get("slowest")
         step_s = (ranks.get("step_time_s") or {}).get(slow)
         lines.append(
-            f"slowest rank {slow} ({step_s * 1000:.1f} ms/step, "
+            f"slowest rank {slow} ({ms(step_s)}/step, "
             f"{percent(ranks.get('spread', 0.0))} slower than rank {ranks.get('fastest')})"
         )
     offsets = {

@@ -38,7 +38,7 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _entry(
-    value: float,
+    value: float | list[float],
     unit: str,
     *,
     formula: str | None = None,
@@ -220,14 +220,19 @@ def _training(b: _Builder) -> None:
     )
     for name, unit, formula in (
         ("tokens_per_s", "tokens/s",
-         "moving average of (tokens in a step report / time since the previous report)"),
-        ("step_time_s", "s",
-         "moving average of (time since the previous step report / steps in the report)"),
+         "tokens / wall time over the steady window (end of warm-up to the last step; the "
+         "last 30 s while the run goes on)"),
+        ("step_time_s", "s", "wall time / steps over the same window"),
     ):
         value = _num(snap.get(name))
+        spread = _dict(snap.get("step_times")) if name == "step_time_s" else {}
         b.put(
             name,
-            None if value is None else _entry(value, unit, formula=formula, explain=b.ex(name)),
+            None if value is None else _entry(
+                value, unit, formula=formula, explain=b.ex(name),
+                window=_dict(snap.get("rate_window")).get("kind"),
+                **{k: _num(spread.get(k)) for k in ("median_s", "p10_s", "p90_s")},
+            ),
             "no steps to time",
         )
     fpt = _dict(snap.get("flops_per_token"))
@@ -349,6 +354,7 @@ def _waterfall(snap: dict[str, Any]) -> dict[str, Any] | None:
         return None
     return {
         "convention": wf.get("convention"),
+        "ends_at_label": wf.get("ends_at_label"),
         "value": _num(wf.get("value")),
         "whole_run": _num(_dict(wf.get("whole_run")).get("value")),
         "factors": [
@@ -364,7 +370,24 @@ def _mfu(b: _Builder) -> None:
     snap = b.snap
     mfu = _dict(snap.get("mfu"))
     value = _num(mfu.get("value"))
+    _counted_utilization(b)
     if value is None:
+        span = mfu.get("range")
+        if isinstance(span, list) and len(span) == 2 and all(_num(v) is not None for v in span):
+            b.put(
+                "mfu_range",
+                _entry(
+                    [float(span[0]), float(span[1])], "fraction",
+                    formula="tokens/s x FLOPs per token / (GPUs x dense peak), under every "
+                    "FLOPs convention: the lowest and the highest",
+                    by_convention=mfu.get("by_convention"),
+                    note="no FLOPs convention was chosen: pass --convention for one MFU",
+                ),
+                "",
+            )
+            b.put("mfu", None, "no FLOPs convention chosen: the MFU is the range under "
+                  "mfu_range (pass --convention for one value)")
+            return
         b.put("mfu", None, b.absent.get("mfu") or "no dense peak or no FLOPs convention")
         return
     peak = _dict(snap.get("peak"))
@@ -388,6 +411,29 @@ def _mfu(b: _Builder) -> None:
             peak=mfu.get("peak"),
             peak_source=mfu.get("peak_source") or peak.get("source"),
             by_convention=mfu.get("by_convention"),
+        ),
+        "",
+    )
+
+
+def _counted_utilization(b: _Builder) -> None:
+    """The counted convention's utilization (FLOPs the operators executed), beside the MFU."""
+    counted = _dict(b.snap.get("counted"))
+    value = _num(counted.get("utilization"))
+    if value is None:
+        return
+    b.put(
+        "counted_utilization",
+        _entry(
+            value, "fraction",
+            formula="tokens/s x counted FLOPs per token / (GPUs x dense peak FLOP/s per GPU)",
+            inputs=[
+                _inp("tokens/s", _num(b.snap.get("tokens_per_s")), "tokens/s", "measured"),
+                _inp("counted FLOPs per token", _num(counted.get("per_token")), "FLOP/token",
+                     str(counted.get("source"))),
+            ],
+            convention="counted",
+            note=counted.get("note"),
         ),
         "",
     )

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .format import duration, percent
+from .format import duration, fixed, percent
 
 
-def fmt(value: float | None, unit: str = "") -> str:
+def fmt(value: float | list[float] | None, unit: str = "") -> str:
     """A number for a person: percentages and durations as every view writes them (format.py);
-    counts with thousands separators; other values 3 significant digits, k/M/G/T/P/E scaled."""
+    counts with thousands separators; other values 3 significant digits, k/M/G/T/P/E scaled;
+    a range as its two ends."""
     if value is None:
         return "not known"
+    if isinstance(value, (list, tuple)):
+        return " – ".join(fmt(v, unit) for v in value)
     if unit == "fraction":
         return percent(value)
     if unit == "s":
@@ -45,6 +48,8 @@ LABELS = {
     "training_flops": "Training FLOPs",
     "flops_per_token": "FLOPs per token",
     "mfu": "MFU",
+    "mfu_range": "MFU range (no convention chosen)",
+    "counted_utilization": "Counted utilization",
     "ofu": "OFU (from GPU counters)",
     "tokens_per_s": "Throughput",
     "samples_per_s": "Throughput in samples",
@@ -156,13 +161,15 @@ def waterfall_rows(wf: Any) -> list[tuple[str, str, str]]:
         if value is None:
             continue
         if f.get("scope") == "run":
-            rows.append((f"{f.get('label')} (whole run)", f"{value:.3f}", ""))
+            rows.append((f"{f.get('label')} (whole run)", fixed(value), ""))
             continue
         level *= value
-        rows.append((str(f.get("label")), f"{value:.3f}", fmt(level, "fraction")))
-    rows.append(("**MFU** (in steps)", "", fmt(wf.get("value"), "fraction")))
+        rows.append((str(f.get("label")), fixed(value), fmt(level, "fraction")))
+    label = str(wf.get("ends_at_label") or "MFU")
+    end = "MFU" if label.startswith("MFU") else label
+    rows.append((f"**{end}** (in steps)", "", fmt(wf.get("value"), "fraction")))
     if wf.get("whole_run") is not None:
-        rows.append(("MFU over the whole wall time", "", fmt(wf["whole_run"], "fraction")))
+        rows.append((f"{end} over the whole wall time", "", fmt(wf["whole_run"], "fraction")))
     return rows
 
 
@@ -171,8 +178,13 @@ def _md_waterfall(wf: Any) -> list[str]:
     rows = waterfall_rows(wf)
     if not rows:
         return []
+    kind = (
+        f"MFU waterfall, {wf.get('convention')} convention"
+        if not wf.get("ends_at_label") or str(wf.get("ends_at_label")).startswith("MFU")
+        else f"ends at the {wf['ends_at_label']}, not at an MFU"
+    )
     lines = [
-        f"### Where the peak went (MFU waterfall, {wf.get('convention')} convention)", "",
+        f"### Where the peak went ({kind})", "",
         "| Factor | Kept | Share of the dense peak after it |", "| --- | --- | --- |",
     ]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]

@@ -30,7 +30,10 @@ def mfu_text(snap: dict[str, Any]) -> str | None:
     if not isinstance(mfu, dict):
         return None
     if number(mfu.get("value")) is not None:
-        return f"MFU {percent(mfu['value'])} ({mfu.get('convention') or 'convention unknown'})"
+        named = mfu.get("convention") or "convention unknown"
+        if isinstance(mfu.get("precision"), str):  # the matmuls' precision (MFU stays vs BF16)
+            named += f", {mfu['precision']}"
+        return f"MFU {percent(mfu['value'])} ({named})"
     rng = mfu.get("range")
     if isinstance(rng, (list, tuple)) and len(rng) == 2:
         return f"MFU {percent(rng[0])[:-1]}-{percent(rng[1])} by convention"

@@ -14,8 +14,8 @@ import io
 import re
 from typing import Any
 
-from .format import duration, ms, percent, si, si_unit
-from .insight_text import advice_lines, samples_lines, waterfall_lines
+from .format import duration, fixed, ms, percent, si, si_unit
+from .insight_text import advice_lines, samples_lines, waterfall_lines, waterfall_title
 from .node_text import node_text
 from .terminal import alerts, loss_text, mfu_text, number, plural
 
@@ -164,12 +164,14 @@ def header(snap: dict[str, Any], source: str | None) -> list[Any]:
 def throughput(snap: dict[str, Any]) -> list[Any]:
     rows: list[list[Any]] = []
     tps = number(snap.get("tokens_per_s"))
+    window = _window_words(snap.get("rate_window"))
     if tps is not None:
         counted = snap.get("tokens_counted")
-        rows.append(["tokens/s", _text((si(tps), "bold")), counted and f"counting {counted}"])
+        note = ", ".join(x for x in (window, counted and f"counting {counted}") if x)
+        rows.append(["tokens/s", _text((si(tps), "bold")), note])
     step_time = number(snap.get("step_time_s"))
     if step_time is not None:
-        rows.append(["step time", _text((ms(step_time), "bold")), "rank 0"])
+        rows.append(["step time", _text((ms(step_time), "bold")), _spread(snap) or "rank 0"])
     steps = number(snap.get("steps"))
     tokens = number(snap.get("tokens_seen"))
     if steps is not None:
@@ -187,6 +189,42 @@ def throughput(snap: dict[str, Any]) -> list[Any]:
     return [_grid(rows)] if rows else []
 
 
+def _window_words(window: Any) -> str:
+    """The window the rates are taken over: "steady state, 12.3 s ..." or "last 30 s"."""
+    if not isinstance(window, dict) or number(window.get("seconds")) is None:
+        return ""
+    if window.get("kind") == "steady":
+        return f"steady state, {window['seconds']:.3g} s after warm-up"
+    return f"last {window['seconds']:.3g} s"
+
+
+def _spread(snap: dict[str, Any]) -> str:
+    """The steady window's step times: "median 12 ms, p10 10 ms, p90 30 ms"."""
+    times = snap.get("step_times")
+    if not isinstance(times, dict):
+        return ""
+    parts = [
+        f"{label} {ms(times[key])}"
+        for label, key in (("median", "median_s"), ("p10", "p10_s"), ("p90", "p90_s"))
+        if number(times.get(key)) is not None
+    ]
+    return ", ".join(parts)
+
+
+def _chosen_by(snap: dict[str, Any], fpt: dict[str, Any]) -> str:
+    """Where the choice and the value came from, each in its own word: a --convention flag is
+    `declared` even when the shape it is applied to was detected."""
+    facts = snap.get("facts") if isinstance(snap.get("facts"), dict) else {}
+    conv = facts.get("convention") if isinstance(facts.get("convention"), dict) else {}
+    words = []
+    if conv.get("source"):
+        words.append(f"convention {conv['source']}")
+    if fpt.get("source"):
+        declared_value = fpt.get("convention") == "declared value" or not conv.get("source")
+        words.append(f"{'value' if declared_value else 'shape'} {fpt['source']}")
+    return ", ".join(words)
+
+
 def flops(snap: dict[str, Any]) -> list[Any]:
     conventions = snap.get("conventions") if isinstance(snap.get("conventions"), dict) else {}
     formulas = snap.get("convention_formulas") or {}
@@ -199,7 +237,7 @@ def flops(snap: dict[str, Any]) -> list[Any]:
     names = list(conventions) or ([chosen] if chosen else [])
     for name in names:
         value = conventions.get(name, fpt.get("value") if name == chosen else None)
-        mark = _text(("◀ chosen", "bold green"), f" ({fpt.get('source')})") if name == chosen else ""
+        mark = _text(("◀ chosen", "bold green"), f" ({_chosen_by(snap, fpt)})") if name == chosen else ""
         formula = formulas.get(name) if name in conventions else fpt.get("formula")
         if not formula and name == chosen and fpt.get("source") == "declared":
             formula = "declared with --flops-per-token"
@@ -210,7 +248,7 @@ def flops(snap: dict[str, Any]) -> list[Any]:
     per_token = number(counted.get("per_token"))
     if per_token is not None:
         ratio = (counted.get("against_conventions") or {}).get(chosen) if chosen else None
-        vs = f"{number(ratio):.2f}× {chosen}" if number(ratio) is not None else ""
+        vs = f"{fixed(number(ratio), 2)}× {chosen}" if number(ratio) is not None else ""
         rows.append(["counted", _text((si(per_token), "bold")),
                      _text(("executed by the operators, recompute included", "dim")), vs])
     out: list[Any] = [_grid(rows)]
@@ -219,6 +257,10 @@ def flops(snap: dict[str, Any]) -> list[Any]:
         span = f" ({si(rng[0])}..{si(rng[1])})" if isinstance(rng, list) and len(rng) == 2 else ""
         out.append(_text(("no convention chosen", "yellow"), f"{span}: MFU is the range over all of "
                          "them; --convention picks one"))
+    params = fpt.get("params") if isinstance(fpt.get("params"), dict) else {}
+    if number(params.get("active")) is not None and number(params.get("total")) is not None:
+        out.append(_text("mixture of experts: ", (si(params["active"]), "bold"),
+                         f" parameters active per token, of {si(params['total'])} in all"))
     spent = number(snap.get("flops_spent"))
     if spent is not None:
         out.append(_text("spent ", (si_unit(spent, "FLOP"), "bold"), f" ({chosen})"))
@@ -243,6 +285,11 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
     out.append(_text((text or "MFU", "bold"),
                      ("   impossible: see the alert above", "bold red") if impossible else ""))
     out.append(_text("peak: ", against, (f" ({label})" if label else "", "bold")))
+    at = entry.get("at_precision") if isinstance(entry.get("at_precision"), dict) else {}
+    if number(at.get("value")) is not None:
+        out.append(_text((percent(at["value"]), "bold"), f" {at.get('label') or ''}"))
+    elif entry.get("precision") not in (None, "bf16") and entry.get("precision_note"):
+        out.append(_text((f"{entry['precision']}: {entry['precision_note']}", "dim")))
     by = entry.get("by_convention")
     if isinstance(by, dict) and by:
         cells = []
@@ -497,10 +544,27 @@ def node(snap: dict[str, Any]) -> list[Any]:
     return out
 
 
-def absent(snap: dict[str, Any]) -> list[Any]:
+def absent(snap: dict[str, Any], width: int = 100) -> list[Any]:
+    """Every absent number with its reason, whole: keys that share a reason are one group (the
+    keys on a line, wrapped between keys), the reason wrapped beneath them, never cut short."""
+    import textwrap
+
     reasons = snap.get("absent") if isinstance(snap.get("absent"), dict) else {}
-    rows = [[name, _text((str(why), ""))] for name, why in sorted(reasons.items())]
-    return [_grid(rows)] if rows else []
+    groups: dict[str, list[str]] = {}
+    for name, why in sorted(reasons.items()):
+        groups.setdefault(" ".join(str(why).split()), []).append(str(name))
+    inner = max(width - 4, 30)  # the section indents its body two columns
+    out: list[Any] = []
+    for why, names in sorted(groups.items(), key=lambda g: g[1][0]):
+        keys = textwrap.wrap(", ".join(names) + ":", inner, break_long_words=False,
+                             break_on_hyphens=False)
+        out.extend(_text((line, "bold")) for line in keys)
+        out.extend(
+            _text("  " + line)
+            for line in textwrap.wrap(why, inner - 2, break_long_words=False,
+                                      break_on_hyphens=False)
+        )
+    return out
 
 
 def _value_with_unit(value: Any, unit: str) -> str:
@@ -551,6 +615,14 @@ def _plain(lines: list[str]) -> list[Any]:
     return [_text(line) for line in lines if line.strip()]
 
 
+def _samples_title(snap: dict[str, Any]) -> str:
+    """What the samples section is: the measure of a model without tokens, or samples counted
+    beside the tokens of one that has them."""
+    if number(snap.get("tokens_seen")) or number(snap.get("tokens_per_s")):
+        return "Samples (beside the tokens: batch rows per step and per second)"
+    return "Samples (a model without tokens)"
+
+
 def sections(snap: dict[str, Any], width: int) -> list[Section]:
     """The groups in reading order; empty ones are dropped by the renderer."""
     n_alerts = len(alerts(snap))
@@ -564,15 +636,15 @@ def sections(snap: dict[str, Any], width: int) -> list[Section]:
         ("Energy", energy(snap)),
         ("Budget, progress, plan", budget(snap, width)),
         ("Where the time went", time_split(snap, width)),
-        ("Samples (a model without tokens)", _plain(samples_lines(snap))),
-        ("MFU waterfall: where the peak went", _plain(waterfall_lines(snap))),
+        (_samples_title(snap), _plain(samples_lines(snap))),
+        (waterfall_title(snap), _plain(waterfall_lines(snap))),
         ("What to try", _plain(advice_lines(snap))),
         ("Ranks (step time)", ranks(snap)),
         ("Series (last value)", series(snap)),
         ("Warnings", warnings(snap)),
         ("Facts (value, provenance)", facts(snap)),
         ("Host and node", node(snap)),
-        (f"Absent ({n_absent}): what would enable each", absent(snap)),
+        (f"Absent ({n_absent}): what would enable each", absent(snap, width)),
         ("How each number was worked out", explain(snap)),
     ]
 

@@ -58,6 +58,7 @@ print(
             "steps": trainer.state.global_step,
             "losses": [[h["step"], float(h["loss"]).hex()] for h in history],
             "weights": checksum.hex(),
+            "total_flos": trainer.state.total_flos,  # HF's own count: floating_point_ops
         }
     )
 )

@@ -3,6 +3,9 @@
 
 - `steps`   optimizer steps, micro-batches, tokens and real tokens (the only hot-path probe)
 - `model`   N, E, frozen parameters, L, d, T, MoE experts, data-parallel degree
+- `architecture` experts (routed, router, shared, top-k), attention width, windows, packed
+            documents, every embedding table, one-dimensional weights (docs/flops.md)
+- `precision` the precision the matmuls run in: FP8 layers, autocast, weights, TF32
 - `phases`  data-loader waits, checkpoints, eval spans
 - `flops`   counted FLOPs of one real step (or, for a compiled model, of a fake-tensor copy)
 - `device`  the CUDA device, only when the user already initialized CUDA

@@ -47,6 +47,7 @@ _mode: Any = None
 _start: tuple[int, int] = (0, 0)  # (tokens committed, eval spans) when the window opened
 _compiled: str | None = None  # how the model is compiled: None, "wrapper", or a reason
 _batch: int | None = None  # the first micro-batch's leading dimension
+_tokens_shape: tuple[int, ...] = ()  # the first token tensor's shape, to read its batch again
 _captured: list[Any] = []
 _tries = 0
 
@@ -77,12 +78,13 @@ def _dynamo_frames() -> int:
 
 def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
     """Decide how this model can be counted, and import the counter before the first step."""
-    global _counter_cls, _compiled, _batch
+    global _counter_cls, _compiled, _batch, _tokens_shape
     from torch.utils.flop_counter import FlopCounterMode
 
     _counter_cls = FlopCounterMode
     _compiled = None
     _batch = tok.leading(tokens, args, kwargs)
+    _tokens_shape = tuple(tokens.shape) if tokens is not None else ()
     if any(hasattr(m, "_orig_mod") for m in unwrap_chain(root)):
         _compiled = "wrapper"
     elif any(getattr(m, "_compiled_call_impl", None) is not None for m in root.modules()):
@@ -122,6 +124,9 @@ on_step.probe = "flops"  # type: ignore[attr-defined]
 def _send_samples() -> None:
     """Samples per step on this rank: the first batch's leading dimension x the micro-batches
     of the first step (only shapes are read)."""
+    global _batch
+    if len(_tokens_shape) > tok.batch_axis:  # the model probe may have learnt the layout since
+        _batch = int(_tokens_shape[tok.batch_axis])
     micro = steps.totals().micro
     if micro > 0:
         sender = get_sender()

@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..sender import get_sender
-from . import steps
+from . import steps, structure
+from . import tokens as tok
 
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
@@ -264,26 +265,126 @@ def _fact(key: str, value: Any, note: str) -> None:
         sender.send("fact", {"key": key, "value": value, "source": "detected", "note": note})
 
 
+# ---- T from what the first sequence layer is fed (see `structure`) ------------------------
+
+_structure: structure.Structure | None = None
+_seq_hook: list[Any] = []  # the one-shot pre-hook's handle while it waits for its first call
+_seq_fed: int | None = None  # T as the sequence layer was fed
+_tokens_shape: tuple[int, ...] | None = None  # the first token tensor's shape (None: not yet)
+_seq_sent = False
+
+
+def _compiled(chain: list[Any]) -> bool:
+    return any(
+        hasattr(m, "_orig_mod") or getattr(m, "_compiled_call_impl", None) is not None
+        for m in chain
+    )
+
+
+def on_adopt(root: Any) -> None:
+    """Before the root's first forward: read its structure, and arm the one-shot hook on its
+    first sequence layer (not under torch.compile, where a hook would be traced)."""
+    global _structure, _seq_fed, _tokens_shape, _seq_sent
+    _remove_seq_hook()
+    _seq_fed, _tokens_shape, _seq_sent = None, None, False
+    chain = unwrap_chain(root)
+    _structure = structure.read(chain[-1], _torch)
+    module = _structure.seq_module
+    if module is not None and not _compiled(chain) and not _compiled(list(root.modules())):
+        _seq_hook.append(module.register_forward_pre_hook(_on_seq_input, with_kwargs=True))
+
+
+on_adopt.probe = "model"  # type: ignore[attr-defined]
+
+
+def _remove_seq_hook() -> None:
+    while _seq_hook:
+        _seq_hook.pop().remove()
+
+
+def _on_seq_input(module: Any, args: Any, kwargs: Any) -> None:
+    """The first call of the sequence layer: read T from its input's shape, then leave."""
+    global _seq_fed
+    if steps._compiling():
+        return
+    _remove_seq_hook()
+    if _structure is not None and _structure.seq_first is not None:
+        _seq_fed = structure.seq_len_fed(module, _structure.seq_first, args, kwargs)
+    _settle_seq_len()
+
+
+def _settle_seq_len() -> None:
+    """Send T once both the token tensor and the sequence layer's input have been seen (in
+    either order: the first forward is counted after it ran), or once it is clear the layer's
+    input will not be seen (no sequence layer, a compiled model)."""
+    global _seq_sent
+    st = _structure
+    if _seq_sent or _tokens_shape is None or st is None:
+        return
+    layer = type(st.seq_module).__name__ if st.seq_module is not None else ""
+    shape = _tokens_shape
+    if _seq_fed is not None:
+        layout = "(T, B, ...)" if st.seq_first else "(B, T, ...)"
+        _seq_sent = True
+        _fact("seq_len", _seq_fed, f"what its first {layer} was fed, read as {layout}")
+        if len(shape) == 2 and shape[0] == _seq_fed and shape[1] != _seq_fed:
+            tok.batch_axis = 1  # the token tensor is sequence-first too: its batch is axis 1
+        return
+    if _seq_hook:
+        return  # the layer has not run yet: its first call will settle T
+    if len(shape) != 2:
+        return  # no token tensor: T only from a sequence layer's input
+    _seq_sent = True
+    if st.seq_module is not None and st.seq_first is not None:
+        axis = 0 if st.seq_first else 1
+        tok.batch_axis = 1 - axis
+        layout = "(T, B)" if st.seq_first else "(B, T)"
+        note = f"token tensor read as {layout}, the layout of its first {layer} (compiled model)"
+        _fact("seq_len", int(shape[axis]), note)
+        return
+    _fact("seq_len", int(shape[1]), f"second dimension of the first token tensor ({st.reason})")
+
+
+def _structural(key: str) -> bool:
+    """L or d from the structure when the config did not say it; False when it cannot say."""
+    st = _structure
+    value = None if st is None else st.layers if key == "n_layers" else st.width
+    if value is not None and st is not None:
+        _fact(key, value, st.note)
+        return True
+    return False
+
+
 def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
     """Send what the model says about itself, once per root module."""
+    global _tokens_shape
     chain = unwrap_chain(root)
     inner = chain[-1]
+    if _structure is None:
+        on_adopt(root)  # a root adopted before this probe attached
     total, embedding, frozen = count_params(root)
     _fact("n_params", total, f"parameters of {type(inner).__name__}, tied weights once")
     _fact("n_embedding_params", embedding, "nn.Embedding tables used only as lookups")
     _fact("n_frozen_params", frozen, "parameters with requires_grad=False")
-    if tokens is not None:
-        _fact("seq_len", int(tokens.shape[1]), "second dimension of the first training batch")
+    _tokens_shape = tuple(tokens.shape) if tokens is not None else ()
+    _settle_seq_len()
     config = find_config(chain)
+    where = f"config of {type(inner).__name__}"
+    missing = []
+    for key, keys in (("n_layers", LAYER_KEYS), ("d_model", WIDTH_KEYS)):
+        value = config_int(config, keys) if config is not None else None
+        if value is not None:
+            _fact(key, value, where)
+        elif not _structural(key):
+            missing.append(key)
     if config is not None:
-        where = f"config of {type(inner).__name__}"
-        for key, keys in (("n_layers", LAYER_KEYS), ("d_model", WIDTH_KEYS)):
-            value = config_int(config, keys)
-            if value is not None:
-                _fact(key, value, where)
         experts = config_int(config, EXPERT_KEYS)
         if experts is not None and experts > 1:
             _fact("moe_experts", experts, where)
+    if missing:
+        flags = " and ".join({"n_layers": "--layers", "d_model": "--d-model"}[k] for k in missing)
+        why = _structure.reason if _structure is not None and _structure.reason else "not found"
+        _fact("shape_unknown", f"{', '.join(missing)}: {why}", f"declare {flags}")
     dp = data_parallel_degree(chain, root)
     if dp is not None:
         _fact("dp", dp[0], f"size of the {dp[1]}")
@@ -295,5 +396,6 @@ on_first_forward.probe = "model"  # type: ignore[attr-defined]
 def attach(torch: Any) -> list[str]:
     global _torch
     _torch = torch
+    steps.adopted.append(on_adopt)
     steps.first_forward.append(on_first_forward)
     return ["model"]

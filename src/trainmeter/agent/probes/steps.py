@@ -10,10 +10,20 @@ How the model's forward is found, cheaply:
   than a hook on the root, which would send every call down torch's slow path).
 - Each training-mode call of the root is one micro-batch. Its token tensor (`tokens.find`:
   `input_ids=`, else the first 2-D integer tensor) adds `numel()` tokens; only metadata is read.
-- A global optimizer step post-hook commits the pending micro-batches as one step. A step with
-  no root forward since the last one (several optimizers, a repeated call) is the same step and
-  is not counted again; when the same optimizer does that, the model may have been replaced, so
-  discovery starts again (it re-adopts the same root in place if nothing changed).
+- A global optimizer step post-hook commits the pending micro-batches as one step. Several
+  optimizers in one iteration (a GAN's generator and discriminator, an actor and a critic) make
+  one step: a step begins when an optimizer steps that already stepped in the current one, and
+  the others that follow join it (unless those of the current step are gone: an optimizer made
+  anew, each epoch say, replaces the old one and begins a step). The same optimizer stepping again with no root forward since
+  may mean the model was replaced: discovery starts again (it re-adopts the same root in place if
+  nothing changed), and nothing is counted.
+- With no `torch.optim.Optimizer` in the process (weights updated by hand,
+  `p.data.add_(p.grad, alpha=-lr)`, a functional optimizer, an optimizer class of the user's own),
+  each backward pass through the root's output is the step: a pre-hook on the output's `grad_fn`
+  (a node of that call's autograd graph, freed with it; nothing is attached to the model). One
+  backward call counts once. The `step_signal` fact says which signal counted the steps.
+- Forwards with gradients off (`torch.no_grad`, `inference_mode`: evaluation) are never
+  micro-batches, and never adopt a root.
 
 Under torch.compile every hook is traced by dynamo whenever the call it hooks is compiled (a
 module compiled in place with `module.compile()`, a compiled training function), and so is the
@@ -64,7 +74,14 @@ _root: Any = None
 _rejected: weakref.WeakSet[Any] = weakref.WeakSet()
 _first_done = False
 _real_on = True
-_last_optimizer = 0  # id() only: holding the optimizer would keep its state alive
+#: The optimizers that stepped in the step in progress: id() -> a weak reference (holding the
+#: optimizer would keep its state alive; a dead one was replaced, and is no partner)
+_cycle: dict[int, Any] = {}
+#: True while no torch.optim.Optimizer was made in this process: steps then come from backward
+#: passes through the root's output (see the module docstring)
+_by_backward = True
+_last_task = -1  # the autograd graph task of the last backward-counted step
+_signal_sent = ""
 
 _any_tokens = False
 
@@ -121,6 +138,8 @@ def pending_micro() -> int:
 
 #: Called once per root module at its first counted forward: f(root, token_tensor, args, kwargs).
 first_forward: list[Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], None]] = []
+#: Called with the root module when it is adopted, before its first counted forward runs.
+adopted: list[Callable[[Any], None]] = []
 #: Called after each counted step with the step index; keep empty when nobody listens.
 step_listeners: list[Callable[[int], None]] = []
 #: Set to a list to receive (args, kwargs, tokens) of the next counted root call, then reset.
@@ -130,6 +149,9 @@ _nn_module: Any = None
 #: torch.compiler.is_dynamo_compiling once attached (see `_compiling_check`)
 _compiling: Callable[[], bool] = bool
 _tensor_cls: Any = None  # torch.Tensor, for the fast path of `_root_call`
+#: torch.is_grad_enabled once attached: a forward with gradients off is evaluation
+_grad_on: Callable[[], bool] = bool  # bool() is False: nothing counts before attach
+_graph_task: Callable[[], int] = int  # torch._C._current_graph_task_id (-1 outside backward)
 _ids_dtype: Any = None  # the dtype of the token tensors seen first and alone
 _comptime: Any = None  # torch._dynamo.comptime.comptime: runs a function at compile time
 _discovery: list[Any] = []  # handles of the two global forward hooks, while discovering
@@ -155,7 +177,7 @@ def _pre(module: Any, args: Any) -> None:
     global _depth
     if _compiling():
         return  # traced by dynamo: be a no-op in its graph (see the module docstring)
-    if _depth == 0 and module.training:
+    if _depth == 0 and module.training and _grad_on():
         try:
             if _adopt(module):
                 return  # the global hooks are gone: no depth to keep
@@ -191,6 +213,8 @@ def _adopt(module: Any, hooks: bool = True) -> bool:
         return False
     _end_discovery()
     _root, _first_done = module, False
+    for listener in tuple(adopted):
+        _call(listener, module)
     if not hooks:
         return True  # a root compiled in place: `_compiled_pre` counts its calls
     _root_hook.append(_CallPatch(type(module)))
@@ -208,6 +232,8 @@ def _first_call(module: Any, args: Any, kwargs: Any, result: Any = _NO_RESULT) -
             _root_hook.pop().remove()
         if result is not _NO_RESULT and module.training and module is _root:
             _micro(module, args, kwargs)
+            if _by_backward:
+                _watch_backward(result)
     except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
 
@@ -270,7 +296,9 @@ def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
         global _n_micro, _n_tokens, _n_missing
         # dynamo may trace this (the root called inside a compiled function): it then sees a
         # constant first and reads no global of ours, so it adds no guard and no graph break
-        if not _compiling() and module is _root and module.training:
+        counted = False
+        if not _compiling() and module is _root and module.training and _grad_on():
+            counted = True
             try:
                 # the common call, `model(ids)`: the tokens first and alone, of the dtype seen
                 # before (a third of the general path's cost; `_micro` gives the same counts)
@@ -285,10 +313,16 @@ def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
                 _fail(exc)
         if direct:
             compiled = module._compiled_call_impl
-            if compiled is not None:
-                return compiled(*args, **kwargs)
-            return module._call_impl(*args, **kwargs)
-        return inner(module, *args, **kwargs)
+            out = (
+                compiled(*args, **kwargs)
+                if compiled is not None
+                else module._call_impl(*args, **kwargs)
+            )
+        else:
+            out = inner(module, *args, **kwargs)
+        if counted and _by_backward:
+            _watch_backward(out)
+        return out
 
     __call__.__trainmeter_original__ = inner  # type: ignore[attr-defined]
     return __call__
@@ -306,7 +340,7 @@ def _is_torch_wrapped_call(function: Any) -> bool:
 def _compiled_pre(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Eagerly, before a module compiled in place runs its compiled call: what `_pre` and
     `_root_call` would do, had dynamo not traced them."""
-    if not module.training or _compiling():
+    if not module.training or _compiling() or not _grad_on():
         return
     try:
         if module is _root:
@@ -380,7 +414,7 @@ def _call(listener: Callable[..., None], *args: Any) -> None:
     try:
         listener(*args)
     except Exception as exc:  # noqa: BLE001 - promise 1
-        for group in (first_forward, step_listeners):
+        for group in (first_forward, step_listeners, adopted):
             if listener in group:
                 group.remove(listener)
         guard.off(getattr(listener, "probe", listener.__module__.rpartition(".")[2]), exc)
@@ -396,8 +430,109 @@ def _real(tokens: Any, kwargs: dict[str, Any]) -> int | None:
         return None
 
 
+# ---- the step signal when there is no optimizer: backward passes through the root -----------
+
+
+def _first_grad_fn(out: Any) -> Any:
+    """The autograd node of the first output tensor that has one (a tensor, or one inside a
+    tuple, list or dict such as a Hugging Face ModelOutput); None when there is none."""
+    if isinstance(out, _tensor_cls):
+        return out.grad_fn
+    items = out.values() if isinstance(out, dict) else out if isinstance(out, (tuple, list)) else ()
+    for item in items:
+        if isinstance(item, _tensor_cls) and item.grad_fn is not None:
+            return item.grad_fn
+    return None
+
+
+def _watch_backward(out: Any) -> None:
+    """Hook the backward of this root call's output (the node dies with its graph)."""
+    try:
+        node = _first_grad_fn(out)
+        if node is not None:
+            node.register_prehook(_on_backward)
+    except Exception as exc:  # noqa: BLE001 - promise 1
+        _fail(exc)
+
+
+def _on_backward(grad_outputs: Any) -> None:
+    """A backward pass reached the root's output: with no optimizer in the process, that is the
+    step (once per backward call, and only after a root forward since the last step)."""
+    global _last_task
+    if _compiling() or not _by_backward:
+        return
+    try:
+        task = _graph_task()
+        if task == _last_task and task >= 0:
+            return
+        _last_task = task
+        if _n_micro != _c_micro:
+            _signal("backward")
+            _commit()
+    except Exception as exc:  # noqa: BLE001 - promise 1
+        _fail(exc)
+
+
+_SIGNALS = {
+    "optimizer": "optimizer.step() of torch.optim optimizers; several in one iteration count once",
+    "backward": (
+        "backward passes through the model's output: no torch.optim optimizer was made (weights "
+        "updated by hand or by an optimizer of another kind); with gradient accumulation each "
+        "micro-batch's backward counts as a step"
+    ),
+}
+
+
+def _signal(kind: str) -> None:
+    """Say once (per change) which signal counts the steps: the provenance of `steps`."""
+    global _signal_sent
+    if _signal_sent == kind:
+        return
+    _signal_sent = kind
+    sender = get_sender()
+    if sender is not None:
+        d = {"key": "step_signal", "value": kind, "source": "detected", "note": _SIGNALS[kind]}
+        sender.send("fact", d)
+
+
+def _optimizer_made() -> None:
+    """A torch.optim.Optimizer exists: its steps are the steps from now on."""
+    global _by_backward
+    _by_backward = False
+
+
+def _wrap_optimizer_init(original: Any) -> Any:
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        _optimizer_made()
+        original(self, *args, **kwargs)
+
+    __init__.__trainmeter_original__ = original  # type: ignore[attr-defined]
+    return __init__
+
+
+def _commit() -> None:
+    """The micro-batches since the last step are one more step: publish the totals."""
+    global _n_steps, _c_micro, _t
+    _c_micro = _n_micro
+    _n_steps += 1
+    # the one publication: a single C call, steps last in memory (see agent.ring)
+    _t = _monotonic()
+    _pack_totals(_hdr, _TOTALS_AT, _n_tokens, _n_real, _n_missing, _n_micro, _t, _n_steps)
+    if step_listeners:
+        for listener in tuple(step_listeners):
+            _call(listener, _n_steps)
+
+
+def _weak(optimizer: Any) -> Any:
+    try:
+        return weakref.ref(optimizer)
+    except TypeError:  # an optimizer class without weak references: taken as alive
+        return lambda: True
+
+
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
-    global _n_steps, _c_micro, _t, _last_optimizer
+    global _by_backward
     if _compiling():
         # a compiled optimizer step: this hook is being traced, and counting here would need a
         # graph break. Say so once, at compile time, instead of counting nothing silently
@@ -405,23 +540,21 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
             _comptime(_compiled_step)
         return
     try:
-        previous, _last_optimizer = _last_optimizer, id(optimizer)
-        if _n_micro == _c_micro:
-            if _root is not None:
-                # no forward of the root since the last step: the same step again (a second
-                # optimizer, a repeated call), not counted twice. The same optimizer stepping
-                # twice may also mean the model was replaced: look for the root again
-                if _last_optimizer == previous and not _discovery:
-                    _start_discovery()
-                return
-        _c_micro = _n_micro  # the micro-batches since the last step are this step's
-        _n_steps += 1
-        # the one publication: a single C call, steps last in memory (see agent.ring)
-        _t = _monotonic()
-        _pack_totals(_hdr, _TOTALS_AT, _n_tokens, _n_real, _n_missing, _n_micro, _t, _n_steps)
-        if step_listeners:
-            for listener in tuple(step_listeners):
-                _call(listener, _n_steps)
+        _by_backward = False  # an optimizer that steps (even one made before we attached)
+        key = id(optimizer)
+        if key not in _cycle and any(ref() is not None for ref in _cycle.values()):
+            _cycle[key] = _weak(optimizer)  # another optimizer of the same iteration
+            return
+        if _n_micro == _c_micro and _root is not None:
+            # the same optimizer again with no forward of the root since its last step: not a
+            # new step. The model may have been replaced: look for the root again
+            if not _discovery:
+                _start_discovery()
+            return
+        _cycle.clear()
+        _cycle[key] = _weak(optimizer)
+        _signal("optimizer")
+        _commit()
     except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
 
@@ -517,7 +650,7 @@ def _compiling_check(torch: Any) -> Callable[[], bool]:
 
 def attach(torch: Any) -> list[str]:
     """Start discovery and hook every optimizer; return the probe names that attached."""
-    global _nn_module, _compiling, _tensor_cls
+    global _nn_module, _compiling, _tensor_cls, _grad_on, _graph_task
     from torch.nn.modules import module as nn_module
     from torch.optim import optimizer as optim_module
 
@@ -530,6 +663,11 @@ def attach(torch: Any) -> list[str]:
     )
     _compiling = _compiling_check(torch)
     _tensor_cls = torch.Tensor
+    _grad_on = torch.is_grad_enabled
+    _graph_task = getattr(torch._C, "_current_graph_task_id", _graph_task)
+    opt_cls = optim_module.Optimizer
+    if not hasattr(opt_cls.__init__, "__trainmeter_original__"):
+        opt_cls.__init__ = _wrap_optimizer_init(opt_cls.__init__)
     # dynamo is imported only when the user compiles: take its `comptime` then, not before
     importhook.when_imported("torch._dynamo", _bind_comptime)
     module_cls = torch.nn.Module

@@ -18,6 +18,10 @@ _NOT_TOKENS = frozenset(
 )
 IGNORE_INDEX = -100
 
+#: The token tensor's batch axis: 1 once the model probe saw it is sequence-first, `(T, B)`
+#: (its first attention or recurrent layer was fed T where the token tensor has its first axis).
+batch_axis = 0
+
 _tensor_type: Any = None
 _int_dtypes: frozenset[Any] = frozenset()
 
@@ -74,7 +78,7 @@ def leading(tokens: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -
     tensor among the positional arguments (or inside a dict, list or tuple given as one), else
     among the keyword arguments; None when no tensor has one. Only `shape` is read."""
     if tokens is not None:
-        return int(tokens.shape[0]) if tokens.dim() > 0 else None
+        return int(tokens.shape[batch_axis]) if tokens.dim() > batch_axis else None
     for arg in (*args, *(kwargs or {}).values()):
         items = (
             arg.values()

@@ -55,6 +55,14 @@ REASONS = {
     "LibRmVersionMismatch": "NVML and the kernel driver versions differ (reboot or reload)",
     "ResetRequired": "the GPU requires a reset",
     "NoBinding": "the nvidia-ml-py package (pynvml) is not installed",
+    "AmdNoBinding": "the amdsmi package (AMD SMI) is not installed",
+    "AmdNoDriver": "AMD SMI could not start (no AMD GPU driver on this machine)",
+    "AmdNotSupported": "not supported by AMD SMI on this card",
+    "AmdNoMatrixCounter": (
+        "AMD SMI exposes no matrix-core activity counter (NVML GPM's tensor activity has no "
+        "AMD equivalent), so tensor activity and OFU are absent on AMD GPUs"
+    ),
+    "AmdError": "AMD SMI returned an error",
 }
 
 

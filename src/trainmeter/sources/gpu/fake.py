@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...records import ENV_FAKE_NVML
-from .backend import Backend, NvmlError, PynvmlBackend
+from .backend import Backend, NvmlError
 
 FORMAT = "trainmeter-nvml/1"
 
@@ -97,4 +97,8 @@ def backend_from_env(env: Mapping[str, str]) -> Backend:
     and demos on a GPU-less machine run `tm`, `tm hardware` and `tm doctor` over a recorded
     card."""
     fixture = env.get(ENV_FAKE_NVML)
-    return FakeBackend(fixture) if fixture else PynvmlBackend()
+    if fixture:
+        return FakeBackend(fixture)
+    from .amd_fake import amd_or_nvidia  # AMD SMI when there is no NVIDIA driver
+
+    return amd_or_nvidia(env)

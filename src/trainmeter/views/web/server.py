@@ -13,6 +13,7 @@ whole state first and then, about once a second, the snapshot and only the new p
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -155,7 +156,11 @@ class _Handler(BaseHTTPRequestHandler):
     def _metrics(self) -> None:
         state = self.server.state
         snap = state.snapshot
-        name = (snap.get("run") or {}).get("name") if isinstance(snap, dict) else None
+        # the run directory's name, as the --metrics-addr endpoint labels it: two runs given
+        # one --name stay two series
+        name = os.path.basename(str(state.run_dir).rstrip("/\\")) if state.run_dir else None
+        if not name:
+            name = (snap.get("run") or {}).get("name") if isinstance(snap, dict) else None
         try:
             body, ctype = self.server.metrics(snap, {"run": name or "run"})
         except Exception as exc:  # noqa: BLE001 - a broken exporter is one 500, not a dead server

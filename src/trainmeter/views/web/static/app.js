@@ -494,7 +494,8 @@
       if (f.absent) { box.appendChild(wfRow({ kind: "factor", name: f.name, label: WF_LABELS[f.name] || f.name, absent: f.absent })); return; }
       box.appendChild(wfRow({ kind: "factor", name: f.name, label: f.label || WF_LABELS[f.name] || f.name, before: levels[i], after: levels[i + 1], value: f.value, loss: f.loss, scale: scale, source: f.source, explain: "waterfall", note: f.above_one }));
     });
-    box.appendChild(wfRow({ kind: "total", name: null, label: "MFU" + (conv ? " (" + conv + ")" : ""), before: wf.value, after: wf.value, scale: scale, cls: "wf-end", explain: "waterfall" }));
+    var endLabel = wf.ends_at && wf.ends_at !== "mfu" ? (wf.ends_at_label || wf.ends_at) : "MFU" + (conv ? " (" + conv + ")" : "");
+    box.appendChild(wfRow({ kind: "total", name: null, label: endLabel, before: wf.value, after: wf.value, scale: scale, cls: "wf-end", explain: "waterfall", absent: wf.mfu_absent ? "Ends at the " + endLabel + ", not at an MFU: " + wf.mfu_absent : null }));
     var foot = el("div", { class: "wf-foot" });
     var whole = wf.whole_run;
     if (whole && isNum(whole.value)) {

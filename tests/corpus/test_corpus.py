@@ -1,0 +1,190 @@
+"""Training programs written the ways public training code is written, each run under `tm` and
+without it; what `tm` recorded is held against what each program counted about itself.
+
+Every program in `programs/` prints a `TRUTH` line (its own count of optimizer updates, of the
+token ids it fed the model in training forwards, and the shape it built) and `LOSS` lines with
+exact floats. All the runs start at once (a few at a time) in one fixture, then each test reads
+its own. `TM_CORPUS_TABLE=path` also writes the table of docs/loops.md from the runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from ..conftest import run_dirs, tm_env
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # starts two processes per program
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+PARALLEL = 3
+
+#: program -> how it updates its weights: the step signal `tm` should say it used
+CASES = {
+    "manual_sgd_lstm": "backward",
+    "functional_update": "backward",
+    "custom_optimizer_encoder": "backward",
+    "gan_two_optimizers": "optimizer",
+    "actor_critic": "optimizer",
+    "lbfgs_closure": "optimizer",
+    "nanogpt_accum": "optimizer",
+    "hand_blocks_nograd_eval": "optimizer",
+    "ddp_no_sync": "optimizer",
+    "seq_first_encoder": "optimizer",
+    "nn_transformer_seq2seq": "optimizer",
+    "hf_gpt2_loop": "optimizer",
+    "hf_bert_padding": "optimizer",
+    "accelerate_accum": "optimizer",
+    "vit_torchvision_shape": "optimizer",
+    "vit_timm_shape": "optimizer",
+}
+NEEDS = {
+    "hf_gpt2_loop": "transformers",
+    "hf_bert_padding": "transformers",
+    "accelerate_accum": "accelerate",
+}
+#: truth key -> the fact `tm` records it as
+FACTS = {
+    "N": "n_params",
+    "E": "n_embedding_params",
+    "L": "n_layers",
+    "d": "d_model",
+    "T": "seq_len",
+    "samples_per_step": "samples_per_step",
+}
+
+
+def _env(with_tm: bool) -> dict[str, str]:
+    env = tm_env(OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+    if not with_tm:
+        env["PYTHONPATH"] = ""
+    return env
+
+
+def _run(name: str, root: Path) -> dict:
+    program = str(PROGRAMS / f"{name}.py")
+    out: dict = {"name": name}
+    for mode in ("tm", "plain"):
+        cwd = root / f"{name}-{mode}"
+        cwd.mkdir()
+        argv = [sys.executable, program]
+        if mode == "tm":
+            argv = [sys.executable, "-m", "trainmeter", "--no-web", "--quiet", program]
+        started = time.monotonic()
+        proc = subprocess.run(
+            argv, cwd=cwd, env=_env(mode == "tm"), capture_output=True, text=True, timeout=240
+        )
+        out[mode] = {
+            "rc": proc.returncode,
+            "stdout": proc.stdout,
+            "stderr": proc.stderr,
+            "s": time.monotonic() - started,
+            "cwd": cwd,
+        }
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    root = tmp_path_factory.mktemp("corpus")
+    names = [n for n in CASES if _available(n)]
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        results = {r["name"]: r for r in pool.map(lambda n: _run(n, root), names)}
+    table = os.environ.get("TM_CORPUS_TABLE")
+    if table:
+        Path(table).write_text(_table(results))
+    return results
+
+
+def _available(name: str) -> bool:
+    need = NEEDS.get(name)
+    if need is None:
+        return True
+    try:
+        __import__(need)
+    except Exception:  # noqa: BLE001 - a library not installed: that program is skipped
+        return False
+    return True
+
+
+def _truth(stdout: str) -> dict:
+    for line in stdout.splitlines():
+        if line.startswith("TRUTH "):
+            return json.loads(line[6:])
+    raise AssertionError(f"no TRUTH line in:\n{stdout}")
+
+
+def _losses(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith("LOSS ")]
+
+
+def _summary(run: dict) -> dict:
+    (run_dir,) = run_dirs(run["tm"]["cwd"])
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def _seen(summary: dict) -> dict:
+    facts = summary.get("facts", {})
+    seen = {"steps": summary.get("steps"), "tokens": summary.get("tokens_seen")}
+    for key, fact in FACTS.items():
+        seen[key] = facts.get(fact, {}).get("value")
+    seen["signal"] = facts.get("step_signal", {}).get("value")
+    return seen
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_tm_sees_what_the_program_counted(corpus: dict[str, dict], name: str) -> None:
+    if name not in corpus:
+        pytest.skip(f"{NEEDS[name]} is not installed")
+    run = corpus[name]
+    for mode in ("tm", "plain"):
+        assert run[mode]["rc"] == 0, f"{mode}: {run[mode]['stderr'][-3000:]}"
+    truth = _truth(run["tm"]["stdout"])
+    assert truth["saved"], "torch.save(model) of the whole module failed under tm"
+    # promise 1: the run is the same run, loss for loss, bit for bit
+    assert _losses(run["tm"]["stdout"]) == _losses(run["plain"]["stdout"])
+    assert _losses(run["tm"]["stdout"])
+    seen = _seen(_summary(run))
+    assert seen["steps"] == truth["steps"]
+    assert seen["signal"] == CASES[name]
+    if "tokens" in truth:  # padding excluded where the program could count it
+        assert seen["tokens"] == truth.get("real_tokens", truth["tokens"])
+    else:
+        assert not seen["tokens"]  # no token ids fed: no tokens made up
+    for key in FACTS:
+        if key in truth:
+            assert seen[key] == truth[key], f"{key}: tm {seen[key]}, truth {truth[key]}"
+
+
+def _table(results: dict[str, dict]) -> str:
+    rows = [
+        "| program | steps | tokens | samples/step | N | E | L | d | T | signal |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, run in results.items():
+        try:
+            truth, seen = _truth(run["tm"]["stdout"]), _seen(_summary(run))
+        except Exception as exc:  # noqa: BLE001 - the table shows the failure, the test fails
+            rows.append(f"| {name} | failed: {exc} |")
+            continue
+        cells = [name]
+        for key in ("steps", "tokens", "samples_per_step", "N", "E", "L", "d", "T"):
+            got, want = seen.get(key), truth.get(key)
+            if key == "tokens" and "real_tokens" in truth:
+                want = truth["real_tokens"]  # tokens_seen excludes padding where it is known
+            if isinstance(got, float) and got.is_integer():
+                got = int(got)
+            mark = "" if want is None or got == want else " ✗"
+            shown = "—" if got is None else got
+            cells.append(f"{shown} / {'—' if want is None else want}{mark}")
+        cells.append(str(seen["signal"]))
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
