@@ -64,3 +64,48 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
     return root
+
+
+# ---- the fast lane: `pytest -m "not slow"` --------------------------------------------------
+
+#: Calls that start a process (`tm`, a training script, a Python child): each costs a second or
+#: more of interpreter and torch start-up, so a test that makes one is in the slow lane.
+PROCESS_STARTERS = (
+    "run_tm(", "start_tm(", "tm_cli(", "run_agent(", "run_tiny_lm(", "subprocess.", "Popen(",
+    ".run_code(", "spawn(", "os.fork(", "bare_venv", "old_python", "example_run", "Screen(",
+)
+
+
+def _sources(item: pytest.Item) -> list[str]:
+    """The test's own source, its fixtures' and the module's helpers it calls by name."""
+    import inspect
+    import re
+
+    found: list[str] = []
+
+    def add(obj: object) -> str:
+        try:
+            text = inspect.getsource(obj)  # type: ignore[arg-type]
+        except (OSError, TypeError):
+            return ""
+        found.append(text)
+        return text
+
+    text = add(item.function)  # type: ignore[attr-defined]
+    for name in set(re.findall(r"\b(\w+)\(", text)):
+        helper = getattr(item.module, name, None)  # type: ignore[attr-defined]
+        if inspect.isfunction(helper) and helper.__module__ == item.module.__name__:  # type: ignore[attr-defined]
+            add(helper)
+    for defs in item._fixtureinfo.name2fixturedefs.values():
+        add(defs[-1].func)
+    return found
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that starts a process is `slow` (the marker's meaning), so the fast lane is the
+    in-process tests alone; the full suite (what CI runs) is unchanged."""
+    slow = pytest.mark.slow
+    for item in items:
+        if item.get_closest_marker("slow") is None and hasattr(item, "function"):
+            if any(s in text for text in _sources(item) for s in PROCESS_STARTERS):
+                item.add_marker(slow)

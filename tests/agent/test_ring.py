@@ -117,3 +117,16 @@ def test_a_step_no_slot_can_hold_never_stalls_the_values_after_it(collector) -> 
     emit(x=1.0)
     got = [r for r in collector.records() if r["kind"] == "metric"]
     assert [(r["d"]["key"], "step" in r["d"]) for r in got] == [("loss", False), ("x", True)]
+
+
+def test_unshipped_counts_what_waits_without_peeking_into_the_counter(collector) -> None:
+    """The exit flush waits while values wait: `Ring.unshipped()` is nonzero exactly then (it
+    replaced reading the number counter's repr)."""
+    for i in range(5):
+        emit(y=float(i))
+    r = ring.active
+    assert r is not None and r.unshipped() >= 1  # written, not taken
+    collector.records()  # the sender takes and ships them all
+    assert r.unshipped() == 0
+    emit(y=9.0)
+    assert r.unshipped() == 1  # one written, not taken yet

@@ -6,12 +6,14 @@ import inspect
 from pathlib import Path
 
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-from torch.utils.tensorboard import SummaryWriter
 
-from trainmeter.agent import taps
-from trainmeter.agent.probes import steps
-from trainmeter.agent.taps import tensorboard as tb_tap
+pytest.importorskip("tensorboard")  # the framework extra; CI installs it
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+from torch.utils.tensorboard import SummaryWriter  # noqa: E402
+
+from trainmeter.agent import taps  # noqa: E402
+from trainmeter.agent.probes import steps  # noqa: E402
+from trainmeter.agent.taps import tensorboard as tb_tap  # noqa: E402
 
 
 def scalars(logdir: Path, tag: str) -> list[tuple[int, float]]:

@@ -58,7 +58,7 @@ def test_mfu_is_compared_under_one_convention() -> None:
     assert result["convention"] == "megatron"
     mfu = rows(result)[("mfu", "mfu")]
     assert (mfu["a"], mfu["b"]) == (0.40, 0.30)  # b's megatron value, not its hf 0.24
-    assert "MFU (megatron): 40% for A, 30% for B" in result["differences"]
+    assert "MFU (megatron): 40.0% for A, 30.0% for B" in result["differences"]
     assert rows(result)[("ladder", "mfu")]["b"] == 0.30  # the ladder's top rung: same convention
 
 

@@ -20,8 +20,9 @@ from types import SimpleNamespace
 import pytest
 
 from trainmeter.views import live_status
+from trainmeter.views.format import si
 from trainmeter.views.live_status import status_text
-from trainmeter.views.terminal import mfu_text, si
+from trainmeter.views.terminal import mfu_text
 
 from ..conftest import REPO, run_dirs, run_tm
 from .screen import Screen, needs_tmux, shell_env

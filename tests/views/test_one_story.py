@@ -231,8 +231,8 @@ def test_the_samples_section_says_what_it_is_on_a_model_with_tokens():
 def test_a_number_too_small_to_print_is_in_scientific_notation_never_zero():
     import re
 
+    from trainmeter.views.format import fixed, ms
     from trainmeter.views.passport_md import render_markdown, waterfall_rows
-    from trainmeter.views.terminal import fixed, ms
 
     # a tiny CPU run: the MFU is 7.8e-6 and the last factor of its waterfall about 1e-5
     wf = {

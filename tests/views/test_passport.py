@@ -64,8 +64,8 @@ def test_numbers_by_hand() -> None:
     assert "| GPU-hours | 16 GPU-h |" in md
     assert "| Training FLOPs | 2.46e16 FLOP (megatron convention) |" in md
     assert "| Tokens | 4,096,000 tokens |" in md
-    assert "| MFU | 3.79% (megatron convention), peak: NVIDIA H100 SXM5 80GB |" in md
-    assert "| Wall time | 2h00m00s |" in md
+    assert "| MFU | 3.8% (megatron convention), peak: NVIDIA H100 SXM5 80GB |" in md
+    assert "| Wall time | 2h00m |" in md
 
 
 def test_absent_is_named_with_its_reason_never_zero() -> None:
@@ -136,9 +136,9 @@ def test_scrub_command_keeps_counts() -> None:
 
 @pytest.mark.parametrize(
     ("value", "unit", "text"),
-    [(0.5, "fraction", "50.0%"), (2.364e-05, "fraction", "0.00236%"), (69402.07, "tokens/s",
+    [(0.5, "fraction", "50.0%"), (2.364e-05, "fraction", "0.0024%"), (69402.07, "tokens/s",
      "69.4k tokens/s"), (204800.0, "tokens", "204,800 tokens"), (1.38097e11, "FLOP", "1.38e11 FLOP"),
-     (None, "s", "not known"), (3725.0, "s", "1h02m05s")],
+     (None, "s", "not known"), (3725.0, "s", "1h02m")],
 )
 def test_fmt(value, unit, text) -> None:
     assert fmt(value, unit) == text
@@ -179,7 +179,7 @@ def test_plan_beside_the_run() -> None:
     assert p["plan"] == {"mfu": {"planned": 0.4, "actual": 0.0378979282, "convention": "megatron"},
                          "hours": {"planned": 1.5, "actual": 2.0}}
     md = render_markdown(p)
-    assert "| MFU | 40.0% | 3.79% |" in md and "| Hours | 1.5 h | 2 h |" in md
+    assert "| MFU | 40.0% | 3.8% |" in md and "| Hours | 1.5 h | 2 h |" in md
     assert build_passport(snapshot())["plan"] is None
 
 
@@ -188,7 +188,8 @@ def test_the_waterfall_is_one_small_table() -> None:
     # 8 s elapsed (0.625); in steps: compute / window 4.9 / 5 = 0.98, SM active over it
     # 0.95 / 0.98 = 0.969388, tensor / SM 0.70 / 0.95 = 0.736842, clocks 1755 / 1830 = 0.959016,
     # MFU / OFU = 0.058932 / 0.671311 = 0.087787. Shares after each: 98.0%, 95.0% (0.98 x
-    # 0.969388), 70.0%, 67.1% (0.70 x 0.959016), 5.89% (the MFU); whole run 0.625 x 5.89% = 3.68%.
+    # 0.969388), 70.0%, 67.1% (0.70 x 0.959016), 5.9% (the MFU); whole run 0.625 x 5.89% = 3.7%
+    # (percentages read with one decimal, as in every view: views/format.py).
     from tests.engine.test_waterfall import a_run, gpu, h100_fixture_row
 
     snap = a_run(gpu(5.0, h100_fixture_row()))
@@ -205,16 +206,16 @@ def test_the_waterfall_is_one_small_table() -> None:
         ["0.969", "95.0%"],
         ["0.737", "70.0%"],
         ["0.959", "67.1%"],
-        ["0.088", "5.89%"],
-        ["", "5.89%"],
-        ["", "3.68%"],
+        ["0.088", "5.9%"],
+        ["", "5.9%"],
+        ["", "3.7%"],
     ]
     assert rows[0][0].endswith("(whole run)") and rows[-2][0] == "**MFU** (in steps)"
     # the HTML report shows the same table
     from trainmeter.views.report import _waterfall_html
 
     html = _waterfall_html(p)
-    assert "<td>MFU (in steps)</td><td class=n></td><td class=n>5.89%</td>" in html
+    assert "<td>MFU (in steps)</td><td class=n></td><td class=n>5.9%</td>" in html
     assert "<td class=n>0.969</td><td class=n>95.0%</td>" in html
     # no waterfall (no MFU): no table, and the passport says so nowhere as a zero
     bare = build_passport(snapshot())
@@ -233,7 +234,7 @@ def test_a_model_without_tokens_shows_samples_and_its_counted_mfu() -> None:
     assert t["samples_mfu"]["value"] == pytest.approx(2.861819e-7, rel=1e-6)
     md = render_markdown(p)
     assert "| Throughput in samples | 64 samples/s |" in md
-    assert "| MFU from samples | 2.86e-05% (counted convention) |" in md
+    assert "| MFU from samples | 2.9e-05% (counted convention) |" in md
     # a model with tokens gets no samples rows and no 'not computed' noise about them
     plain = render_markdown(build_passport(snapshot()))
     assert "samples" not in plain

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from trainmeter.views.terminal import duration, mfu_text, ms, percent, si, si_unit
+from trainmeter.views.format import duration, ms, percent, si, si_unit
+from trainmeter.views.terminal import mfu_text
 
 from ..conftest import EXAMPLES, REPO, run_dirs, run_tm, tm_env
 from .screen import Screen, needs_tmux, shell_env

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainmeter.views.terminal import duration, mfu_text, si, summary_line
+from trainmeter.views.format import duration, si
+from trainmeter.views.terminal import mfu_text, summary_line
 from trainmeter.views.terminal_summary import summary_text, time_bar
 
 
@@ -176,7 +177,7 @@ def test_summary_text_says_observe_only_up_front_and_never_crops_a_reason() -> N
 
 def test_units_read_the_same_everywhere() -> None:
     """Three significant digits with their zeros (energy '1.40 kJ'), memory in GiB/MiB."""
-    from trainmeter.views.terminal import si_unit
+    from trainmeter.views.format import si_unit
 
     assert si_unit(1403, "J") == "1.40 kJ" and si_unit(14030, "J") == "14.0 kJ"
     assert si_unit(0.146, "J") == "146 mJ" and si_unit(140300, "J") == "140 kJ"

@@ -17,13 +17,9 @@ HEADER = ("RUN", "START (UTC)", "DURATION", "STATUS", "STEPS", "TOKENS", "TOKENS
 
 
 def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, sec = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{sec:02d}s"
+    from ..views.format import duration
+
+    return "-" if seconds is None else duration(seconds)
 
 
 def _count(value: float | None) -> str:

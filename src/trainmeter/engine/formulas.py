@@ -5,15 +5,13 @@ except `MovingAverage`.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from ..snapread import finite
 
-def num(x: Any) -> float | None:
-    """`x` as a float when it is a finite int or float (not a bool), else None."""
-    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
-        return float(x)
-    return None
+#: `x` as a float when it is a finite int or float (not a bool), else None: `snapread.finite`,
+#: the one rule, under the name the engine's parts use.
+num = finite
 
 
 def by_gpu(item: tuple[str, Any]) -> tuple[int, int, str]:

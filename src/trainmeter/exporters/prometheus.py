@@ -13,7 +13,6 @@ prometheus-client is imported only when one of the two is used.
 
 from __future__ import annotations
 
-import math
 import socket
 import threading
 from collections.abc import Iterator
@@ -22,6 +21,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from ..snapread import finite as _num
+from ..snapread import get
+
 PREFIX = "trainmeter_"
 LADDER_RUNGS = ("gpu_util", "sm_active", "tensor_active", "ofu", "mfu")
 
@@ -29,19 +31,13 @@ LADDER_RUNGS = ("gpu_util", "sm_active", "tensor_active", "ofu", "mfu")
 def labels_for(snap: dict[str, Any], fallback_run: str | None = None) -> dict[str, str]:
     """{run, node}: the job's run id shared by its nodes (else this run's own name) and the
     node rank. Without a shared run id each node is a run of its own (docs/ranks.md)."""
-    job = snap.get("job") if isinstance(snap.get("job"), dict) else {}
+    job = _dict(snap.get("job"))
     run_id = job.get("run_id")
     if job.get("run_id_source") == "launcher" and (job.get("nodes") or 1) < 2:
         run_id = None  # torchrun --standalone makes up a uuid: the run's own name says more
     run = run_id or fallback_run or (snap.get("run") or {}).get("name") or "run"
     node = job.get("node_rank")
     return {"run": str(run), "node": str(node if node is not None else 0)}
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 @dataclass(frozen=True)
@@ -132,34 +128,33 @@ def _samples(snap: dict[str, Any]) -> Iterator[Sample]:
     yield "tokens", snap.get("tokens_seen"), {}
     yield "tokens_per_second", snap.get("tokens_per_s"), {}
     yield "step_time_seconds", snap.get("step_time_s"), {}
-    mfu = _dict(snap.get("mfu"))
-    yield "mfu_ratio", mfu.get("value"), {"convention": mfu.get("convention") or "declared"}
-    for conv, value in (mfu.get("by_convention") or {}).items():
+    yield "mfu_ratio", get(snap, "mfu.value"), {
+        "convention": get(snap, "mfu.convention") or "declared"
+    }
+    for conv, value in _dict(get(snap, "mfu.by_convention")).items():
         yield "mfu_by_convention_ratio", value, {"convention": conv}
-    yield "gpus", _dict(snap.get("n_gpus")).get("value"), {}
-    ofu = _dict(snap.get("ofu"))
-    yield "ofu_ratio", ofu.get("value"), {"convention": ofu.get("convention") or "counters"}
-    for gpu, rungs in (_dict(snap.get("ladder")).get("gpus") or {}).items():
+    yield "gpus", get(snap, "n_gpus.value"), {}
+    yield "ofu_ratio", get(snap, "ofu.value"), {
+        "convention": get(snap, "ofu.convention") or "counters"
+    }
+    for gpu, rungs in _dict(get(snap, "ladder.gpus")).items():
         for rung in LADDER_RUNGS:
-            yield "gpu_ladder_ratio", (rungs or {}).get(rung), {"gpu": gpu, "rung": rung}
+            yield "gpu_ladder_ratio", get(rungs, rung), {"gpu": gpu, "rung": rung}
     yield from _waterfall(snap)
     yield "progress_ratio", snap.get("progress"), {}
     yield "eta_seconds", snap.get("eta_s"), {}
-    time_split = _dict(snap.get("time"))
-    yield "goodput_ratio", time_split.get("goodput"), {}
-    yield "elapsed_seconds", time_split.get("elapsed_s"), {}
-    energy = _dict(snap.get("energy"))
-    yield "energy_joules", energy.get("joules"), {}
-    yield "energy_per_token_joules", energy.get("joules_per_token"), {}
-    for gpu, joules in (energy.get("per_gpu") or {}).items():
+    yield "goodput_ratio", get(snap, "time.goodput"), {}
+    yield "elapsed_seconds", get(snap, "time.elapsed_s"), {}
+    yield "energy_joules", get(snap, "energy.joules"), {}
+    yield "energy_per_token_joules", get(snap, "energy.joules_per_token"), {}
+    for gpu, joules in _dict(get(snap, "energy.per_gpu")).items():
         yield "gpu_energy_joules", joules, {"gpu": gpu}
-    ranks = snap.get("ranks") if isinstance(snap.get("ranks"), dict) else None
-    if ranks:
-        for rank, seconds in (ranks.get("step_time_s") or {}).items():
+    if _dict(snap.get("ranks")):
+        for rank, seconds in _dict(get(snap, "ranks.step_time_s")).items():
             yield "rank_step_time_seconds", seconds, {"rank": rank}
     else:
         yield "rank_step_time_seconds", snap.get("step_time_s"), {"rank": job.get("clock_rank", 0)}
-    for rank, row in (_dict(snap.get("memory")).get("ranks") or {}).items():
+    for rank, row in _dict(get(snap, "memory.ranks")).items():
         if isinstance(row, dict):
             for field, name, _doc in MEMORY:
                 yield name, row.get(field), {"rank": rank, "device": row.get("device") or "?"}

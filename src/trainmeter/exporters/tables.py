@@ -12,11 +12,12 @@ is missing. The same rows feed the W&B export and the charts of the HTML report.
 from __future__ import annotations
 
 import csv
-import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..snapread import finite as _finite
+from ..snapread import get_number
 
 #: Column-name prefix of trainmeter's own numbers, apart from the loop's series.
 PREFIX = "trainmeter/"
@@ -24,40 +25,31 @@ PREFIX = "trainmeter/"
 MAX_SAMPLES = 2000
 MIN_INTERVAL_S = 0.05
 
-#: derived column -> how to read it from a snapshot
-DERIVED: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "tokens": lambda s: s.get("tokens_seen"),
-    "tokens_per_s": lambda s: s.get("tokens_per_s"),
-    "step_time_s": lambda s: s.get("step_time_s"),
-    "flops": lambda s: s.get("flops_spent"),
-    "mfu": lambda s: _dict(s.get("mfu")).get("value"),
-    "ofu": lambda s: _dict(s.get("ofu")).get("value"),
-    "goodput": lambda s: _dict(s.get("time")).get("goodput"),
-    "progress": lambda s: s.get("progress"),
-    "energy_j": lambda s: _dict(s.get("energy")).get("joules"),
-    "gpu_util": lambda s: _dict(_dict(s.get("ladder")).get("mean")).get("gpu_util"),
-    "sm_active": lambda s: _dict(_dict(s.get("ladder")).get("mean")).get("sm_active"),
-    "tensor_active": lambda s: _dict(_dict(s.get("ladder")).get("mean")).get("tensor_active"),
+#: derived column -> where it is in a snapshot (`snapread.get`'s dotted path)
+DERIVED: dict[str, str] = {
+    "tokens": "tokens_seen",
+    "tokens_per_s": "tokens_per_s",
+    "step_time_s": "step_time_s",
+    "flops": "flops_spent",
+    "mfu": "mfu.value",
+    "ofu": "ofu.value",
+    "goodput": "time.goodput",
+    "progress": "progress",
+    "energy_j": "energy.joules",
+    "gpu_util": "ladder.mean.gpu_util",
+    "sm_active": "ladder.mean.sm_active",
+    "tensor_active": "ladder.mean.tensor_active",
     # the highest over ranks: what decides whether the next step fits
-    "memory_reserved_peak_b": lambda s: _dict(s.get("memory")).get("reserved_peak_b"),
-    "memory_allocated_peak_b": lambda s: _dict(s.get("memory")).get("allocated_peak_b"),
-    "memory_rss_peak_b": lambda s: _dict(s.get("memory")).get("rss_peak_b"),
-    "memory_alloc_retries": lambda s: _dict(s.get("memory")).get("alloc_retries"),
+    "memory_reserved_peak_b": "memory.reserved_peak_b",
+    "memory_allocated_peak_b": "memory.allocated_peak_b",
+    "memory_rss_peak_b": "memory.rss_peak_b",
+    "memory_alloc_retries": "memory.alloc_retries",
 }
 
 
 class ExportError(Exception):
     """What the user must fix (a missing optional package): one line."""
 
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 @dataclass
@@ -130,8 +122,8 @@ class TableObserver:
         steps = snap.get("steps")
         step = int(steps) if isinstance(steps, (int, float)) and not isinstance(steps, bool) else self.step
         row = self._row(step, now)
-        for name, read in DERIVED.items():
-            value = _finite(read(snap))
+        for name, path in DERIVED.items():
+            value = get_number(snap, path)
             if value is not None:
                 row[PREFIX + name] = value
                 self._derived.add(name)

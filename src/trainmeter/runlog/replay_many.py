@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..snapread import finite as _num
 from . import job_keys
 from .replay import ReplayResult, replay
 
@@ -80,10 +81,6 @@ def _wall(start: dict[str, Any], t: float | None) -> float | None:
     if isinstance(unix, (int, float)) and isinstance(t0, (int, float)):
         return unix + (t - t0)
     return None
-
-
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _sum(snaps: list[dict[str, Any]], get: Any) -> float | None:

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..snapread import finite_value as _number
 from .store import runs_root
 
 STAMP_LEN = len("YYYYmmdd-HHMMSS-")
@@ -157,14 +158,6 @@ def status_of(meta: dict[str, Any], snap: dict[str, Any], events: Path) -> str:
     if first.get("kind") == "run.start" and _pid_alive(first.get("pid")):
         return "running"
     return "no end"
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, dict):
-        value = value.get("value")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
 
 
 def run_info(run_dir: Path, replay_missing: bool = True) -> RunInfo:

@@ -14,8 +14,10 @@ are named only when they moved by more than a second and by more than a quarter.
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+from ..snapread import finite_value as _num
+from .format import percent as _pct
 
 LOOP_PARTS = ("data", "checkpoint", "eval", "compute")
 #: A loop part is named when its seconds per step moved by this share of the slower step time.
@@ -27,14 +29,6 @@ LADDER_RUNGS = ("gpu_util", "sm_active", "tensor_active", "ofu", "mfu")
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, dict):
-        value = value.get("value")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -94,9 +88,6 @@ def _per_step(part: dict[str, Any] | None, steps: float | None) -> float | None:
         return None
     return float(part["s"]) / steps
 
-
-def _pct(x: float) -> str:
-    return f"{x * 100:.0f}%" if abs(x) >= 0.01 else f"{x * 100:.2g}%"
 
 
 def _ms(x: float) -> str:

@@ -19,8 +19,9 @@ step time, GPU counters... become points at the snapshot's step, tokens and time
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+from ..snapread import finite as _number
 
 #: The x axes a series can be drawn against.
 AXES = ("step", "tokens", "flops", "time")
@@ -59,13 +60,6 @@ SNAPSHOT_SERIES: dict[str, tuple[tuple[str, ...], str, str]] = {
 SNAPSHOT_COMPLEMENTS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "node_cpu_busy": (("node", "cpu", "idle"), "ratio", "Node CPU busy"),
 }
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def _dig(snap: dict[str, Any], path: tuple[str, ...]) -> float | None:

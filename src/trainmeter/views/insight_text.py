@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _pct(x: float) -> str:
-    if x != 0 and abs(x) < 0.001:
-        return f"{x * 100:.2g}%"
-    return f"{x * 100:.1f}%"
+from .format import percent as _pct
+from .format import si as _si
 
 
 def _factor(x: float) -> str:
@@ -20,13 +17,6 @@ def _factor(x: float) -> str:
     if x != 0 and abs(x) < 0.001:
         return f"{x:.2e}"
     return f"{x:.3f}" if abs(x) < 1000 else f"{x:.3g}"
-
-
-def _si(x: float) -> str:
-    for div, suffix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= div:
-            return f"{x / div:.3g}{suffix}"
-    return f"{x:.3g}"
 
 
 def samples_lines(snap: dict[str, Any]) -> list[str]:

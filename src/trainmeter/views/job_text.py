@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .terminal import duration, ms, percent, si
+from .format import duration, ms, percent, si
 from .terminal_summary import summary_text
 
 

@@ -27,19 +27,9 @@ import threading
 import time
 from typing import Any
 
+from .format import duration, percent, si
 from .memory_text import alert_numbers
-from .terminal import (
-    alerts,
-    duration,
-    loss_text,
-    mfu_text,
-    number,
-    percent,
-    plural,
-    run_elapsed,
-    si,
-    train_loss,
-)
+from .terminal import alerts, loss_text, mfu_text, number, plural, run_elapsed, train_loss
 
 ESC = "\x1b"
 SAVE, RESTORE = ESC + "7", ESC + "8"

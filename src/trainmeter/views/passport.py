@@ -19,25 +19,16 @@ marked as such.
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timezone
 from typing import Any
 
 from ..redact import scrub_command, scrub_strings
+from ..snapread import finite_value as _num
 from .memory_text import peak_per_gpu
 
 PASSPORT_VERSION = 1
 
 # ---- small helpers ------------------------------------------------------------------------------
-
-
-def _num(value: Any) -> float | None:
-    """A finite number, else None (bools and strings are not numbers here)."""
-    if isinstance(value, dict):
-        value = value.get("value")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -10,20 +10,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from .format import duration, fixed, percent
 from .memory_text import peak_text
 
 
 def fmt(value: float | list[float] | None, unit: str = "") -> str:
-    """A number for a person: 3 significant digits, thousands as k/M/G/T/P/E for counts."""
+    """A number for a person: percentages and durations as every view writes them (format.py);
+    counts with thousands separators; other values 3 significant digits, k/M/G/T/P/E scaled;
+    a range as its two ends."""
     if value is None:
         return "not known"
     if isinstance(value, (list, tuple)):
         return " – ".join(fmt(v, unit) for v in value)
     if unit == "fraction":
-        pct = value * 100
-        return f"{pct:.3g}%" if abs(pct) < 10 else f"{pct:.1f}%"
+        return percent(value)
     if unit == "s":
-        return _duration(value)
+        return duration(value)
     if unit in ("steps", "tokens") and value == int(value):
         return f"{int(value):,} {unit}"
     if unit == "FLOP" and value:
@@ -37,18 +39,6 @@ def fmt(value: float | list[float] | None, unit: str = "") -> str:
     text = f"{value:.0f}" if value == int(value) and mag < 1e3 else f"{value:.3g}"
     return text + (f" {unit}" if unit else "")
 
-
-def _fixed(value: float) -> str:
-    """Three decimals, or scientific notation for a factor too small for them (never 0.000)."""
-    return f"{value:.2e}" if value != 0 and abs(value) < 0.0005 else f"{value:.3f}"
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.3g} s"
-    minutes, sec = divmod(int(round(seconds)), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m{sec:02d}s" if hours else f"{minutes}m{sec:02d}s"
 
 
 LABELS = {
@@ -151,7 +141,7 @@ def render_markdown(passport: dict[str, Any]) -> str:
         for part in split:
             share = part["s"] / wall if wall else None
             mark = "" if part.get("measured") else " (remainder)"
-            lines.append(f"| {part.get('label')}{mark} | {_duration(part['s'])} | {fmt(share, 'fraction')} |")
+            lines.append(f"| {part.get('label')}{mark} | {duration(part['s'])} | {fmt(share, 'fraction')} |")
         lines.append("")
     lines += _md_waterfall(passport.get("waterfall"))
     if absent:
@@ -179,10 +169,10 @@ def waterfall_rows(wf: Any) -> list[tuple[str, str, str]]:
         if value is None:
             continue
         if f.get("scope") == "run":
-            rows.append((f"{f.get('label')} (whole run)", _fixed(value), ""))
+            rows.append((f"{f.get('label')} (whole run)", fixed(value), ""))
             continue
         level *= value
-        rows.append((str(f.get("label")), _fixed(value), fmt(level, "fraction")))
+        rows.append((str(f.get("label")), fixed(value), fmt(level, "fraction")))
     label = str(wf.get("ends_at_label") or "MFU")
     end = "MFU" if label.startswith("MFU") else label
     rows.append((f"**{end}** (in steps)", "", fmt(wf.get("value"), "fraction")))

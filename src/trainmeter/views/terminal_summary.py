@@ -14,22 +14,11 @@ import io
 import re
 from typing import Any
 
+from .format import duration, fixed, ms, percent, si, si_unit
 from .insight_text import advice_lines, samples_lines, waterfall_lines, waterfall_title
 from .memory_text import alert_numbers, death_lines, memory_lines
 from .node_text import node_text
-from .terminal import (
-    alerts,
-    duration,
-    fixed,
-    loss_text,
-    mfu_text,
-    ms,
-    number,
-    percent,
-    plural,
-    si,
-    si_unit,
-)
+from .terminal import alerts, loss_text, mfu_text, number, plural
 
 Section = tuple[str, list[Any]]  # (title, renderables)
 

@@ -10,18 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .terminal import (
-    alerts,
-    duration,
-    loss_text,
-    ms,
-    number,
-    percent,
-    run_elapsed,
-    si,
-    si_unit,
-    train_loss,
-)
+from .format import duration, ms, percent, si, si_unit
+from .terminal import alerts, loss_text, number, run_elapsed, train_loss
 from .terminal_summary import LADDER_COLUMNS, PART_STYLE, _text, bar, time_bar
 
 SHORT_LADDER = ("util", "SM", "tensor", "OFU", "MFU")  # GPU-Util, SM/tensor active, OFU, MFU
