@@ -16,6 +16,7 @@ from typing import Any
 from . import alerts, budget, counted, devices, insight, mfu, model_flops, notices, throughput
 from .counters import GpuCounters
 from .facts import FactStore
+from .finite import finite_only
 from .flops import ModelShape
 from .formulas import num
 from .host_node import HostSeries, NodeSeries
@@ -371,5 +372,6 @@ class Engine:
         snap["explain"] = whole.explain
         insight.add(snap, whole.absent, self)  # samples, waterfall, advice (engine/insight.py)
         snap["warnings"] = whole.warnings
+        finite_only(snap, whole.absent)  # no infinity or NaN leaves the engine
         snap["absent"] = whole.absent
         return snap

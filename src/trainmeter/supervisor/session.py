@@ -155,6 +155,8 @@ class Session:
         self.recorder.observers = self.observers
         self.store.write_json("meta.json", self.meta())
         self.recorder.write_tm("run.start", self.start_payload(), t=self.t0)
+        if self.ingest is not None:  # a step from before it cannot be true (forged, or a bug)
+            self.ingest.decoder.t_start = self.t0
         for key, value in self.opts.declared.items():
             fact = {"key": key, "value": value, "source": "declared"}
             if key in self.opts.notes:
