@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..redact import REDACTED, redact_argv
+from .markdown_safe import md_safe
 
 PASSPORT_VERSION = 1
 MD_NAME = "passport.md"
@@ -622,7 +623,9 @@ def value_text(name: str, entry: dict[str, Any]) -> str:
 
 
 def render_markdown(passport: dict[str, Any]) -> str:
-    """The compute section of a model card, derivations folded underneath."""
+    """The compute section of a model card, derivations folded underneath. Every text from
+    the run is escaped first (`markdown_safe`): the card is pasted where Markdown renders."""
+    passport = md_safe(passport, keep=frozenset({"formula"}))
     run = passport.get("run", {})
     numbers = passport.get("training", {})
     absent = passport.get("absent", {})
@@ -771,7 +774,7 @@ def write_passport(run_dir: Path, snap: dict[str, Any]) -> dict[str, Any]:
 
 def _atomic(target: Path, text: str) -> None:
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8", errors="backslashreplace")  # a non-UTF-8 name
     os.replace(tmp, target)
 
 
