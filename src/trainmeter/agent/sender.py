@@ -69,6 +69,8 @@ class Sender:
         self.pending_count: Callable[[], int] | None = None
         #: Set by the outbox: store this sender's drop count in the ring, return the ring's own
         self.ring_dropped: Callable[[int], int] | None = None
+        #: Set by the outbox: why values were dropped, in words, for the count's fact
+        self.drop_note: Callable[[int], str] | None = None
         self.at_exit_left = 0
         self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
         self._sock: socket.socket | None = None
@@ -140,10 +142,16 @@ class Sender:
         total = self.dropped_total()
         if total != self._reported_dropped:
             self._reported_dropped = total
+            fact: dict[str, Any] = {"key": "agent_dropped_records", "value": total, "source": "detected"}
+            try:
+                if self.drop_note is not None:
+                    fact["note"] = self.drop_note(self.dropped)
+            except Exception:  # noqa: BLE001 - promise 1: the count goes without its words
+                pass
             self._queue.append(
                 records.make(
                     "fact",
-                    {"key": "agent_dropped_records", "value": total, "source": "detected"},
+                    fact,
                     t=time.monotonic(),
                     src="agent",
                     rank=self.rank,

@@ -54,7 +54,7 @@ def _run_dir(pid: int, root: Path) -> Path:
     for n in range(1, 1000):
         path = root / (f"{stamp}-attach-{pid}" + ("" if n == 1 else f"-{n}"))
         try:
-            path.mkdir()
+            path.mkdir(mode=0o700)  # the owner's alone, like a run's
             return path
         except FileExistsError:
             continue

@@ -20,6 +20,7 @@ import contextlib
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -122,6 +123,29 @@ def clean_stale_dirs(tmp: str | None = None) -> list[str]:
     return removed
 
 
+#: The longest path a Unix socket can bind (sun_path less its NUL: 107 on Linux, 103 on macOS).
+SOCKET_PATH_MAX = 103 if sys.platform == "darwin" else 107
+_MKDTEMP_SUFFIX = 8  # the random part tempfile adds
+
+
+def socket_parent(tmp: str | None = None) -> str:
+    """Where the socket directory goes: `$TMPDIR`, unless a socket there would have a path
+    longer than a Unix socket allows; then the first of /tmp, /var/tmp, /dev/shm where it fits
+    (the directory is private either way). OSError, saying why, when none does."""
+    tmp = tmp or tempfile.gettempdir()
+    name = f"{_DIR_PREFIX}{os.getpid()}-" + "x" * _MKDTEMP_SUFFIX
+    for parent in (tmp, "/tmp", "/var/tmp", "/dev/shm"):
+        if len(os.fsencode(os.path.join(parent, name, _SOCK_NAME))) > SOCKET_PATH_MAX:
+            continue
+        if parent == tmp or (os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK)):
+            return parent
+    length = len(os.fsencode(os.path.join(tmp, name, _SOCK_NAME)))
+    raise OSError(
+        f"TMPDIR is too long for a Unix socket: the socket's path would be {length} bytes, "
+        f"and a socket path can be at most {SOCKET_PATH_MAX}"
+    )
+
+
 class Ingest:
     """Owns the socket, its directory and the receiving thread."""
 
@@ -133,7 +157,7 @@ class Ingest:
             clean_stale_dirs()
         except Exception:  # noqa: BLE001 - tidying up after others never stops this run
             pass
-        self.dir = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-")
+        self.dir = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-", dir=socket_parent())
         self.path = os.path.join(self.dir, _SOCK_NAME)
         self.decoder = Decoder(from_socket=True)
         self.received = 0  # good records

@@ -107,6 +107,7 @@ class Session:
         self.store: RunStore | None = None
         self.recorder: Recorder | None = None
         self.ingest: Ingest | None = None
+        self.ingest_error: str | None = None  # why there is no socket, for the observe-only fact
         self.live: LiveLoop | None = None
         self.t0 = time.monotonic()
         self.started_unix = time.time()
@@ -126,6 +127,7 @@ class Session:
         try:
             self.ingest = Ingest(_unread)
         except OSError as exc:
+            self.ingest_error = exc.strerror or str(exc)
             self.warn("ingest", f"no ingest socket ({exc}); the agent cannot report")
         return child_env(
             os.environ,
@@ -359,6 +361,8 @@ class Session:
             reason, source = "tm --no-agent: the agent was not loaded, as asked", "declared"
         elif self.ingest is None:
             reason = "tm could not open its socket, so the agent had nowhere to report"
+            if self.ingest_error:
+                reason += f" ({self.ingest_error})"
             source = "detected"
         elif recorder.observe_only:
             reason, source = "", ""
