@@ -318,7 +318,7 @@ class Session:
             self.live.stop(timeout=0.1)
         if self.ingest is not None:
             self.ingest.settle(max_s=self.grace_s, agents_alive=self._agents_alive)
-            rings = ring.open_rings(self.ingest.dir)  # before stop() removes the directory
+            rings = self.ingest.ring_maps()  # before stop() removes the directory
             self.ingest.stop()
             ring.recover(rings, self.delivered, self.recorder.accept)  # what a death kept back
         if self.live is not None:
