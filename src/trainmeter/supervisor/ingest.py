@@ -175,6 +175,7 @@ class Ingest:
         #: cannot take them), by (device, inode); and how often the socket had to be bound again
         self.rings: dict[tuple[int, int], Any] = {}
         self.rebound = 0
+        self.rings_unread = 0  # ring files that could not be mapped at the end (counted)
         self.rebind_failed: str | None = None
         self._next_check = 0.0
         try:
@@ -284,7 +285,7 @@ class Ingest:
         """Every ring file of the run, mapped: those mapped while it went, and any new ones."""
         from .ring import map_new_rings
 
-        map_new_rings(self.dir, self.rings)
+        self.rings_unread = map_new_rings(self.dir, self.rings)
         maps, self.rings = list(self.rings.values()), {}
         return maps
 

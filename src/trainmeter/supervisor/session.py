@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 SAMPLERS_AFTER_S = 0.25
 
 
+#: Descriptors `tm` holds back from the start for the end of the run (rings, summary, meta).
+RESERVED_FDS = 16
+
+
 def _process_tree(pid: int) -> list[int]:
     """The child and its descendants now (`sources.host`, imported late: psutil)."""
     from ..sources.host import process_tree
@@ -108,6 +112,7 @@ class Session:
         self.recorder: Recorder | None = None
         self.ingest: Ingest | None = None
         self.ingest_error: str | None = None  # why there is no socket, for the observe-only fact
+        self._reserve: list[int] = []  # descriptors held back for the end of the run
         self.live: LiveLoop | None = None
         self.t0 = time.monotonic()
         self.started_unix = time.time()
@@ -147,6 +152,7 @@ class Session:
         from .recorder import Recorder
         from .store import RunStore
 
+        self._reserve_descriptors()
         self.started_utc = datetime.fromtimestamp(self.started_unix, timezone.utc)
         self.delivered = ring.Delivered()
         self.store = RunStore.create(self.name, self.warn, root=self.root, when=self.started_utc)
@@ -316,11 +322,19 @@ class Session:
 
         if self.live is not None:
             self.live.stop(timeout=0.1)
+        self._release_reserve()  # what follows must not fail for want of a descriptor
         if self.ingest is not None:
             self.ingest.settle(max_s=self.grace_s, agents_alive=self._agents_alive)
             rings = self.ingest.ring_maps()  # before stop() removes the directory
             self.ingest.stop()
             ring.recover(rings, self.delivered, self.recorder.accept)  # what a death kept back
+            if self.ingest.rings_unread:  # what the socket did not bring from them is lost
+                self.recorder.write_tm("fact", {
+                    "key": "agent_rings_unread", "value": self.ingest.rings_unread,
+                    "source": "detected",
+                    "note": "ring files tm could not open at the end (out of descriptors?): "
+                    "steps and values they held and the socket did not deliver are not counted",
+                })  # fmt: skip
         if self.live is not None:
             self.live.record_dropped()
             self.live.close_samplers()
@@ -347,6 +361,23 @@ class Session:
             "meta.json",
             self.meta({"end_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), **end}),
         )
+
+    def _reserve_descriptors(self) -> None:
+        """Hold a few descriptors from the start (on /dev/null, never inherited), to give back
+        at the end: a run that used up the limit (idle dashboard clients, the user's own files)
+        still has what mapping the rings and writing the summary need."""
+        try:
+            self._reserve = [os.open(os.devnull, os.O_RDONLY) for _ in range(RESERVED_FDS)]
+        except OSError:
+            pass
+
+    def _release_reserve(self) -> None:
+        for fd in self._reserve:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._reserve = []
 
     def _explain_observe_only(self) -> None:
         """No process said hello: record why (once), and say it on stderr, however short the run.
