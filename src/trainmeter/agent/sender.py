@@ -76,6 +76,7 @@ class Sender:
         self.at_exit_left = 0
         self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
         self._missing_since: float | None = None  # when the socket path was first found gone
+        self._delivered_once = False  # a path gone after a delivery was removed, not never there
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -266,6 +267,9 @@ class Sender:
                     # the path is gone (a /tmp cleaner), not `tm`: it binds it again. Keep what
                     # waits (the ring holds the values) and try again next tick; give up only
                     # when it stays gone
+                    if not self._delivered_once:  # never there: no supervisor to wait for
+                        self.go_quiet()
+                        return
                     now = time.monotonic()
                     if self._missing_since is None:
                         self._missing_since = now
@@ -280,6 +284,8 @@ class Sender:
                     if last_q:
                         break  # the ring's: never skip past it (tm would then skip it too)
                     self.dropped += count
+                else:
+                    self._delivered_once = True
             self._missing_since = None
             self._backlog.popleft()
             if last_q > 0 and self.on_shipped is not None:
