@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,9 +23,23 @@ def tm_env(**extra: str) -> dict[str, str]:
     return env
 
 
+#: Signals the suite sends or relies on: started from a terminal they are at their defaults, but
+#: `nohup`, a background job of a script, or a CI runner hands them down ignored, and then the
+#: processes a test signals would wait it out. So the test sets them in what it starts.
+DEFAULT_SIGNALS = ("SIGINT", "SIGHUP", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGALRM")
+
+
+def default_signals() -> None:
+    """A `preexec_fn`: the dispositions a process started from a terminal has."""
+    for name in DEFAULT_SIGNALS:
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
 def run_tm(args: list[str], cwd: Path, timeout: float = 240, **kwargs) -> subprocess.CompletedProcess:
-    """`tm ARGS` as a child process, as a person would type it."""
+    """`tm ARGS` as a child process, as a person would type it (from a terminal: default
+    signal dispositions, whatever the suite inherited)."""
     env = kwargs.pop("env", None) or tm_env()
+    kwargs.setdefault("preexec_fn", default_signals)
     return subprocess.run(
         [sys.executable, "-m", "trainmeter", *args],
         cwd=cwd,

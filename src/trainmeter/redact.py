@@ -13,6 +13,18 @@ argument and, the same way, inside an argument that is itself a shell command
 - the user and password of a URL (`postgres://u:S@h`, `https://user:pw@host`), wherever it is;
 - `-p`, which is a password to some programs and a port to others, loses a value that is not a
   plain number: `-p 8080` stays, `-p hunter2` and `-phunter2` do not.
+- names are split on camelCase too (`--hfToken`, `--openaiApiKey`); a one-word name that ends
+  in a secret word (`PGPASSWORD`, `--hftoken`) or is an abbreviation argparse would accept of one
+  (`--tok`, `--api_k`) counts; `--key:X` is a flag with its value;
+- after a secret flag the next argument is its value unless it looks like a flag
+  (`--password --Xy!` hides `--Xy!`; `--token --lr 3` keeps both);
+- HTTP headers that carry credentials (`Authorization: Bearer X`, `Cookie:`, `X-Api-Key:`),
+  `user:password` after `-u`/`--user`, and secret query parameters (`?token=`, `&api_key=`);
+- well-known provider token shapes anywhere (`hf_...`, `sk-...`, `ghp_...`, `github_pat_...`,
+  `xoxb-...`, `AKIA...`, `glpat-...`), whatever flag they follow.
+
+`tm` applies this once, when the command line is first recorded (`run.start`, `meta.json`), so
+every output made from the record inherits it.
 
 Kept apart from `records` so the agent, which imports `records` in every Python a run starts,
 does not pay for compiling these patterns.
@@ -63,11 +75,39 @@ SECRET_PARTS = frozenset(
         "cookies",
         "bearer",
         "sessionid",
+        "session",
         "dsn",
         "notify",  # tm --notify URL: a webhook's URL lets whoever has it post
         "webhook",
+        "pat",
+        "jwt",
+        "hmac",
+        "signature",
     }
 )
+#: One-word names ending in these are secret too (`PGPASSWORD`, `--hftoken`): long enough that
+#: no ordinary word ends in them (`monkey` ends in "key", `compass` in "pass": not those).
+SECRET_SUFFIXES = ("password", "passwd", "token", "secret", "apikey", "credential", "credentials")
+#: Long secret words whose prefixes (3+ letters) argparse accepts as the whole flag.
+ABBREVIATED = ("token", "password", "passwd", "passphrase", "secret", "apikey", "credentials")
+#: Prefixes too common to take for an abbreviation of a secret word.
+NOT_ABBREVIATIONS = frozenset({"api", "sec", "cre", "pas", "passp"})
+#: Headers whose value is a credential.
+SECRET_HEADERS = re.compile(
+    r"(?i)(?<![\w-])(authorization|proxy-authorization|cookie|set-cookie|x-api-key|api-key"
+    r"|x-auth-token|private-token|x-access-token)(\s*:\s*)([^'\"\n]+)"
+)
+#: Provider token shapes, wherever they appear.
+TOKEN_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9])(hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{8,}"
+    r"|github_pat_[A-Za-z0-9_]{8,}|xox[abpr]-[A-Za-z0-9-]{8,}|AKIA[0-9A-Z]{12,}"
+    r"|glpat-[A-Za-z0-9_-]{8,})"
+)
+_QUERY = re.compile(r"([?&;])([^=&#\s?;]+)=([^&#\s'\";]*)")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+#: What an argument that is a flag looks like (lower case words): anything else is a value.
+_FLAG_SHAPE = re.compile(r"^--?[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*(?:=.*)?$", re.DOTALL)
+_USER_FLAGS = frozenset({"-u", "--user", "--proxy-user", "--basic-user"})
 
 _PARTS = re.compile(r"[-_.]+")
 _ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
@@ -76,17 +116,48 @@ _URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@?#]+)@")
 _NUMBER = re.compile(r"^[0-9]+$")
 # Inside a shell string: a flag with its value, or NAME=value; values may be quoted.
 _VALUE = r"""('[^']*'|"[^"]*"|[^\s;&|'"]+)"""
-_SHELL_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9_.-]*)(=|\s+)" + _VALUE)
+_SHELL_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9_.-]*)(=|:|\s+)" + _VALUE)
 _SHELL_ENV = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)=" + _VALUE)
 
 
 def is_secret_name(name: str) -> bool:
     """Whether a flag or variable name (`--hf-token`, `WANDB_API_KEY`) has a secret part."""
-    parts = [p.lower() for p in _PARTS.split(name.lstrip("-")) if p]
+    bare = _CAMEL.sub(r"\1_\2", name.lstrip("-"))  # hfToken -> hf_Token
+    parts = [p.lower() for p in _PARTS.split(bare) if p]
     if any(p in SECRET_PARTS for p in parts):
         return True
     joined = "".join(parts)  # --api-key -> apikey, --access_token -> accesstoken
-    return joined in SECRET_PARTS
+    if joined in SECRET_PARTS:
+        return True
+    if any(p.endswith(SECRET_SUFFIXES) for p in parts):
+        return True
+    return (
+        name.startswith("--")
+        and len(joined) >= 3
+        and joined not in NOT_ABBREVIATIONS
+        and any(word.startswith(joined) for word in ABBREVIATED)
+    )
+
+
+def redact_text(text: str) -> str:
+    """What is secret in any text: credential headers, provider tokens, URL user info and
+    secret query parameters."""
+    if ":" in text:
+        text = SECRET_HEADERS.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    text = TOKEN_SHAPES.sub(REDACTED, text)
+    if "=" in text and ("?" in text or "&" in text):
+        text = _QUERY.sub(
+            lambda m: f"{m.group(1)}{m.group(2)}={REDACTED}"
+            if is_secret_name(m.group(2)) and m.group(3)
+            else m.group(0),
+            text,
+        )
+    return redact_urls(text)
+
+
+def _is_flag(arg: str) -> bool:
+    return bool(_FLAG_SHAPE.match(arg)) or (arg.startswith("-") and _NUMBER.match(arg[1:]) is None
+                                            and len(arg) == 2 and arg[1].isalpha())
 
 
 def redact_urls(text: str) -> str:
@@ -101,7 +172,9 @@ def redact_shell(text: str) -> str:
 
     def flag(match: re.Match[str]) -> str:
         name, sep, value = match.group(1), match.group(2), match.group(3)
-        if value.startswith("-") and not _NUMBER.match(value.lstrip("-")):
+        if sep == ":" and not is_secret_name(name):
+            return match.group(0)
+        if value.startswith("-") and (sep.isspace() or not sep) and _is_flag(value.strip("'\"")):
             return match.group(0)  # the next flag, not a value
         if _hides_value(name, value):
             return f"{name}{sep}{REDACTED}"
@@ -112,15 +185,18 @@ def redact_shell(text: str) -> str:
             return f"{match.group(1)}={REDACTED}"
         return match.group(0)
 
+    text = SECRET_HEADERS.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = _SHELL_FLAG.sub(flag, text)
     text = _SHELL_ENV.sub(env, text)
-    return redact_urls(text)
+    return redact_text(text)
 
 
 def _hides_value(flag: str, value: str) -> bool:
     """Whether the value that follows `flag` (as `--flag value` or `--flag=value`) is hidden."""
     if is_secret_name(flag):
         return True
+    if flag in _USER_FLAGS and ":" in value:
+        return True  # curl -u user:password
     return flag == "-p" and not _NUMBER.match(value)
 
 
@@ -137,13 +213,18 @@ def redact_argv(argv: list[str]) -> list[str]:
         if arg.startswith("-") and len(arg) > 1 and not _NUMBER.match(arg[1:]):
             flag, eq, value = arg.partition("=")
             if eq:
-                out.append(f"{flag}={REDACTED}" if _hides_value(flag, value) else redact_urls(arg))
+                out.append(f"{flag}={REDACTED}" if _hides_value(flag, value) else redact_text(arg))
                 continue
-            if not arg.startswith("--") and arg.startswith("-p") and len(arg) > 2:
-                out.append(arg if _NUMBER.match(arg[2:]) else f"-p{REDACTED}")  # -phunter2
+            name, colon, value = arg.partition(":")
+            if colon and is_secret_name(name):
+                out.append(f"{name}:{REDACTED}")  # --key:X
                 continue
-            out.append(arg)
-            if i < len(argv) and not argv[i].startswith("--") and _hides_value(arg, argv[i]):
+            if not arg.startswith("--") and arg[:2] in ("-p", "-u") and len(arg) > 2:
+                hide = ":" in arg[2:] if arg[:2] == "-u" else not _NUMBER.match(arg[2:])
+                out.append(f"{arg[:2]}{REDACTED}" if hide else redact_text(arg))  # -phunter2
+                continue
+            out.append(redact_text(arg))
+            if i < len(argv) and not _is_flag(argv[i]) and _hides_value(arg, argv[i]):
                 out.append(REDACTED)
                 i += 1
             continue
@@ -151,7 +232,7 @@ def redact_argv(argv: list[str]) -> list[str]:
         if env and is_secret_name(env.group(1)):
             out.append(f"{env.group(1)}={REDACTED}")
             continue
-        out.append(redact_urls(arg))
+        out.append(redact_text(arg))
     return out
 
 

@@ -18,7 +18,7 @@ from trainmeter.hardware.measured_peaks import write_peak
 from trainmeter.sources.gpu.fake import FakeBackend
 from trainmeter.sources.gpu.sampler import GpuSampler
 
-from ..conftest import run_tm, tm_env
+from ..conftest import default_signals, run_tm, tm_env
 from .nvml_testkit import fixture_path
 
 
@@ -122,6 +122,7 @@ def test_attach_watches_and_detaches_on_sigint(tmp_path):
             [sys.executable, "-m", "trainmeter", "attach", str(target.pid), "--interval", "0.5"],
             cwd=tmp_path,
             env=tm_env(),
+            preexec_fn=default_signals,  # detached by SIGINT: never inherit it ignored
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

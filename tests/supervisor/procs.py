@@ -3,14 +3,17 @@ for signals, and a way to start `tm` in its own session so signals can be sent t
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import subprocess
 import sys
+import termios
 import textwrap
 import time
 from pathlib import Path
 
-from ..conftest import tm_env
+from ..conftest import default_signals, tm_env
 
 
 def write_script(path: Path, body: str) -> Path:
@@ -48,7 +51,9 @@ print("sent", len(lines))
 
 def start_tm(args: list[str], cwd: Path, **kwargs) -> subprocess.Popen:
     """`tm ARGS` in a new session (its own process group), so the test can signal the group
-    the way a terminal does, without hitting pytest."""
+    the way a terminal does, without hitting pytest. Signals at their defaults, as from a
+    terminal, however the suite was started."""
+    kwargs.setdefault("preexec_fn", default_signals)
     return subprocess.Popen(
         [sys.executable, "-m", "trainmeter", *args],
         cwd=cwd,
@@ -59,6 +64,27 @@ def start_tm(args: list[str], cwd: Path, **kwargs) -> subprocess.Popen:
         start_new_session=True,
         **kwargs,
     )
+
+
+def start_tm_on_terminal(args: list[str], cwd: Path) -> tuple[subprocess.Popen, int]:
+    """`tm ARGS` in a new session whose controlling terminal is a fresh pty (its stdin), with
+    `tm` the terminal's foreground group: writing Ctrl-C to the returned master fd signals the
+    group exactly as a person's keyboard does. The caller closes the fd."""
+    master, slave = os.openpty()
+
+    def on_terminal() -> None:
+        default_signals()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    try:
+        proc = start_tm(args, cwd, stdin=slave, preexec_fn=on_terminal)
+    finally:
+        os.close(slave)
+    return proc, master
+
+
+def ctrl_c(master: int) -> None:
+    os.write(master, b"\x03")
 
 
 def wait_for(path: Path, timeout: float = 120.0) -> None:

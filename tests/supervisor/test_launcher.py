@@ -13,7 +13,7 @@ import pytest
 from trainmeter.supervisor.launcher import ChildExit, child_env, exit_status
 
 from ..conftest import read_events, run_dirs, run_tm, tm_env
-from .procs import start_tm, wait_for, write_script
+from .procs import ctrl_c, start_tm, start_tm_on_terminal, wait_for, write_script
 
 # A child that reports every signal it gets into a file, says it is ready, then waits.
 TRAP = """
@@ -98,10 +98,11 @@ def test_signals_sent_to_tm_are_forwarded_to_the_child(tmp_path: Path, signum: i
 def test_ctrl_c_reaches_both_and_tm_waits_for_the_child(tmp_path: Path) -> None:
     write_script(tmp_path / "trap.py", TRAP)
     out = tmp_path / "got.txt"
-    proc = start_tm(["-q", "trap.py", str(out)], tmp_path)
+    proc, terminal = start_tm_on_terminal(["-q", "trap.py", str(out)], tmp_path)
     wait_for(Path(str(out) + ".ready"))
-    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    ctrl_c(terminal)  # the terminal signals its whole foreground group
     _, err = proc.communicate(timeout=120)
+    os.close(terminal)
     # the child got SIGINT once (tm did not forward a second), finished its 0.5 s of clean-up,
     # and tm returned its status 7 after that, not 130
     assert out.read_text().split() == ["SIGINT", "done"], err
@@ -120,10 +121,11 @@ def test_ctrl_c_kills_a_child_that_does_not_handle_it(tmp_path: Path) -> None:
         """,
     )
     ready = tmp_path / "ready"
-    proc = start_tm(["-q", "sleepy.py", str(ready)], tmp_path)
+    proc, terminal = start_tm_on_terminal(["-q", "sleepy.py", str(ready)], tmp_path)
     wait_for(ready)
-    os.killpg(proc.pid, signal.SIGINT)
+    ctrl_c(terminal)
     _, err = proc.communicate(timeout=120)
+    os.close(terminal)
     # an uncaught KeyboardInterrupt makes Python die of SIGINT itself: 128 + 2
     assert proc.returncode == 130, err
     assert "KeyboardInterrupt" in err

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import EXAMPLES, REPO, run_dirs, run_tm, tm_env
+from ..conftest import EXAMPLES, REPO, default_signals, run_dirs, run_tm, tm_env
 
 FAKE_H100 = REPO / "tests" / "fixtures" / "nvml" / "h100_sxm_gpm.json"
 URL = re.compile(r"(http://127\.0\.0\.1:\d+/)")
@@ -67,6 +67,7 @@ def _serve_view(args: list[str], cwd: Path) -> tuple[subprocess.Popen, str]:
         [sys.executable, "-m", "trainmeter", "view", *args, "--port", "0"],
         cwd=cwd,
         env=tm_env(),
+        preexec_fn=default_signals,  # it is stopped by SIGINT: never inherit it ignored
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

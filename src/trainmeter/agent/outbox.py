@@ -142,6 +142,35 @@ def _register(sender: object) -> None:
     sender.ring_pending = _ring_pending  # type: ignore[attr-defined]
     sender.pending_count = pending  # type: ignore[attr-defined]
     sender.ring_dropped = _ring_dropped  # type: ignore[attr-defined]
+    sender.drop_note = drop_note  # type: ignore[attr-defined]
+
+
+def drop_note(sender_dropped: int) -> str:
+    """Why this process's values were dropped, in words (the note of `agent_dropped_records`)."""
+    ring = ring_module._ring
+    full = keys = 0
+    if ring is not None:
+        full = ring.h[ring_module.H_DROPPED_FULL]
+        keys = ring.h[ring_module.H_DROPPED_KEYS]
+    parts = []
+    if keys:
+        parts.append(
+            f"{keys} values under keys the agent could not store: its key table "
+            f"({ring_module.KEYS_BYTES // 1024} KiB of key names, "
+            f"{len(ring.key_names) if ring is not None else 0} distinct keys) was full, or a key "
+            "was longer than 64 KiB; log fewer distinct keys (a key per step or per sample is "
+            "a series name gone wrong)"
+        )
+    if full:
+        parts.append(
+            f"{full} values refused because the receiver fell {ring_module.CAPACITY} values behind"
+        )
+    if sender_dropped:
+        parts.append(
+            f"{sender_dropped} records the sender could not deliver (the receiver full at exit, "
+            "or gone)"
+        )
+    return "; ".join(parts)
 
 
 def _ring_dropped(sender_dropped: int) -> int:

@@ -36,6 +36,8 @@ SOCKET_ENV = ENV_SOCKET
 INTERVAL_S = 0.05
 _MAX_BACKLOG = 256  # datagrams kept while the receiver is full, then dropped and counted
 _RING_BATCH = 2048  # values taken from the ring per datagram batch
+#: The socket path gone this long (not bound again by `tm`): the supervisor is gone too.
+MISSING_GIVE_UP_S = 30.0
 
 
 def _rank_from_env() -> int | None:
@@ -69,8 +71,12 @@ class Sender:
         self.pending_count: Callable[[], int] | None = None
         #: Set by the outbox: store this sender's drop count in the ring, return the ring's own
         self.ring_dropped: Callable[[int], int] | None = None
+        #: Set by the outbox: why values were dropped, in words, for the count's fact
+        self.drop_note: Callable[[int], str] | None = None
         self.at_exit_left = 0
         self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
+        self._missing_since: float | None = None  # when the socket path was first found gone
+        self._delivered_once = False  # a path gone after a delivery was removed, not never there
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -140,10 +146,16 @@ class Sender:
         total = self.dropped_total()
         if total != self._reported_dropped:
             self._reported_dropped = total
+            fact: dict[str, Any] = {"key": "agent_dropped_records", "value": total, "source": "detected"}
+            try:
+                if self.drop_note is not None:
+                    fact["note"] = self.drop_note(self.dropped)
+            except Exception:  # noqa: BLE001 - promise 1: the count goes without its words
+                pass
             self._queue.append(
                 records.make(
                     "fact",
-                    {"key": "agent_dropped_records", "value": total, "source": "detected"},
+                    fact,
                     t=time.monotonic(),
                     src="agent",
                     rank=self.rank,
@@ -251,13 +263,30 @@ class Sender:
                     sock.sendto(datagram, self.path)
                 except BlockingIOError:
                     break  # the receiver is behind: keep it for the next tick
-                except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
+                except (FileNotFoundError, NotADirectoryError):
+                    # the path is gone (a /tmp cleaner), not `tm`: it binds it again. Keep what
+                    # waits (the ring holds the values) and try again next tick; give up only
+                    # when it stays gone
+                    if not self._delivered_once:  # never there: no supervisor to wait for
+                        self.go_quiet()
+                        return
+                    now = time.monotonic()
+                    if self._missing_since is None:
+                        self._missing_since = now
+                    if now - self._missing_since > MISSING_GIVE_UP_S:
+                        self.go_quiet()
+                        return
+                    break
+                except ConnectionRefusedError:  # the socket is there and nobody reads: tm died
                     self.go_quiet()
                     return
                 except OSError:
                     if last_q:
                         break  # the ring's: never skip past it (tm would then skip it too)
                     self.dropped += count
+                else:
+                    self._delivered_once = True
+            self._missing_since = None
             self._backlog.popleft()
             if last_q > 0 and self.on_shipped is not None:
                 self.on_shipped(last_q)

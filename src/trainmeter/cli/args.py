@@ -88,6 +88,8 @@ LIMITS: dict[str, float] = {
     "--budget-flops": 1e32,
     "--tokens-per-step": 1e12,
     "--flops-per-token": 1e18,
+    "--samples-per-step": 1e12,  # as many as tokens a step: past it, products overflow
+    "--flops-per-sample": 1e18,
     "--params": 1e16,
     "--embedding-params": 1e16,
     "--layers": 1e6,

@@ -55,7 +55,7 @@ def _run_dir(pid: int, root: Path) -> Path:
     for n in range(1, 1000):
         path = root / (f"{stamp}-attach-{pid}" + ("" if n == 1 else f"-{n}"))
         try:
-            path.mkdir()
+            path.mkdir(mode=0o700)  # the owner's alone, like a run's
             return path
         except FileExistsError:
             continue
@@ -146,8 +146,14 @@ def main(argv: list[str]) -> int:
     if args.port is not None and not 0 <= args.port <= 65535:
         print(f"tm attach: --port: {args.port} is not a port number (0-65535)", file=sys.stderr)
         return 2
-    if args.interval <= 0:
-        print("tm attach: --interval must be positive", file=sys.stderr)
+    if args.pid <= 0:  # 0 and -1 name process groups and "every process", not one program
+        print(f"tm attach: {args.pid} is not a process id", file=sys.stderr)
+        return 2
+    if not 0 < args.interval < 86400:  # also NaN and infinity
+        print("tm attach: --interval must be a number of seconds above 0", file=sys.stderr)
+        return 2
+    if args.duration is not None and not 0 < args.duration < float("inf"):
+        print("tm attach: --duration must be a number of seconds above 0", file=sys.stderr)
         return 2
     import psutil
 

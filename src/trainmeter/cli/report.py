@@ -29,6 +29,8 @@ def _main(argv: list[str]) -> int:
     target = Path(opts.get("-o") or opts.get("--output") or run_dir / "report.html")
     try:
         page = build_report(run_dir)
+        # a name that was not UTF-8 (a lone surrogate) is written as its escape, not a crash
+        page = page.encode("utf-8", "backslashreplace").decode("utf-8")
     except ReportError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:

@@ -62,7 +62,9 @@ def _main(argv: list[str]) -> int:
         return 0
     from ..views.terminal_console import make_console
     from ..views.terminal_summary import render
+    from ..visible import visible, visible_all
 
-    render(make_console(sys.stdout), result.snapshot, str(run_dir))
+    # the run's own text (keys, names) reaches the terminal as characters, never as commands
+    render(make_console(sys.stdout), visible_all(result.snapshot), visible(str(run_dir)))
     sys.stdout.flush()
     return 0

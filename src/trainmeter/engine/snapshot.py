@@ -17,6 +17,7 @@ from . import alerts, budget, cost, counted, devices, insight, mfu, model_flops,
 from .counters import GpuCounters
 from .death import DeathRecords
 from .facts import FactStore
+from .finite import finite_only
 from .flops import ModelShape
 from .formulas import num
 from .host_node import HostSeries, NodeSeries
@@ -399,6 +400,7 @@ class Engine:
         snap["explain"] = whole.explain
         insight.add(snap, whole.absent, self)  # samples, waterfall, advice (engine/insight.py)
         snap["warnings"] = whole.warnings
+        finite_only(snap, whole.absent)  # no infinity or NaN leaves the engine
         snap["absent"] = whole.absent
         return snap
 

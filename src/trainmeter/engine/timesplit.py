@@ -114,7 +114,9 @@ class TimeLedger:
                 "torch.optim optimizer"
             )
             return split
-        window_end = last if finished else max(end, last)
+        # the training window lies inside the run, whatever a step record claimed
+        first = min(max(first, self.t_start), end)
+        window_end = min(last if finished else max(end, last), end)
         data_reason = self._data_measured(probes)
         if data_reason is not None:
             absent["time.data"] = data_reason
@@ -147,7 +149,7 @@ class TimeLedger:
         split["parts"] = parts
         split["remainder_includes"] = unmeasured
         if elapsed > 0:
-            goodput = (compute + data_rest) / elapsed
+            goodput = min((compute + data_rest) / elapsed, 1.0)  # a share: never above all
             split["goodput"] = goodput
             parts_note = "startup, " + ", ".join(
                 label.lower() for name, _p, label in MEASURED_PARTS if name != "data"

@@ -160,13 +160,36 @@ def run_table(run_dir: Path, history: Any = None) -> RunTable:
 # ---- writers ------------------------------------------------------------------------------------
 
 
-def write_csv(table: RunTable, target: Path) -> None:
-    with open(target, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=table.columns)
-        writer.writeheader()
-        for row in table.records():
-            writer.writerow({k: ("" if v is None else repr(v) if isinstance(v, float) else v)
-                             for k, v in row.items()})
+#: A cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(text: str) -> str:
+    """A text cell a spreadsheet shows as text: control characters (NUL too) made visible, and
+    a leading formula character defused with a single quote, as OWASP recommends."""
+    from ..visible import visible
+
+    text = visible(str(text), newlines=False)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def write_csv(table: RunTable, target: Path | Any) -> None:
+    """The table as CSV to `target`, a path or an open text stream (stdout for `-o -`). The
+    header is the run's keys, which the training script chose: each is made inert."""
+    if not isinstance(target, (str, Path)):
+        _write_csv(table, target)
+        return
+    with open(target, "w", newline="", encoding="utf-8", errors="backslashreplace") as fh:
+        _write_csv(table, fh)
+
+
+def _write_csv(table: RunTable, fh: Any) -> None:
+    writer = csv.writer(fh)
+    writer.writerow([csv_text(c) for c in table.columns])
+    for row in table.records():
+        writer.writerow(
+            ["" if v is None else repr(v) if isinstance(v, float) else v for v in row.values()]
+        )
 
 
 def write_parquet(table: RunTable, target: Path) -> None:

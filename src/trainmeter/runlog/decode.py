@@ -22,10 +22,19 @@ to hold that many brackets and holding that many takes the slow path.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator
 
 from .. import records
-from .plausible import MAX_STEPS_PER_RECORD, MAX_TOKENS_PER_RECORD, Implausible, check
+from .plausible import (
+    BEFORE_START_S,
+    MAX_RUN_S,
+    MAX_STEPS_PER_RECORD,
+    MAX_TOKENS_PER_RECORD,
+    Implausible,
+    check,
+    in_run,
+)
 
 TYPE_CHECKING = False  # typing costs milliseconds before the child starts
 if TYPE_CHECKING:
@@ -122,8 +131,8 @@ def _sure(record: Any) -> bool:
     if kind == "step":  # a third of a log: its rules written out
         for name, high in _STEP_LIMITS:
             value = d.get(name)
-            if value is not None and (type(value) not in _NUMBER or not 0 <= value <= high):
-                return False
+            if value is not None and (type(value) is not int or not 0 <= value <= high):
+                return False  # counts are whole numbers (`plausible._whole`)
         tokens, real = d.get("tokens"), d.get("real_tokens")
         return tokens is None or real is None or real <= tokens
     if kind == "metric":
@@ -181,6 +190,8 @@ class Decoder:
         self.skipped = 0
         self.reasons: dict[str, int] = {}
         self.ended = False  # a run.end was accepted
+        #: the run's start (a replay: its run.start; live: set by `tm`), to place steps in it
+        self.t_start: float | None = None
 
     def skip(self, reason: str, n: int = 1) -> None:
         """Count `n` lines skipped for `reason` (also used for lines lost before decoding)."""
@@ -200,11 +211,15 @@ class Decoder:
             if self.from_socket and kind in TM_ONLY:
                 raise Implausible(f"forged {kind}: only tm writes it")
             check(record)
+            if kind != "run.start":
+                in_run(kind, record["t"], self.t_start, self._horizon())
         except Exception as exc:  # noqa: BLE001 - any input at all is counted, never raised
             self.skip(reason_of(exc))
             return None
         if kind == "run.end":
             self.ended = True
+        elif kind == "run.start" and self.t_start is None:
+            self.t_start = record["t"]
         self.good += 1
         return record
 
@@ -221,6 +236,8 @@ class Decoder:
         out: list[tuple[bytes, dict[str, Any]]] = []
         append = out.append
         one = self.one
+        horizon = self._horizon()
+        low, high = self._window(horizon)
         for start in range(0, len(lines), CHUNK):
             chunk = lines[start : start + CHUNK]
             for line, record in zip(chunk, _parsed(chunk, fast), strict=True):
@@ -229,10 +246,14 @@ class Decoder:
                     or self.ended
                     or not _sure(record)
                     or (self.from_socket and record["kind"] in TM_ONLY)
+                    or not low <= record["t"] <= high
+                    or record["kind"] == "run.start"
                 ):
                     record = one(line)
                     if record is not None:
                         append((line, record))
+                        if record["kind"] == "run.start":  # the window is known from here on
+                            low, high = self._window(horizon)
                     continue
                 self.lines += 1
                 self.good += 1
@@ -240,6 +261,16 @@ class Decoder:
                     self.ended = True
                 append((line, record))
         return out
+
+    def _window(self, horizon: float) -> tuple[float, float]:
+        """The times a record of this run can carry (what `plausible.in_run` allows)."""
+        if self.t_start is None:
+            return -_INF, horizon
+        return self.t_start - BEFORE_START_S, min(horizon, self.t_start + MAX_RUN_S)
+
+    def _horizon(self) -> float:
+        """The latest time a record can carry: now (and a minute) for one arriving live."""
+        return time.monotonic() + 60.0 if self.from_socket else _INF
 
     def lines_of(self, chunks: Iterable[bytes]) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """(exact line, record) for each good line of `chunks` (lines, or a datagram's split)."""

@@ -101,6 +101,33 @@ def _in_range(kind: str, d: dict[str, Any], name: str, high: float | None = None
         raise Implausible(f"implausible {kind}: {name}={value!r} is above {high:g}")
 
 
+#: A record's time lies in the run: from `run.start` (less this, for clock rounding) ...
+BEFORE_START_S = 1.0
+#: ... to no later than this after it (a year: far past any real run, far short of 1e300).
+MAX_RUN_S = 366 * 86400.0
+
+
+def in_run(kind: str, t: float, t_start: float | None, horizon: float) -> None:
+    """A record at `t` of a run that started at `t_start` (None: not known yet) cannot lie
+    before it or past `horizon` (the present, for records arriving live). Raises `Implausible`."""
+    if t_start is not None and t < t_start - BEFORE_START_S:
+        raise Implausible(f"implausible {kind}: t={t!r} is before run.start")
+    if t > horizon or t_start is not None and t > t_start + MAX_RUN_S:
+        raise Implausible(f"implausible {kind}: t={t!r} is after the run")
+
+
+def _whole(kind: str, d: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Counts are whole numbers: `k=1.5` optimizer steps or `tokens=2.5` cannot be true
+    (`tokens=1000.0` is whole: a writer that sends floats for counts is believed)."""
+    for name in names:
+        value = d.get(name)
+        if value is not None and _number(value) and not float(value).is_integer():
+            raise Implausible(f"implausible {kind}: {name}={value!r} is not a whole number")
+
+
+STEP_COUNTS = ("k", "tokens", "real_tokens", "n", "micro")
+
+
 def _step(d: dict[str, Any]) -> None:
     k, tokens, real = d.get("k"), d.get("tokens"), d.get("real_tokens")
     if (
@@ -120,6 +147,7 @@ def _step(d: dict[str, Any]) -> None:
     _in_range("step", d, "real_tokens", MAX_TOKENS_PER_RECORD)
     _in_range("step", d, "n")
     _in_range("step", d, "micro")
+    _whole("step", d, STEP_COUNTS)
     if _number(tokens) and _number(real) and real > tokens:
         raise Implausible("implausible step: more real tokens than tokens")
 

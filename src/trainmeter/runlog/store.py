@@ -44,6 +44,11 @@ def what_blocks(root: Path) -> str | None:
     return None
 
 
+def private_opener(path: str, flags: int) -> int:
+    """`open(..., opener=private_opener)`: a new file is the owner's alone (0600)."""
+    return os.open(path, flags, 0o600)
+
+
 class RunStore:
     """Writes one run's directory. Every method is a no-op once the store has failed."""
 
@@ -71,14 +76,16 @@ class RunStore:
             for n in range(1, 1000):
                 candidate = root / (base if n == 1 else f"{base}-{n}")
                 try:
-                    candidate.mkdir()
+                    candidate.mkdir(mode=0o700)  # the owner's: argv, hostnames, metric names
                 except FileExistsError:
                     continue
                 store.path = candidate
                 break
             if store.path is None:
                 raise OSError(f"no free run directory name under {root}")
-            store._events = open(store.path / "events.jsonl", "ab", buffering=1 << 16)  # noqa: SIM115
+            store._events = open(  # noqa: SIM115
+                store.path / "events.jsonl", "ab", buffering=1 << 16, opener=private_opener
+            )
         except OSError as exc:
             blocked = what_blocks(root) if isinstance(exc, (FileExistsError, NotADirectoryError)) else None
             store._fail(blocked or exc)
@@ -131,7 +138,7 @@ class RunStore:
         tmp = target.with_name(f".{filename}.tmp")
         try:
             text = json.dumps(obj, allow_nan=False, indent=2, sort_keys=False)
-            with open(tmp, "w", encoding="utf-8") as fh:
+            with open(tmp, "w", encoding="utf-8", opener=private_opener) as fh:
                 fh.write(text + "\n")
             os.replace(tmp, target)
         except (OSError, TypeError, ValueError) as exc:

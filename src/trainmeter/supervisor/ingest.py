@@ -20,12 +20,17 @@ import contextlib
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 
 from ..runlog.decode import Decoder
+
+TYPE_CHECKING = False  # typing costs milliseconds before the child starts
+if TYPE_CHECKING:
+    from typing import Any
 
 RCVBUF_BYTES = 8 << 20
 #: The receive buffer a datagram is read into at first: far above what the agent sends
@@ -36,6 +41,7 @@ _RECV_MAX = 64 << 20
 _POLL_S = 0.1
 _DRAIN_MAX_S = 0.5  # stop() takes what is queued for at most this long (a flood never ends)
 _DIR_PREFIX = "trainmeter-"
+_CHECK_S = 0.25  # how often the ingest thread looks for new ring files and for its socket
 _SOCK_NAME = "ingest.sock"
 _MSG_TRUNC = getattr(socket, "MSG_TRUNC", 0)
 
@@ -122,6 +128,29 @@ def clean_stale_dirs(tmp: str | None = None) -> list[str]:
     return removed
 
 
+#: The longest path a Unix socket can bind (sun_path less its NUL: 107 on Linux, 103 on macOS).
+SOCKET_PATH_MAX = 103 if sys.platform == "darwin" else 107
+_MKDTEMP_SUFFIX = 8  # the random part tempfile adds
+
+
+def socket_parent(tmp: str | None = None) -> str:
+    """Where the socket directory goes: `$TMPDIR`, unless a socket there would have a path
+    longer than a Unix socket allows; then the first of /tmp, /var/tmp, /dev/shm where it fits
+    (the directory is private either way). OSError, saying why, when none does."""
+    tmp = tmp or tempfile.gettempdir()
+    name = f"{_DIR_PREFIX}{os.getpid()}-" + "x" * _MKDTEMP_SUFFIX
+    for parent in (tmp, "/tmp", "/var/tmp", "/dev/shm"):
+        if len(os.fsencode(os.path.join(parent, name, _SOCK_NAME))) > SOCKET_PATH_MAX:
+            continue
+        if parent == tmp or (os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK)):
+            return parent
+    length = len(os.fsencode(os.path.join(tmp, name, _SOCK_NAME)))
+    raise OSError(
+        f"TMPDIR is too long for a Unix socket: the socket's path would be {length} bytes, "
+        f"and a socket path can be at most {SOCKET_PATH_MAX}"
+    )
+
+
 class Ingest:
     """Owns the socket, its directory and the receiving thread."""
 
@@ -133,7 +162,7 @@ class Ingest:
             clean_stale_dirs()
         except Exception:  # noqa: BLE001 - tidying up after others never stops this run
             pass
-        self.dir = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-")
+        self.dir = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-", dir=socket_parent())
         self.path = os.path.join(self.dir, _SOCK_NAME)
         self.decoder = Decoder(from_socket=True)
         self.received = 0  # good records
@@ -142,6 +171,13 @@ class Ingest:
         self._buf = bytearray(recv_size)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: ring files mapped while the run goes (so a /tmp cleaner that removes the directory
+        #: cannot take them), by (device, inode); and how often the socket had to be bound again
+        self.rings: dict[tuple[int, int], Any] = {}
+        self.rebound = 0
+        self.rings_unread = 0  # ring files that could not be mapped at the end (counted)
+        self.rebind_failed: str | None = None
+        self._next_check = 0.0
         try:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             self.rcvbuf = _raise_rcvbuf(self.sock, rcvbuf)
@@ -172,6 +208,9 @@ class Ingest:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            if time.monotonic() >= self._next_check:
+                self._next_check = time.monotonic() + _CHECK_S
+                self.check_directory()
             try:
                 data = self._receive()
             except TimeoutError:
@@ -203,6 +242,52 @@ class Ingest:
         if len(buf) < _RECV_MAX:
             self._buf = bytearray(min(max(n, 2 * len(buf)), _RECV_MAX))
         return whole
+
+    def check_directory(self) -> None:
+        """Map the ring files that appeared, and bind the socket again if its path is gone
+        (a /tmp cleaner removed the socket or the whole directory mid-run). Never raises."""
+        try:
+            from .ring import map_new_rings
+
+            map_new_rings(self.dir, self.rings)
+            if not os.path.exists(self.path):
+                self._rebind()
+        except Exception:  # noqa: BLE001 - the ingest goes on with what it has
+            pass
+
+    def _rebind(self) -> None:
+        try:
+            os.makedirs(self.dir, mode=0o700, exist_ok=True)
+            st = os.lstat(self.dir)
+            if st.st_uid != os.getuid() or not os.path.isdir(self.dir) or st.st_mode & 0o077:
+                raise OSError(f"{self.dir} is no longer this user's private directory")
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            try:
+                _raise_rcvbuf(sock, self.rcvbuf)
+                sock.bind(self.path)
+                sock.settimeout(_POLL_S)
+            except OSError:
+                sock.close()
+                raise
+        except OSError as exc:
+            self.rebind_failed = str(exc)
+            return
+        old, self.sock = self.sock, sock
+        self.rebound += 1
+        with contextlib.suppress(OSError):  # what the old socket still holds
+            old.setblocking(False)
+            while True:
+                self.handle(old.recv(_RECV_MAX))
+        with contextlib.suppress(OSError):
+            old.close()
+
+    def ring_maps(self) -> list[Any]:
+        """Every ring file of the run, mapped: those mapped while it went, and any new ones."""
+        from .ring import map_new_rings
+
+        self.rings_unread = map_new_rings(self.dir, self.rings)
+        maps, self.rings = list(self.rings.values()), {}
+        return maps
 
     def handle(self, data: bytes) -> None:
         """Split one datagram into records for the sink; count what does not decode."""

@@ -6,7 +6,14 @@
   SIG_IGN: a caught signal is reset to the default in the child by exec, an ignored one would be
   inherited and the child's Ctrl-C would stop working.
 - SIGTERM, SIGHUP and SIGQUIT sent to `tm` are forwarded to the child (a job scheduler signals
-  the process it started, which is `tm`), and `tm` never exits before the child does.
+  the process it started, which is `tm`), and `tm` never exits before the child does. So are
+  SIGUSR1, SIGUSR2 and SIGALRM (Slurm's `--signal=USR1@T` warns a job this way, and Lightning's
+  requeue listens for it) and SIGCONT; a signal whose default would kill `tm` never does.
+- SIGINT, SIGWINCH and SIGTSTP are what a terminal sends to its whole foreground group, so the
+  child has them already when `tm` is that group; sent to `tm` alone (no terminal, or `tm` in the
+  background: `kill -INT <tm>`) they are forwarded. SIGTSTP then stops `tm` too, as it would
+  have without a handler. (Signal info is not available to a Python handler, so `kill -INT` at
+  a `tm` in the foreground of a terminal is taken for Ctrl-C and not forwarded.)
 - The exit status is the child's, 128+N when a signal N killed it (promise 9); a command that
   cannot be started is 127 (not found) or 126 (not executable), as a shell says.
 """
@@ -23,7 +30,27 @@ from collections.abc import Iterator
 
 from ..records import ENV_NO_TAP, ENV_SOCKET
 
-FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+FORWARDED = tuple(
+    getattr(signal, name)
+    for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGCONT")
+    if hasattr(signal, name)
+)
+#: Signals a terminal sends to its foreground group: forwarded only when `tm` is not that group.
+FROM_TERMINAL = tuple(
+    getattr(signal, name) for name in ("SIGWINCH", "SIGTSTP") if hasattr(signal, name)
+)
+
+
+def terminal_sends_to_us() -> bool:
+    """Whether `tm` is the foreground process group of its terminal: then what the terminal
+    sends (Ctrl-C, Ctrl-Z, a resize) reaches the child directly, and must not twice."""
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd):
+                return os.tcgetpgrp(fd) == os.getpgrp()
+        except OSError:
+            continue
+    return False
 BOOTSTRAP_DIR = "agent/bootstrap"
 
 
@@ -118,19 +145,45 @@ class Launcher:
             os.kill(proc.pid, signum)
         self.forwarded.append(signum)
 
-    @staticmethod
-    def _on_interrupt(_signum: int, _frame: object) -> None:
-        """Ctrl-C went to the whole foreground group: the child has it; `tm` waits for it."""
+    def _on_interrupt(self, signum: int, frame: object) -> None:
+        """Ctrl-C went to the whole foreground group: the child has it; `tm` waits for it.
+        Not from a terminal (`kill -INT <tm>`): the child has not, so it is forwarded."""
+        if not terminal_sends_to_us():
+            self._on_forwarded(signum, frame)
+
+    def _on_resize(self, signum: int, frame: object) -> None:
+        if not terminal_sends_to_us():
+            self._on_forwarded(signum, frame)
+
+    def _on_stop(self, signum: int, frame: object) -> None:
+        """SIGTSTP sent to `tm` alone: to the child, then stop here as without a handler."""
+        if not terminal_sends_to_us():
+            self._on_forwarded(signum, frame)
+        try:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            signal.signal(signum, self._on_stop)  # continued
+        except (OSError, ValueError):
+            pass
 
     @contextlib.contextmanager
     def signals(self) -> Iterator[None]:
         """Install the handlers for the child's lifetime, then put back what was there."""
         previous: dict[int, object] = {}
         try:
-            for signum in (signal.SIGINT, *FORWARDED):
+            for signum in (signal.SIGINT, *FORWARDED, *FROM_TERMINAL):
                 if signal.getsignal(signum) is signal.SIG_IGN:
                     continue  # `nohup tm ...`, `tm ... &`: the child inherits the ignore, as usual
-                handler = self._on_interrupt if signum == signal.SIGINT else self._on_forwarded
+                if signum == getattr(signal, "SIGTSTP", None):
+                    if terminal_sends_to_us():
+                        continue  # Ctrl-Z stops the group; the live status line handles it
+                    handler = self._on_stop
+                elif signum == signal.SIGINT:
+                    handler = self._on_interrupt
+                elif signum in FROM_TERMINAL:
+                    handler = self._on_resize
+                else:
+                    handler = self._on_forwarded
                 previous[signum] = signal.signal(signum, handler)
         except ValueError:  # not the main thread: leave signals alone
             pass

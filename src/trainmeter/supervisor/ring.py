@@ -80,6 +80,34 @@ class Delivered:
         return watched
 
 
+def map_new_rings(directory: str, known: dict[tuple[int, int], mmap.mmap]) -> int:
+    """Map the ring files in `directory` not in `known` (by device and inode) into it, so they
+    stay readable if the directory is removed. Returns how many could not be mapped."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    failed = 0
+    for name in names:
+        if not name.startswith(layout.FILE_PREFIX):
+            continue
+        try:
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            failed += 1
+            continue
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) in known or st.st_size < layout.SLOTS_AT:
+                continue
+            known[(st.st_dev, st.st_ino)] = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            failed += 1
+        finally:
+            os.close(fd)
+    return failed
+
+
 def open_rings(directory: str) -> list[mmap.mmap]:
     """Map every ring file in the socket directory (read-only), so they can be read after the
     directory is gone. A file that is not a ring, or cannot be read, is left out."""

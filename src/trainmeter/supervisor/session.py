@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 SAMPLERS_AFTER_S = 0.25
 
 
+#: Descriptors `tm` holds back from the start for the end of the run (rings, summary, meta).
+RESERVED_FDS = 16
+
+
 def _process_tree(pid: int) -> list[int]:
     """The child and its descendants now (`sources.host`, imported late: psutil)."""
     from ..sources.host import process_tree
@@ -111,6 +115,8 @@ class Session:
         self.store: RunStore | None = None
         self.recorder: Recorder | None = None
         self.ingest: Ingest | None = None
+        self.ingest_error: str | None = None  # why there is no socket, for the observe-only fact
+        self._reserve: list[int] = []  # descriptors held back for the end of the run
         self.live: LiveLoop | None = None
         self.t0 = time.monotonic()
         self.started_unix = time.time()
@@ -132,6 +138,7 @@ class Session:
         try:
             self.ingest = Ingest(_unread)
         except OSError as exc:
+            self.ingest_error = exc.strerror or str(exc)
             self.warn("ingest", f"no ingest socket ({exc}); the agent cannot report")
         return child_env(
             os.environ,
@@ -152,6 +159,7 @@ class Session:
         from . import ring
         from .death import oom_kills
 
+        self._reserve_descriptors()
         self.started_utc = datetime.fromtimestamp(self.started_unix, timezone.utc)
         self.oom_before = oom_kills()
         self.delivered = ring.Delivered()
@@ -170,6 +178,8 @@ class Session:
                 view.log_fact = lambda d: recorder.write_tm("fact", d)
         self.store.write_json("meta.json", self.meta())
         self.recorder.write_tm("run.start", self.start_payload(), t=self.t0)
+        if self.ingest is not None:  # a step from before it cannot be true (forged, or a bug)
+            self.ingest.decoder.t_start = self.t0
         for key, value in self.opts.declared.items():
             fact = {"key": key, "value": value, "source": "declared"}
             if key in self.opts.notes:
@@ -328,14 +338,22 @@ class Session:
 
         if self.live is not None:
             self.live.stop(timeout=0.1)
+        self._release_reserve()  # what follows must not fail for want of a descriptor
         if self.ingest is not None:
             self.ingest.settle(max_s=self.grace_s, agents_alive=self._agents_alive)
-            rings = ring.open_rings(self.ingest.dir)  # before stop() removes the directory
+            rings = self.ingest.ring_maps()  # before stop() removes the directory
             faults = death.collect_faults(self.ingest.dir, self.store.path if self.store else None)
             self.ingest.stop()
             ring.recover(rings, self.delivered, self.recorder.accept)  # what a death kept back
             for fault in faults:  # a native crash: where faulthandler's stacks now are
                 self.recorder.write_tm("crash", fault)
+            if self.ingest.rings_unread:  # what the socket did not bring from them is lost
+                self.recorder.write_tm("fact", {
+                    "key": "agent_rings_unread", "value": self.ingest.rings_unread,
+                    "source": "detected",
+                    "note": "ring files tm could not open at the end (out of descriptors?): "
+                    "steps and values they held and the socket did not deliver are not counted",
+                })
         if self.live is not None:
             self.live.record_dropped()
             self.live.close_samplers()
@@ -372,6 +390,23 @@ class Session:
             self.meta({"end_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), **end}),
         )
 
+    def _reserve_descriptors(self) -> None:
+        """Hold a few descriptors from the start (on /dev/null, never inherited), to give back
+        at the end: a run that used up the limit (idle dashboard clients, the user's own files)
+        still has what mapping the rings and writing the summary need."""
+        try:
+            self._reserve = [os.open(os.devnull, os.O_RDONLY) for _ in range(RESERVED_FDS)]
+        except OSError:
+            pass
+
+    def _release_reserve(self) -> None:
+        for fd in self._reserve:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._reserve = []
+
     def _explain_observe_only(self) -> None:
         """No process said hello: record why (once), and say it on stderr, however short the run.
 
@@ -385,6 +420,8 @@ class Session:
             reason, source = "tm --no-agent: the agent was not loaded, as asked", "declared"
         elif self.ingest is None:
             reason = "tm could not open its socket, so the agent had nowhere to report"
+            if self.ingest_error:
+                reason += f" ({self.ingest_error})"
             source = "detected"
         elif recorder.observe_only:
             reason, source = "", ""

@@ -30,7 +30,7 @@ def write_passport(run_dir: Path, snap: dict[str, Any]) -> dict[str, Any]:
 
 def _atomic(target: Path, text: str) -> None:
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8", errors="backslashreplace")  # a non-UTF-8 name
     os.replace(tmp, target)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .format import duration, fixed, percent
+from .markdown_safe import md_safe
 from .memory_text import peak_text
 
 
@@ -86,7 +87,9 @@ def value_text(name: str, entry: dict[str, Any]) -> str:
 
 
 def render_markdown(passport: dict[str, Any]) -> str:
-    """The compute section of a model card, derivations folded underneath."""
+    """The compute section of a model card, derivations folded underneath. Every text from
+    the run is escaped first (`markdown_safe`): the card is pasted where Markdown renders."""
+    passport = md_safe(passport, keep=frozenset({"formula"}))
     run = passport.get("run", {})
     numbers = passport.get("training", {})
     absent = passport.get("absent", {})

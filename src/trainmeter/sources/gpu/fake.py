@@ -28,16 +28,37 @@ from .backend import Backend, NvmlError
 FORMAT = "trainmeter-nvml/1"
 
 
+#: A fixture or dump is a few hundred kilobytes; past this a file is not one (`/dev/zero`).
+MAX_FIXTURE_BYTES = 64 << 20
+
+
+def _read_bounded(path: Path) -> str:
+    """The file's text, read to at most MAX_FIXTURE_BYTES (ValueError past it)."""
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_FIXTURE_BYTES + 1)
+    if len(data) > MAX_FIXTURE_BYTES:
+        raise ValueError(f"larger than {MAX_FIXTURE_BYTES >> 20} MiB: not a fixture")
+    return data.decode("utf-8")
+
+
 def load_fixture(source: str | Path | dict[str, Any]) -> dict[str, Any]:
-    """A fixture dict from a path, a JSON string's file, or a dict (a dump's `nvml` part)."""
+    """A fixture dict from a path, a JSON string's file, or a dict (a dump's `nvml` part).
+    ValueError (with the reason) for anything that is not one; OSError when it cannot be read."""
     if isinstance(source, dict):
         data = source
     else:
-        data = json.loads(Path(source).read_text())
-        if "nvml" in data and "devices" not in data:  # a `tm hardware --dump` file
+        data = json.loads(_read_bounded(Path(source)))
+        if isinstance(data, dict) and "nvml" in data and "devices" not in data:  # a dump
             data = data["nvml"]
+    if not isinstance(data, dict):
+        raise ValueError(f"not a {FORMAT} fixture: a JSON {type(data).__name__}, not an object")
     if data.get("format") != FORMAT:
         raise ValueError(f"not a {FORMAT} fixture: format {data.get('format')!r}")
+    devices = data.get("devices", [])
+    if not isinstance(devices, list) or not all(
+        isinstance(d, dict) and isinstance(d.get("ops", {}), dict) for d in devices
+    ):
+        raise ValueError(f"not a {FORMAT} fixture: `devices` is not a list of objects")
     return data
 
 
@@ -57,7 +78,7 @@ class FakeBackend:
     def init(self) -> None:
         failure = self.fixture.get("init")
         if failure:
-            raise NvmlError(failure["error"])
+            raise NvmlError(str(failure.get("error")), str(failure.get("detail") or ""))
         self.initialized = True
 
     def shutdown(self) -> None:
@@ -97,8 +118,14 @@ def backend_from_env(env: Mapping[str, str]) -> Backend:
     and demos on a GPU-less machine run `tm`, `tm hardware` and `tm doctor` over a recorded
     card."""
     fixture = env.get(ENV_FAKE_NVML)
-    if fixture:
-        return FakeBackend(fixture)
-    from .amd_fake import amd_or_nvidia  # AMD SMI when there is no NVIDIA driver
+    if not fixture:
+        from .amd_fake import amd_or_nvidia  # AMD SMI when there is no NVIDIA driver
 
-    return amd_or_nvidia(env)
+        return amd_or_nvidia(env)
+    try:
+        return FakeBackend(fixture)
+    except (OSError, ValueError, RecursionError) as exc:  # missing, truncated, `[]`, random bytes
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)[:200]
+        return FakeBackend(
+            {"format": FORMAT, "init": {"error": "Unknown", "detail": f"{ENV_FAKE_NVML}: {why}"}}
+        )

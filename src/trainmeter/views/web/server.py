@@ -71,11 +71,19 @@ def _metrics_renderer() -> Any:
     return render
 
 
+#: Connections served at once: each holds a thread and a descriptor of `tm`, which also needs
+#: descriptors for the run itself; past this a connection is closed at once (and counted).
+MAX_CONNECTIONS = 32
+#: A connection that sends nothing (or stops reading) for this long is closed.
+CONNECTION_TIMEOUT_S = 30.0
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: DashboardServer
     server_version = "trainmeter"
     sys_version = ""
     protocol_version = "HTTP/1.1"
+    timeout = CONNECTION_TIMEOUT_S  # set on the socket in setup(): idle clients cannot stay
 
     # Every method but GET and HEAD: 405, whatever its name (the base class would say 501).
     def __getattr__(self, name: str) -> Any:
@@ -215,6 +223,31 @@ class DashboardServer(ThreadingHTTPServer):
         self.socket = sock
         self.server_address = sock.getsockname()
         self.port = self.server_address[1]
+        self.active = 0
+        self.refused = 0  # connections closed at once, past MAX_CONNECTIONS
+        self._active_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread for the connection, unless MAX_CONNECTIONS are served: then it is closed."""
+        with self._active_lock:
+            if self.active >= MAX_CONNECTIONS:
+                self.refused += 1
+                self.shutdown_request(request)
+                return
+            self.active += 1
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            with self._active_lock:
+                self.active -= 1
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._active_lock:
+                self.active -= 1
 
     @property
     def url(self) -> str:
