@@ -1,9 +1,10 @@
-"""Screenshots of the dashboard in both themes, for the README: docs/img/dashboard-{light,dark}.png.
+"""Screenshots for the README, each in the light and the dark theme (docs/img/*-{light,dark}.png).
 
 Runs the example under `tm` on the fake H100 (the NVML fixture the tests use) with a step
 budget, waits until the run is past a third of it, and photographs the live page in headless
-Chromium with the light and then the dark system setting, plus the MFU waterfall with What to
-try, and the explain panel of MFU.
+Chromium (dashboard-*), plus the MFU waterfall with What to try, and the explain panel of MFU.
+When the run has finished: `tm view` of it (view-*) and `tm report` of it (report-*). Then a
+CPU-only run (no fake GPU): its live page (cpu-*).
 
     python scripts/dashboard_screenshots.py [--out docs/img]
 
@@ -30,21 +31,78 @@ ARGS = [
 STEPS = 600
 
 
-def _start_run(cwd: Path) -> tuple[subprocess.Popen, str]:
+def _env(gpu: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINMETER_")}
-    env["TRAINMETER_FAKE_NVML"] = str(REPO / "tests/fixtures/nvml/h100_sxm_gpm.json")
+    if gpu:
+        env["TRAINMETER_FAKE_NVML"] = str(REPO / "tests/fixtures/nvml/h100_sxm_gpm.json")
     env["PYTHONPATH"] = str(REPO / "src")
+    return env
+
+
+def _start(args: list[str], cwd: Path, gpu: bool) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trainmeter", "--port", "0", "--budget-steps", str(STEPS),
-         "--convention", "megatron",
-         str(REPO / "examples/tiny_gpt.py"), "--steps", str(STEPS)],
-        cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "trainmeter", *args],
+        cwd=cwd, env=_env(gpu), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     for line in proc.stderr:
         match = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
         if match:
             return proc, match.group(1)
     raise SystemExit("tm printed no dashboard URL")
+
+
+def _start_run(cwd: Path, gpu: bool = True) -> tuple[subprocess.Popen, str]:
+    extra = ["--convention", "megatron"] if gpu else []
+    return _start(["--port", "0", "--budget-steps", str(STEPS), *extra,
+                   str(REPO / "examples/tiny_gpt.py"), "--steps", str(STEPS)], cwd, gpu)
+
+
+def _both(page, out: Path, stem: str, ready: str) -> None:
+    """The page in the light and then the dark theme (the system setting), full length."""
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        deadline = time.monotonic() + 120
+        while not page.evaluate(ready):  # the pages' CSP forbids eval-based waits
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{stem}: not ready: {ready}")
+            page.wait_for_timeout(300)
+        page.wait_for_timeout(1200)  # charts redraw with the theme's colours
+        page.screenshot(path=str(out / f"{stem}-{scheme}.png"), full_page=True)
+        print(out / f"{stem}-{scheme}.png")
+
+
+def _after(browser, out: Path, cwd: Path, proc: subprocess.Popen) -> None:
+    """When the run has finished: `tm view` of it and `tm report` of it, in both themes."""
+    proc.wait(timeout=600)
+    run = sorted((cwd / ".trainmeter" / "runs").iterdir())[-1]
+    view, url = _start(["view", str(run), "--port", "0"], cwd, False)
+    try:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(url)
+        _both(page, out, "view", "!!document.querySelector('[data-chart=\"loss\"]')")
+        page.close()
+    finally:
+        view.terminate()
+        view.wait(timeout=60)
+    report = cwd / "report.html"
+    subprocess.run([sys.executable, "-m", "trainmeter", "report", str(run), "-o", str(report)],
+                   cwd=cwd, env=_env(False), check=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(report.as_uri())
+    _both(page, out, "report", "!!document.body.dataset.chartsReady")
+    page.close()
+
+
+def _cpu_only(browser, out: Path, cwd: Path) -> None:
+    proc, url = _start_run(cwd, gpu=False)
+    try:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(url)
+        _both(page, out, "cpu", "!!document.querySelector('[data-tile=\"tokens_per_s\"][data-value]')"
+              " && !!document.querySelector('#host [data-core]') && !!document.querySelector('[data-chart=\"loss\"]')")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
 
 
 def main() -> int:
@@ -91,9 +149,13 @@ def main() -> int:
                     page.wait_for_timeout(300)
                     page.screenshot(path=str(out / "dashboard-explain.png"))
                     print(out / "dashboard-explain.png")
+                _after(browser, out, Path(tmp), proc)
+                with tempfile.TemporaryDirectory() as cpu_tmp:
+                    _cpu_only(browser, out, Path(cpu_tmp))
                 browser.close()
         finally:
-            proc.terminate()
+            if proc.poll() is None:
+                proc.terminate()
             proc.wait(timeout=60)
     return 0
 

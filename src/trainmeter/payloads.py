@@ -147,6 +147,40 @@ class RunEnd(TypedDict, total=False):
     exit_status: int
     signal: int | None  # the signal that killed the command, else null
     elapsed_s: float
+    signal_from: str  # "outside": the signal was sent to tm and passed on (a preemption)
+    oom_kills: int  # the OOM killer's kills in the run's cgroup (or host) during the run
+    oom_source: str  # where that count was read
+
+
+class Memory(TypedDict, total=False):
+    """`memory` (src `agent`): one rank's memory, read from the allocator's host-side counters
+    (CUDA, MPS) or the process (RSS on a CPU), about once a second and only when it changed."""
+
+    device: str  # "cuda", "mps" or "cpu"
+    index: int | None  # the CUDA device the rank trains on
+    allocated_b: int
+    allocated_peak_b: int
+    reserved_b: int
+    reserved_peak_b: int
+    inactive_split_b: int  # cached but not allocated: the fragmentation the allocator reports
+    alloc_retries: int
+    ooms: int
+    total_b: int  # the card's total memory
+    rss_b: int
+    rss_peak_b: int
+    missing: dict[str, str]  # field -> why this device cannot say it
+    at_step: bool  # read right after an optimizer step
+    fake: bool  # replayed from TRAINMETER_FAKE_CUDA_MEMORY
+
+
+class Crash(TypedDict, total=False):
+    """`crash` (src `agent`): the uncaught exception a process is about to die of."""
+
+    type: str  # the exception's qualified type name
+    message: str  # its text, bounded
+    thread: str  # the thread it was raised in
+    collective: str  # the innermost torch.distributed collective on the traceback
+    where: str  # the innermost frame of the user's code, 'file:line in function'
 
 
 #: Each kind's payload type (the keys are `records.KINDS`).
@@ -161,5 +195,7 @@ PAYLOADS: dict[str, type] = {
     "sample.host": HostSample,
     "sample.node": NodeSample,
     "alert": Alert,
+    "memory": Memory,
+    "crash": Crash,
     "run.end": RunEnd,
 }

@@ -34,6 +34,8 @@ ENV_NO_TAP = "TRAINMETER_NO_TAP"
 ENV_DISABLE = "TRAINMETER_DISABLE"
 #: A fixture or `tm hardware --dump` file the GPU sampler replays in place of the driver.
 ENV_FAKE_NVML = "TRAINMETER_FAKE_NVML"
+#: A JSON list of recorded `torch.cuda.memory_stats()` answers the memory probe replays.
+ENV_FAKE_CUDA_MEMORY = "TRAINMETER_FAKE_CUDA_MEMORY"
 #: Where measured peak files live.
 ENV_PEAKS_DIR = "TRAINMETER_PEAKS_DIR"
 
@@ -49,6 +51,8 @@ KINDS = frozenset(
         "sample.host",
         "sample.node",
         "alert",
+        "memory",
+        "crash",
         "run.end",
     }
 )

@@ -64,6 +64,8 @@ SECRET_PARTS = frozenset(
         "bearer",
         "sessionid",
         "dsn",
+        "notify",  # tm --notify URL: a webhook's URL lets whoever has it post
+        "webhook",
     }
 )
 

@@ -49,20 +49,30 @@ def test_opens_in_chromium_with_charts_and_no_network(report: Path, example_run:
             page.goto(report.as_uri())
             page.wait_for_selector("body[data-charts-ready]")
             charts = page.evaluate(
-                "window.tmCharts.map(u => ({title: u.root.querySelector('.u-title').textContent,"
+                "window.tmCharts.map(u => ({title: u.tmTitle,"
                 " points: u.data[0].length, last: u.data[1][u.data[1].length - 1],"
                 " width: u.width}))"
             )
             passport = json.loads(page.locator("#tm-passport").text_content())
+            # headline numbers, then the time split and the waterfall, then the charts
+            order = page.evaluate(
+                "['.tiles', '#charts'].map(q => document.querySelector(q)"
+                ".getBoundingClientRect().top)"
+            )
+            legends = page.locator(".u-legend").count()
+            headline = page.locator("[data-headline]").all_inner_texts()
             page.screenshot(path=str(report.with_suffix(".png")), full_page=True)
         finally:
             browser.close()
     assert errors == []
     assert requests == [report.as_uri()]  # the page itself, nothing else
+    assert order[0] < order[1] and legends == 0  # no empty legends
+    assert any("Throughput" in h for h in headline)
+    assert charts[0]["title"] == "Loss"  # the loss first
     by_title = {c["title"]: c for c in charts}
-    loss = by_title["train_loss"]
+    loss = by_title["Loss"]
     assert loss["points"] == STEPS and loss["width"] > 0
     assert loss["last"] == example_run.summary["series"]["train_loss"]["value"]
-    tps = by_title["Tokens per second (tokens/s)"]
+    tps = by_title["Tokens per second"]
     assert tps["points"] > 0 and tps["last"] == pytest.approx(example_run.summary["tokens_per_s"])
     assert passport["training"]["steps"]["value"] == STEPS

@@ -31,6 +31,8 @@ MAPS = {
     "agent.versions": "<package>",
     "waterfall.absent": "<factor>",
     "log.reasons": "<reason>",
+    "memory.ranks": "<rank>",
+    "memory.ranks.<rank>.missing": "<field>",
 }
 #: values that are data, not structure (a fact's value may be a dict; declared maps)
 OPAQUE = {"facts.<fact>.value", "facts.<fact>.conflicts[].value", "run.argv"}

@@ -60,3 +60,13 @@ def test_node_rates_and_fields():
     assert n["cores"] == 16 and n["load"] == [1.0, 2.0, 3.0]
     assert n["limits"]["cpu_cores"] == 8 and n["disk"]["path"] == "/data"
     assert n["cpu"]["user"] == 0.5
+
+
+def test_node_busy_per_core_passes_through_and_a_bad_list_is_left_out() -> None:
+    from trainmeter.engine.host_node import NodeSeries
+
+    node = NodeSeries()
+    node.sample(1.0, {"cores": 2, "cpu_per_core": [0.25, 1.0]})
+    assert node.latest["cpu_per_core"] == [0.25, 1.0]
+    node.sample(2.0, {"cores": 2, "cpu_per_core": [0.25, "busy"]})
+    assert "cpu_per_core" not in node.latest

@@ -180,3 +180,61 @@ def test_doctor_python_asks_diagnose_python(tmp_path):
     res = run_tm(["doctor", "--json", "--python", "/bin/true"], cwd=tmp_path, timeout=120)
     check = {c["check"]: c for c in json.loads(res.stdout)}["agent in python"]
     assert check["status"] == "no" and "/bin/true" in check["detail"]
+
+
+def test_attach_on_a_terminal_redraws_one_status_line(tmp_path):
+    """On a terminal (a real pty), each sample redraws the one status line in place: no new line
+    a second; the line is ended once, when tm attach stops."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    target = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(1.6)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 160, 0, 0))
+    try:
+        assert target.stdout.readline().strip() == "ready"
+        res = subprocess.run(
+            [sys.executable, "-m", "trainmeter", "attach", str(target.pid), "--interval", "0.2"],
+            cwd=tmp_path, env=tm_env(TERM="xterm", COLUMNS="200"), stdout=slave,
+            stderr=subprocess.PIPE, text=True, timeout=120,
+        )
+        assert res.returncode == 0, res.stderr
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the pty's other end is closed and drained
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+        target.kill()
+        target.wait()
+    text = out.decode()
+    draws = text.count("\r\x1b[2K[attach ")
+    assert draws >= 3, repr(text)  # several samples in 1.6 s at 0.2 s
+    # the pty turns "\n" into "\r\n": one line end in all, after the last draw
+    assert text.count("\n") == 1 and text.endswith("\r\n") and "no GPU" in text
+    assert text.index("\n") > text.rindex("\x1b[2K")
+
+
+def test_hardware_cites_the_peak_in_one_line_once_for_identical_gpus(tmp_path):
+    """The fixture's two H100s share a spec: one peak line names both, with the document; the
+    full citation only with --sources, and then once; sizes in GiB."""
+    env = tm_env(TRAINMETER_FAKE_NVML=str(fixture_path("h100_sxm_gpm")))
+    out = run_tm(["hardware"], cwd=tmp_path, env=env, timeout=120).stdout
+    peak_lines = [line for line in out.splitlines() if line.strip().startswith("peak ")]
+    assert len(peak_lines) == 1, out
+    assert "GPUs 0-1" in peak_lines[0] and "989.5 TFLOP/s" in peak_lines[0]
+    assert "from NVIDIA H100 product page" in peak_lines[0] and len(peak_lines[0]) < 200
+    assert "bf16_dense_tflops:" not in out and " GB" not in out and "GiB" in out
+    full = run_tm(["hardware", "--sources"], cwd=tmp_path, env=env, timeout=120).stdout
+    assert full.count("bf16_dense_tflops:") == 1 and "1,979 teraFLOPS" in full

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import psutil
 import pytest
@@ -33,6 +34,21 @@ def test_node_sample_on_this_machine_is_sane(tmp_path):
     assert second["net"]["rx_b"] >= first["net"]["rx_b"] >= 0
     # limits are either below the host, or absent with the reason
     assert "limits" in second or second["missing"]["limits"]
+
+
+def test_node_sample_has_each_cores_busy_share(tmp_path):
+    """One busy share per logical core; their mean is the machine's busy share (same interval)."""
+    node = NodeSampler(tmp_path)
+    end = time.monotonic() + 0.3
+    while time.monotonic() < end:  # one core busy for a while
+        pass
+    d = node.sample()
+    cores = d["cpu_per_core"]
+    assert len(cores) == psutil.cpu_count(logical=True)
+    assert all(0.0 <= c <= 1.0 for c in cores)
+    busy = 1 - d["cpu"]["idle"] - d["cpu"]["iowait"]
+    assert sum(cores) / len(cores) == pytest.approx(busy, abs=0.1)
+    assert max(cores) > 0.0
 
 
 def test_cpu_split_by_hand():

@@ -99,6 +99,26 @@ def test_engine_explanations_are_used_when_present() -> None:
     assert "achieved FLOP/s / peak FLOP/s" in render_markdown(p)
 
 
+def test_markdown_has_the_model_cards_sections() -> None:
+    """Hardware and software under "Compute Infrastructure", the numbers under "Speeds, Sizes,
+    Times": the headings a Hugging Face model card uses, so each part pastes in as it is."""
+    md = render_markdown(build_passport(snapshot()))
+    infra = md.split("### Compute Infrastructure\n")[1].split("### Speeds, Sizes, Times\n")[0]
+    speeds = md.split("### Speeds, Sizes, Times\n")[1].split("\n\n")[0]
+    assert "| Hardware |" in infra and "| Software |" in infra and "| MFU |" not in infra
+    assert "| MFU |" in speeds and "| Throughput |" in speeds and "| Hardware |" not in speeds
+
+
+def test_a_peaks_citation_is_printed_once() -> None:
+    p = build_passport(snapshot())
+    citation = "NVIDIA H100 product page, H100 SXM column: 'BFLOAT16 ... 1,979 teraFLOPS', halved"
+    for name in ("mfu", "ofu"):
+        p["training"].setdefault(name, {"value": 0.3, "unit": "fraction"})["peak_source"] = citation
+    md = render_markdown(p)
+    assert md.count(citation) == 1
+    assert "peak's source: as for MFU above" in md
+
+
 def test_no_host_directory_or_secret() -> None:
     p = build_passport(snapshot(), ["/home/alice/proj"])
     text = json.dumps(p) + render_markdown(p)
@@ -192,9 +212,9 @@ def test_the_waterfall_is_one_small_table() -> None:
     ]
     assert rows[0][0].endswith("(whole run)") and rows[-2][0] == "**MFU** (in steps)"
     # the HTML report shows the same table
-    from trainmeter.views.report import _passport_html
+    from trainmeter.views.report import _waterfall_html
 
-    html = _passport_html(p)
+    html = _waterfall_html(p)
     assert "<td>MFU (in steps)</td><td class=n></td><td class=n>5.9%</td>" in html
     assert "<td class=n>0.969</td><td class=n>95.0%</td>" in html
     # no waterfall (no MFU): no table, and the passport says so nowhere as a zero

@@ -122,7 +122,7 @@ def test_summary_text_groups_every_number_with_its_reason() -> None:
     assert lines[i + 2].split() == ["MFU", "40.0%", "38.1%", "megatron"]
     assert lines[i + 3].split() == ["hours", "2", "2.5", "projected"]
     # energy: 1500 J over 10240 tokens = 0.146 J/token
-    assert "1.5 kJ (GPU 0 1.5 kJ) 146 mJ per token" in lines
+    assert "1.50 kJ (GPU 0 1.50 kJ) 146 mJ per token" in lines  # three digits, as everywhere
     # time: 2 s of 10 s startup, 8 s compute (the rest); data wait not measured
     assert "10.0s elapsed goodput 80.0%" in lines
     assert "▓ Startup and compile 2.0s 20.0%" in lines
@@ -173,3 +173,14 @@ def test_summary_text_says_observe_only_up_front_and_never_crops_a_reason() -> N
     flat = " ".join(text.split())
     assert "device NVIDIA H100 detected" in flat
     assert f"observe_only (see note) detected {reason}" in flat  # whole, wrapped not cropped
+
+
+def test_units_read_the_same_everywhere() -> None:
+    """Three significant digits with their zeros (energy '1.40 kJ'), memory in GiB/MiB."""
+    from trainmeter.views.format import si_unit
+
+    assert si_unit(1403, "J") == "1.40 kJ" and si_unit(14030, "J") == "14.0 kJ"
+    assert si_unit(0.146, "J") == "146 mJ" and si_unit(140300, "J") == "140 kJ"
+    assert si_unit(80 * 2**30, "B") == "80.0 GiB"  # an '80GB' card, as NVML gives it
+    assert si_unit(85.5e9, "B") == "79.6 GiB"  # 85.5e9 / 2**30 = 79.63
+    assert si_unit(300 * 2**20, "B") == "300 MiB" and si_unit(512, "B") == "512 B"

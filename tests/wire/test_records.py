@@ -64,7 +64,7 @@ def test_garbage_is_refused(line) -> None:
 def test_every_kind_of_the_contract_is_known() -> None:
     assert records.KINDS == {
         "run.start", "hello", "fact", "step", "metric", "phase",
-        "sample.gpu", "sample.host", "sample.node", "alert", "run.end",
+        "sample.gpu", "sample.host", "sample.node", "alert", "memory", "crash", "run.end",
     }
 
 

@@ -86,7 +86,7 @@ def say_hello() -> None:
 
 
 def _probe_modules() -> list[tuple[str, Any]]:
-    from .probes import architecture, device, flops, model, phases, precision, steps
+    from .probes import architecture, device, flops, memory, model, phases, precision, steps
 
     # steps first: the others ride on its hooks and listeners
     return [
@@ -97,6 +97,7 @@ def _probe_modules() -> list[tuple[str, Any]]:
         ("phases", phases),
         ("flops", flops),
         ("device", device),
+        ("memory", memory),
     ]
 
 
@@ -156,6 +157,12 @@ def start() -> None:
     if STATE.taps_enabled:
         _install_taps()
     say_hello()
+    try:
+        from . import crash
+
+        crash.install()  # why the process died, told on the way out (agent/crash.py)
+    except Exception as exc:  # noqa: BLE001 - promise 1: the run goes on without it
+        guard.off("crash", exc)
     importhook.when_imported("torch", _guarded_attach)
 
 

@@ -48,6 +48,8 @@ options (before the script or command):
   --run-id ID         one id for every node of a multi-node job (default: the launcher's
                       rendezvous id or SLURM_JOB_ID)
   --metrics-addr HOST:PORT  serve Prometheus /metrics alone on this address while the run goes
+  --notify URL        post each new alert, the cause of death and the end line as JSON to this
+                      webhook (Slack-compatible `text`); repeatable; the URL is never recorded
   --port N  --no-web      the dashboard's first port to try (default 8765, 0: any), or none
 numbers accept SI suffixes: 20B, 1.5e9, 300M, 2k
 """
@@ -191,7 +193,7 @@ _FACT_FLAGS = {
 }
 _VALUE_FLAGS = {
     "--convention", "--peak-tflops", "--peak-source", "--name", "--gpus", "--port",
-    "--run-id", "--metrics-addr",
+    "--run-id", "--metrics-addr", "--notify",
 }
 _SWITCHES = {
     "--no-web": "web",
@@ -247,6 +249,10 @@ def _parse_value_flag(opts: RunOptions, flag: str, value: str) -> None:
         opts.run_id = value
     elif flag == "--metrics-addr":
         opts.metrics_addr = parse_addr(flag, value)
+    elif flag == "--notify":
+        if not re.match(r"https?://[^/\s]+", value):
+            raise UsageError("--notify: not an http:// or https:// URL")  # the URL is not echoed
+        opts.notify.append(value)
     elif flag == "--port":
         if not value.isdigit() or not 0 <= int(value) < 65536:
             raise UsageError(f"--port: {value!r} is not a port number (0 for any free port)")

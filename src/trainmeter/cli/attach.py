@@ -2,8 +2,9 @@
 
 It records what the samplers see (the process tree's CPU and memory, its GPUs, the node) into a
 run directory `.trainmeter/runs/<UTC>-attach-<pid>/events.jsonl`, with a `fact` saying the run
-is observe-only (no agent is inside the program, so no steps, tokens or MFU), and prints one
-compact line every interval. It never signals, traces or otherwise touches the process: Ctrl-C
+is observe-only (no agent is inside the program, so no steps, tokens or MFU), and shows one
+compact status line: on a terminal it is one line redrawn in place every interval (as the status
+line under `tm`), in a pipe or a file one line every interval (a log). It never signals, traces or otherwise touches the process: Ctrl-C
 detaches and leaves it running (exit 0), and it stops on its own when the process exits.
 """
 
@@ -71,20 +72,53 @@ def _target_env(proc: Any) -> dict[str, str]:
 
 
 def status_line(pid: int, elapsed: float, host: dict, gpu: dict, prev: tuple | None) -> str:
-    """`[attach 123] 12s  1.02 cores  rss 210 MB  3 procs  gpu0 97% 40.1 GB`."""
+    """`[attach 123] 12s  1.02 cores  rss 210 MiB  3 procs  gpu0 97% 37.3 GiB` (memory in GiB/MiB)."""
     parts = [f"[attach {pid}] {elapsed:5.0f}s"]
     if prev is not None and "cpu_s" in host and elapsed > prev[0]:
         parts.append(f"{(host['cpu_s'] - prev[1]) / (elapsed - prev[0]):.2f} cores")
     if "rss_kb" in host:
-        parts.append(f"rss {host['rss_kb'] / 1024:.0f} MB")
+        parts.append(f"rss {host['rss_kb'] / 1024:.0f} MiB")
     parts.append(f"{host.get('procs', 0)} procs")
     if "unavailable" in gpu:
         parts.append("no GPU")
     for row in gpu.get("gpus", []):
         util = f"{row['gpu_util'] * 100:.0f}%" if "gpu_util" in row else "?"
-        mem = f" {row['memory_used_b'] / 1e9:.1f} GB" if "memory_used_b" in row else ""
+        mem = f" {row['memory_used_b'] / 2**30:.1f} GiB" if "memory_used_b" in row else ""
         parts.append(f"gpu{row['index']} {util}{mem}")
     return "  ".join(parts)
+
+
+class _StatusLine:
+    """The status on `stream`: redrawn in place on a terminal, one line a sample elsewhere."""
+
+    def __init__(self, stream: TextIO) -> None:
+        from ..views.terminal_console import is_tty
+
+        self.stream = stream
+        self.tty = is_tty(stream) and os.environ.get("TERM", "") != "dumb"
+        self.drawn = False
+
+    def show(self, line: str) -> None:
+        if not self.tty:
+            print(line, file=self.stream, flush=True)
+            return
+        from ..views.terminal_console import terminal_width
+
+        width = terminal_width(self.stream)
+        if width < 20:  # a terminal that reports no size (0 columns): do not cut
+            width = 1000
+        if len(line) >= width:  # a wrapped line could not be redrawn in place
+            line = line[: max(width - 2, 1)] + "…"
+        self.stream.write("\r\x1b[2K" + line)
+        self.stream.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        """Leave the last status on screen and end its line, before tm's own last words."""
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.drawn = False
 
 
 def _write_summary(run_dir: Path) -> None:
@@ -168,6 +202,7 @@ def main(argv: list[str]) -> int:
     )
     ended = "detached"
     prev: tuple[float, float] | None = None
+    status = _StatusLine(sys.stdout)
 
     def _stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -186,7 +221,7 @@ def main(argv: list[str]) -> int:
                 log.dashboard.tick(time.monotonic())
             if not args.quiet:
                 line = status_line(args.pid, elapsed, host, latest.get("sample.gpu", {}), prev)
-                print(line, flush=True)
+                status.show(line)
             if "cpu_s" in host:
                 prev = (elapsed, host["cpu_s"])
             if not host.get("procs"):
@@ -198,6 +233,7 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         ended = "detached"
     finally:
+        status.close()
         for sampler in samplers:
             sampler.close()
         end = {

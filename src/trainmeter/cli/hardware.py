@@ -1,7 +1,9 @@
 """`tm hardware [--json] [--dump FILE] [--from FILE]`: the node, with a reason for every gap.
 
-GPUs with their datasheet peak and its cited source line (or why there is none), a measured
-peak if one was taken here, CPU, memory, disks, network interfaces and container limits.
+GPUs with their datasheet peak in one line (card, dense figure, the document it comes from;
+once for GPUs that share a spec; `--sources` adds the full citation), or why there is none, a
+measured peak if one was taken here, CPU, memory, disks, network interfaces and container
+limits. Sizes in GiB, as everywhere in trainmeter.
 `--dump` writes what the readers read (NVML answers in the fake-fixture format, and the /proc,
 /sys and cgroup files) into one JSON file; `--from` shows such a dump on any machine.
 """
@@ -15,10 +17,41 @@ from typing import Any
 
 
 def _gb(value: float | None) -> str:
-    return "?" if value is None else f"{value / 1e9:.1f} GB"
+    return "?" if value is None else f"{value / 2**30:.1f} GiB"
 
 
-def render(inv: dict[str, Any]) -> str:
+def _peaks(gpus: list[dict[str, Any]], sources: bool) -> list[str]:
+    """One line per distinct spec, naming the GPUs that share it; citations only with --sources."""
+    from trainmeter.hardware.citation import document, index_ranges
+
+    groups: dict[str, tuple[dict[str, Any], str, list[int]]] = {}
+    for gpu in gpus:
+        spec = gpu.get("spec")
+        if spec:
+            key = json.dumps(spec, sort_keys=True, default=str)
+            groups.setdefault(key, (spec, gpu.get("name") or "?", []))[2].append(gpu["index"])
+    lines = []
+    for spec, name, indexes in groups.values():
+        peak = spec.get("bf16_dense_flops")
+        clock = spec.get("tensor_clock_mhz")
+        cited = spec.get("sources") or {}
+        first = cited.get("bf16_dense_tflops") or next(iter(cited.values()), None)
+        which = "GPU" if len(indexes) == 1 else "GPUs"
+        figure = "no dense peak" if peak is None else f"dense BF16 peak {peak / 1e12:g} TFLOP/s"
+        lines.append(
+            f"  peak    {which} {index_ranges(indexes)} ({name}): {figure}"
+            + (f" at {clock} MHz tensor clock" if clock else " (tensor clock not published)")
+            + (f", from {document(first)}" if first else "")
+        )
+        if sources:
+            for field, line in cited.items():
+                lines.append(f"          {field}: {line}")
+    if groups and not sources:
+        lines.append("          (tm hardware --sources prints each figure's full citation)")
+    return lines
+
+
+def render(inv: dict[str, Any], sources: bool = False) -> str:
     lines = [f"node {inv.get('hostname', '?')}"]
     cpu = inv.get("cpu", {})
     lines.append(f"  CPU     {cpu.get('model', 'model unknown')}, {cpu.get('cores', '?')} cores")
@@ -59,17 +92,7 @@ def render(inv: dict[str, Any]) -> str:
             f"  [{gpu['index']}] {gpu.get('name') or '?'}  {gpu.get('uuid', '')}  "
             f"{_gb(gpu.get('memory_total_b'))}, max SM {gpu.get('max_sm_clock_mhz', '?')} MHz"
         )
-        spec = gpu.get("spec")
-        if spec:
-            peak = spec.get("bf16_dense_flops")
-            clock = spec.get("tensor_clock_mhz")
-            lines.append(
-                f"      dense BF16 peak {peak / 1e12:g} TFLOP/s"
-                + (f" at {clock} MHz tensor clock" if clock else " (tensor clock not published)")
-            )
-            for field, line in (spec.get("sources") or {}).items():
-                lines.append(f"        {field}: {line}")
-        else:
+        if not gpu.get("spec"):
             lines.append(f"      no datasheet peak: {gpu.get('spec_missing', '?')}")
         if "measured_peak_flops" in gpu:
             lines.append(
@@ -81,12 +104,16 @@ def render(inv: dict[str, Any]) -> str:
             if gpu.get("gpm")
             else f"      GPM: no: {gpu.get('gpm_missing', '?')}"
         )
+    lines += _peaks(inv.get("gpus", []), sources)
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="tm hardware", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the inventory as JSON")
+    parser.add_argument(
+        "--sources", action="store_true", help="the full citation of each datasheet figure"
+    )
     parser.add_argument("--dump", metavar="FILE", help="also pack what was read into FILE")
     parser.add_argument(
         "--from",
@@ -115,5 +142,5 @@ def main(argv: list[str]) -> int:
         print(f"tm hardware: wrote {args.dump} (attach it to a bug report)", file=sys.stderr)
     else:
         inv = inv_mod.inventory()
-    print(json.dumps(inv, indent=1) if args.json else render(inv))
+    print(json.dumps(inv, indent=1) if args.json else render(inv, args.sources))
     return 0

@@ -10,6 +10,10 @@ numbers it rests on (`evidence`: name, value, unit, source): no advice without i
     slow_rank        slowest / fastest rank's step time - 1      >= RANK_SPREAD
     padding          padding share of the tokens                  >= PADDING_SHARE
     eval, checkpoint that part of the wall time                   >= PHASE_SHARE
+    fragmentation    memory is short (a memory alert) and (reserved - allocated) / reserved
+                                                                  >= FRAGMENTED_SHARE
+    activations      memory is short and (peak allocated - allocated between steps) / peak
+                                                                  >= TRANSIENT_SHARE
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ TENSOR_SHARE = 0.50
 RANK_SPREAD = 0.10
 PADDING_SHARE = 0.10
 PHASE_SHARE = 0.10
+FRAGMENTED_SHARE = 0.20
+TRANSIENT_SHARE = 0.50
 
 
 def _ev(name: str, value: Any, unit: str, source: str) -> dict[str, Any]:
@@ -198,4 +204,47 @@ def advise(snap: dict[str, Any]) -> list[dict[str, Any]]:
             out.append(item)
     out.extend(clocks_held(snap))
     out.extend(phases(snap))
+    out.extend(memory_short(snap))
+    return out
+
+
+def memory_short(snap: dict[str, Any]) -> list[dict[str, Any]]:
+    """Only for a rank a memory alert names: what is taking the room, measured."""
+    short = {
+        str(a.get("rank")) for a in snap.get("alerts") or []
+        if a.get("kind") in ("memory_retries", "memory_near_full")
+    }
+    rows = (snap.get("memory") or {}).get("ranks") or {}
+    out: list[dict[str, Any]] = []
+    for rank in sorted(short):
+        row = rows.get(rank) or {}
+        frag, transient = num(row.get("fragmentation")), num(row.get("transient_share"))
+        if frag is not None and frag >= FRAGMENTED_SHARE:
+            out.append(_item(
+                "fragmentation",
+                f"Rank {rank}: {frag:.0%} of the reserved memory is cached but not allocated "
+                f"({row['fragmentation_b'] / 2**30:.2f} GiB): the cache is fragmented; set "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                [
+                    _ev("fragmentation", frag, "fraction", "(reserved - allocated) / reserved, "
+                        "torch.cuda.memory_stats"),
+                    _ev("reserved_b", row.get("reserved_b"), "B", "torch.cuda.memory_stats"),
+                    _ev("allocated_b", row.get("allocated_b"), "B", "torch.cuda.memory_stats"),
+                ],
+            ))
+        if transient is not None and transient >= TRANSIENT_SHARE:
+            out.append(_item(
+                "activations",
+                f"Rank {rank}: {transient:.0%} of the peak allocated memory is freed again by the "
+                "end of each step (activations, mostly): activation checkpointing or a smaller "
+                "micro-batch makes room",
+                [
+                    _ev("transient_share", transient, "fraction",
+                        "(peak allocated - allocated after a step) / peak allocated"),
+                    _ev("allocated_peak_b", row.get("allocated_peak_b"), "B",
+                        "torch.cuda.memory_stats"),
+                    _ev("between_steps_b", row.get("between_steps_b"), "B",
+                        "allocated after an optimizer step, torch.cuda.memory_stats"),
+                ],
+            ))
     return out

@@ -78,6 +78,9 @@ class NodeSeries:
                 node[key] = dict(d[key])
         if num(d.get("cores")) is not None:
             node["cores"] = d["cores"]
+        per_core = d.get("cpu_per_core")
+        if isinstance(per_core, list) and all(num(x) is not None for x in per_core):
+            node["cpu_per_core"] = list(per_core)
         if isinstance(d.get("load"), list):
             node["load"] = list(d["load"])
         counters: dict[str, float] = {}

@@ -15,10 +15,12 @@ from typing import Any
 
 from . import alerts, budget, cost, counted, devices, insight, mfu, model_flops, notices, throughput
 from .counters import GpuCounters
+from .death import DeathRecords
 from .facts import FactStore
 from .flops import ModelShape
 from .formulas import num
 from .host_node import HostSeries, NodeSeries
+from .memory import MemoryState
 from .model_flops import SHAPE_KEYS
 from .ranks import RankModel, RankTimes
 from .section import Section
@@ -52,6 +54,9 @@ class Engine:
         self.gpu = GpuCounters(self.lookup)
         self.host = HostSeries()
         self.node = NodeSeries()
+        self.memory = MemoryState()
+        self.death = DeathRecords()
+        self.end: dict[str, Any] = {}  # run.end as recorded (signal_from, oom_kills...)
         self.data_window = alerts.DataWindow()
         self.devices: dict[tuple[Any, Any], dict[str, Any]] = {}
         self.world_size = 1
@@ -73,6 +78,8 @@ class Engine:
             "sample.gpu": self._on_gpu,
             "sample.host": self._on_host,
             "sample.node": self._on_node,
+            "memory": self._on_memory,
+            "crash": self.death.crash,
         }
 
     # ---- input -------------------------------------------------------------------------
@@ -205,6 +212,7 @@ class Engine:
 
     def _on_end(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         self.ledger.t_end = t
+        self.end = dict(d)
         for key in ("exit_status", "signal", "elapsed_s"):
             if key in d:
                 self.run[key] = d[key]
@@ -217,6 +225,10 @@ class Engine:
 
     def _on_node(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         self.node.sample(t, d)
+
+    def _on_memory(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
+        rank = record.get("rank")
+        self.memory.sample(rank if isinstance(rank, int) else None, t, d)
 
     # ---- output ------------------------------------------------------------------------
 
@@ -348,7 +360,8 @@ class Engine:
         whole = Section()
         for part in (
             pace, model, progress, utilization, counters, energy, gpus.section,
-            self.host.section(), self.node.section(), self.series.section(), time_split,
+            self.host.section(), self.node.section(), self.memory.section(),
+            self.series.section(), time_split,
             executed, planned, spent, notices.section(facts, clock, self.ignored),
         ):
             whole.merge(part)
@@ -365,10 +378,16 @@ class Engine:
             step_interval_s=clock.record_interval.value,
             mfu=mfu_entry,
             ofu=counters.values.get("ofu"),
-        )
+        ) + self.memory.alerts()
         snap["facts"] = facts.snapshot()
         if self.run:
             snap["run"] = dict(self.run)
+        death = self.death.section(
+            {**self.end, **self.run}, finished, clock.last_t, self.ledger.t_end,
+            clock.record_interval.value,
+        )
+        if death is not None:
+            snap["death"] = death
         snap["job"] = self.rank_model.snapshot()
         if self.hello:
             snap["agent"] = {

@@ -39,6 +39,11 @@ DERIVED: dict[str, str] = {
     "gpu_util": "ladder.mean.gpu_util",
     "sm_active": "ladder.mean.sm_active",
     "tensor_active": "ladder.mean.tensor_active",
+    # the highest over ranks: what decides whether the next step fits
+    "memory_reserved_peak_b": "memory.reserved_peak_b",
+    "memory_allocated_peak_b": "memory.allocated_peak_b",
+    "memory_rss_peak_b": "memory.rss_peak_b",
+    "memory_alloc_retries": "memory.alloc_retries",
 }
 
 

@@ -147,6 +147,9 @@ def status_of(meta: dict[str, Any], snap: dict[str, Any], events: Path) -> str:
     run = snap.get("run") if isinstance(snap.get("run"), dict) else {}
     exit_status = meta.get("exit_status", run.get("exit_status"))
     sig = meta.get("signal", run.get("signal"))
+    death = snap.get("death") if isinstance(snap.get("death"), dict) else {}
+    if meta.get("cause") or death.get("text"):  # why it died, in words
+        return str(meta.get("cause") or death.get("text"))
     if sig:
         return f"signal {sig}"
     if isinstance(exit_status, int):

@@ -1,6 +1,7 @@
 """`sample.node`: the machine around the run (CPU split, load, memory, disk, network, limits).
 
-CPU fractions are over the time since the previous sample (the first covers the time since the
+CPU fractions (by kind, and busy per core: a run that keeps one core at 100% while the rest
+idle shows as one full bar, not as 1/64 busy) are over the time since the previous sample (the first covers the time since the
 sampler was made), so a stall shows in the second it happens. Disk and network bytes are
 cumulative counters; the reader takes differences. Loopback traffic is left out of `net`.
 Each part is read on its own; one that fails is named in `missing` and the rest still come.
@@ -52,6 +53,7 @@ class NodeSampler:
         self.pid = pid
         self.files = files or Files()
         self._cpu_prev = psutil.cpu_times() if psutil is not None else None
+        self._cores_prev = psutil.cpu_times(percpu=True) if psutil is not None else None
         self._limits: tuple[dict[str, Any] | None, str] | None = None
 
     def sample(self) -> dict[str, Any]:
@@ -61,6 +63,7 @@ class NodeSampler:
             return {"missing": {"node": "psutil is not installed"}}
         for key, part in (
             ("cpu", self._cpu),
+            ("cpu_per_core", self._per_core),
             ("cores", lambda: psutil.cpu_count(logical=True)),
             ("load", lambda: [round(x, 3) for x in os.getloadavg()]),
             ("memory", self._memory),
@@ -100,6 +103,20 @@ class NodeSampler:
             zero = type(cur)(*([0.0] * len(cur)))
             split = _cpu_split(zero, cur)
         return split
+
+    def _per_core(self) -> list[float] | None:
+        """Busy share of each logical core since the previous sample (1 - idle - iowait)."""
+        cur = psutil.cpu_times(percpu=True)
+        prev, self._cores_prev = self._cores_prev, cur
+        if not prev or len(prev) != len(cur):
+            return None
+        busy = []
+        for before, after in zip(prev, cur, strict=True):
+            split = _cpu_split(before, after)
+            if split is None:
+                return None
+            busy.append(round(max(0.0, 1.0 - split["idle"] - split["iowait"]), 4))
+        return busy
 
     @staticmethod
     def _memory() -> dict[str, int]:

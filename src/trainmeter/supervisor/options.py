@@ -28,6 +28,7 @@ class RunOptions:
         self.port: int | None = None
         self.run_id: str | None = None  # shared by every node of one job (supervisor/job.py)
         self.metrics_addr: tuple[str, int] | None = None  # --metrics-addr: /metrics alone
+        self.notify: list[str] = []  # --notify URL (secrets: never recorded, never shown)
         self.web = True
         self.agent = True
         self.tap = True

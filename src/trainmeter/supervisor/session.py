@@ -121,6 +121,8 @@ class Session:
         self.observers = ObserverSet([], self.warn)
         self.launched = False  # the command started (a LaunchError leaves nothing to explain)
         self.delivered: Delivered | None = None  # what the socket brought (to read the rings)
+        self.forwarded: list[int] = []  # signals tm passed on to the child (from outside)
+        self.oom_before: dict[str, Any] | None = None  # the OOM-kill count as the run began
 
     # ---- 1 ----------------------------------------------------------------------------------
 
@@ -148,8 +150,10 @@ class Session:
         from ..runlog.store import RunStore
         from . import late_parts as parts
         from . import ring
+        from .death import oom_kills
 
         self.started_utc = datetime.fromtimestamp(self.started_unix, timezone.utc)
+        self.oom_before = oom_kills()
         self.delivered = ring.Delivered()
         self.store = RunStore.create(self.name, self.warn, root=self.root, when=self.started_utc)
         self.recorder = Recorder(self.store, self.warn)
@@ -160,6 +164,10 @@ class Session:
             self.warn,
         )
         self.recorder.observers = self.observers
+        recorder = self.recorder
+        for view in self.observers.observers:
+            if hasattr(view, "log_fact"):  # a view that counts its failures in the log (--notify)
+                view.log_fact = lambda d: recorder.write_tm("fact", d)
         self.store.write_json("meta.json", self.meta())
         self.recorder.write_tm("run.start", self.start_payload(), t=self.t0)
         for key, value in self.opts.declared.items():
@@ -240,6 +248,7 @@ class Session:
             if self._prepare_or_unwatch():
                 self._start_watching(pid)
             child = launcher.wait()
+        self.forwarded = list(launcher.forwarded)
         return child
 
     def _attach_engine(self) -> None:
@@ -314,7 +323,7 @@ class Session:
         from datetime import datetime, timezone
 
         from ..runlog.decode import log_summary
-        from . import ring
+        from . import death, ring
         from .live import LiveLoop
 
         if self.live is not None:
@@ -322,8 +331,11 @@ class Session:
         if self.ingest is not None:
             self.ingest.settle(max_s=self.grace_s, agents_alive=self._agents_alive)
             rings = ring.open_rings(self.ingest.dir)  # before stop() removes the directory
+            faults = death.collect_faults(self.ingest.dir, self.store.path if self.store else None)
             self.ingest.stop()
             ring.recover(rings, self.delivered, self.recorder.accept)  # what a death kept back
+            for fault in faults:  # a native crash: where faulthandler's stacks now are
+                self.recorder.write_tm("crash", fault)
         if self.live is not None:
             self.live.record_dropped()
             self.live.close_samplers()
@@ -338,6 +350,12 @@ class Session:
         elapsed = time.monotonic() - self.t0
         self.elapsed_s = elapsed
         end = {"exit_status": child.status, "signal": child.signal, "elapsed_s": elapsed}
+        if child.signal is not None and child.signal in self.forwarded:
+            end["signal_from"] = "outside"  # sent to tm (a scheduler, a person) and passed on
+        oom = death.oom_delta(self.oom_before, death.oom_kills())
+        if oom is not None:
+            end["oom_kills"] = oom["kills"]
+            end["oom_source"] = oom["source"]
         self.recorder.write_tm("run.end", end)
         self.recorder.seal()
         self.recorder.close()
@@ -345,6 +363,9 @@ class Session:
         self.final = self.recorder.snapshot(now=None)
         self.final["log"] = log_summary(self.recorder.written, self.recorder.written, {})
         self.store.write_json("summary.json", self.final)
+        died = self.final.get("death")
+        if isinstance(died, dict) and died.get("text"):
+            end["cause"] = died["text"]  # `tm runs` reads it from meta.json
         self.observers.finish(self.final)
         self.store.write_json(
             "meta.json",

@@ -8,6 +8,8 @@ minutes, days and hours. A number the engine left absent reads `?`: never zero.
 
 from __future__ import annotations
 
+import math
+
 from ..snapread import finite as number
 
 _SCALES = ((1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
@@ -43,16 +45,30 @@ def si(value: float | int | None) -> str:
 
 
 def si_unit(value: float | int | None, unit: str) -> str:
-    """A value with a metric prefix on its unit: 1403 J -> '1.40 kJ', 0.00685 -> '6.85 mJ'."""
+    """A value with a metric prefix on its unit: 1403 J -> '1.40 kJ', 0.00685 -> '6.85 mJ';
+    bytes in binary units, as the dashboard and the report show them: 2**31 B -> '2.00 GiB'."""
     v = number(value)
     if v is None:
         return "?"
     if v == 0:
         return f"0 {unit}"
+    if unit == "B":  # memory and disk in one family everywhere: KiB, MiB, GiB, TiB
+        for scale, prefix in ((2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki")):
+            if abs(v) >= scale * 0.9995:
+                return f"{_three(v / scale)} {prefix}B"
+        return f"{v:.0f} B"
     for scale, prefix in _UNIT_SCALES:
         if abs(v) >= scale * 0.9995:
-            return f"{v / scale:.3g} {prefix}{unit}"
+            return f"{_three(v / scale)} {prefix}{unit}"
     return f"{v:.3g} {unit}"
+
+
+def _three(x: float) -> str:
+    """Three significant digits, trailing zeros kept: 1.403 -> '1.40', 14.03 -> '14.0', 140.3 -> '140'."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = max(0, 2 - math.floor(math.log10(abs(float(f"{x:.3g}")))))
+    return f"{x:.{decimals}f}"
 
 
 def duration(seconds: float | None) -> str:

@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from .format import duration, percent, si
+from .memory_text import alert_numbers
 from .terminal import alerts, loss_text, mfu_text, number, plural, run_elapsed, train_loss
 
 ESC = "\x1b"
@@ -229,7 +230,7 @@ class LiveStatus:
             self._alerted.add(key)
             self._say(Text.assemble(("trainmeter: ", "bold magenta"),
                                     (f"alert {alert.get('kind')}: ", "bold red"),
-                                    str(alert.get("message") or "")))
+                                    str(alert.get("message") or "") + alert_numbers(alert)))
 
     # ---- the observer hooks ------------------------------------------------------------------
 

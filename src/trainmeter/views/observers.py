@@ -27,6 +27,10 @@ def make_observers(opts: Any, run_dir: Path | None, warn: Any, stderr: Any = Non
         observers.append(status)
     if getattr(opts, "metrics_addr", None):
         observers.extend(_metrics_server(opts, run_dir, warn))
+    if getattr(opts, "notify", None):  # webhooks: posted by tm, from a thread of its own
+        from .notify import Notifier
+
+        observers.append(Notifier(list(opts.notify), run_dir, warn))
     if getattr(opts, "web", False):
         from .web.live import make as make_web
 

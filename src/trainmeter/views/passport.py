@@ -24,6 +24,7 @@ from typing import Any
 
 from ..redact import scrub_command, scrub_strings
 from ..snapread import finite_value as _num
+from .memory_text import peak_per_gpu
 
 PASSPORT_VERSION = 1
 
@@ -160,7 +161,7 @@ def _run(snap: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": run.get("name"),
         "command": scrub_command(run.get("argv")),
-        "status": _status(run, time_part),
+        "status": _dict(snap.get("death")).get("text") or _status(run, time_part),
         "exit_status": run.get("exit_status"),
         "start_utc": None,
         "end_utc": None,
@@ -492,6 +493,7 @@ def build_passport(snap: dict[str, Any], scrub: list[str] | None = None) -> dict
         "training": b.numbers,
         "time_split": _time_split(snap),
         "series": _series(snap),
+        "memory": peak_per_gpu(snap),
         "facts": {
             str(k): {"value": v.get("value"), "source": v.get("source"), "note": v.get("note")}
             for k, v in _dict(snap.get("facts")).items()

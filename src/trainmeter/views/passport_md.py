@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .format import duration, fixed, percent
+from .memory_text import peak_text
 
 
 def fmt(value: float | list[float] | None, unit: str = "") -> str:
@@ -96,18 +97,24 @@ def render_markdown(passport: dict[str, Any]) -> str:
         f"{' ' + str(version) if version else ''}; "
         f"started {run.get('start_utc') or 'at an unknown time'}, status {run.get('status')}.",
         "",
-        "| Quantity | Value |",
+        # the sections of a Hugging Face model card, so each pastes under its own heading there
+        "### Compute Infrastructure",
+        "",
+        "| | |",
         "| --- | --- |",
         f"| Hardware | {hardware_line(passport.get('hardware', {}))} |",
     ]
+    sw = passport.get("software", {})
+    if sw:
+        lines.append("| Software | " + ", ".join(f"{k} {v}" for k, v in sw.items()) + " |")
+    lines += ["", "### Speeds, Sizes, Times", "", "| Quantity | Value |", "| --- | --- |"]
     for name, label in LABELS.items():
         if name in numbers:
             lines.append(f"| {label} | {value_text(name, numbers[name])} |")
         elif name in absent and name not in ("progress", "eta_s", "samples_per_s", "samples_mfu"):
             lines.append(f"| {label} | not computed (see below) |")
-    sw = passport.get("software", {})
-    if sw:
-        lines.append("| Software | " + ", ".join(f"{k} {v}" for k, v in sw.items()) + " |")
+    for row in passport.get("memory") or []:
+        lines.append(f"| Peak memory, {peak_text(row)} |")
     lines.append("")
     series = passport.get("series", {})
     if series:
@@ -142,8 +149,9 @@ def render_markdown(passport: dict[str, Any]) -> str:
         lines += [f"- **{name}**: {reason}" for name, reason in absent.items()]
         lines.append("")
     lines += ["<details>", "<summary>How each number was computed</summary>", ""]
+    cited: dict[str, str] = {}  # a peak's citation is printed once, then referred to
     for name, entry in numbers.items():
-        lines += _md_derivation(LABELS.get(name, name), entry)
+        lines += _md_derivation(LABELS.get(name, name), entry, cited)
     lines += ["</details>", ""]
     return "\n".join(lines)
 
@@ -200,7 +208,7 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _md_derivation(label: str, entry: dict[str, Any]) -> list[str]:
+def _md_derivation(label: str, entry: dict[str, Any], cited: dict[str, str] | None = None) -> list[str]:
     out = [f"**{label}** = {fmt(entry.get('value'), entry.get('unit', ''))}"]
     if entry.get("formula"):
         out[0] += f": `{entry['formula']}`"
@@ -212,7 +220,13 @@ def _md_derivation(label: str, entry: dict[str, Any]) -> list[str]:
         out.append(f"- {inp.get('name')}: {shown}{unit} ({inp.get('source')})")
     for key, title in (("convention", "convention"), ("source", "source"), ("note", "note"),
                        ("peak_source", "peak's source")):
-        if entry.get(key):
-            out.append(f"- {title}: {entry[key]}")
+        if not entry.get(key):
+            continue
+        if key == "peak_source" and cited is not None:
+            if entry[key] in cited:  # the same card's citation: once is enough
+                out.append(f"- {title}: as for {cited[entry[key]]} above")
+                continue
+            cited[entry[key]] = label
+        out.append(f"- {title}: {entry[key]}")
     out.append("")
     return out

@@ -1,9 +1,11 @@
 """`tm report`: one self-contained HTML file of a finished run, to attach to a pull request.
 
-Everything is inside the file: the passport (the same record as `passport.json`, shown as
-tables, each number's derivation folded underneath), the charts of every series against the
-step (the loop's series and trainmeter's own: tokens/s, MFU, goodput, ...), the charting library
-(uPlot, inlined) and its style sheet. A Content-Security-Policy forbids every request, so the
+Everything is inside the file: the headline numbers, where the time and the peak went, the
+charts of every series against the step (train and validation of one quantity on one chart; the
+loss, tokens/s and MFU first; axes in human units), then the rest of the passport (the same
+record as `passport.json`, each number's derivation folded underneath), the charting library
+(uPlot, inlined) and its style sheet. Light and dark follow the system, or a switch that the
+browser remembers. A Content-Security-Policy forbids every request, so the
 page works offline and tells nobody it was opened.
 
 The series come from a replay of the log fed through `views.history.History` (the dashboard's own
@@ -49,12 +51,25 @@ def _json_for_script(obj: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+# The quantities a reader looks at first, in this order; the rest follow by name.
+_FIRST = ("loss", "tokens_per_s", "mfu", "step_time_s", "gpu_memory_used_b", "goodput")
+_SPLIT = ("train_", "val_", "eval_", "valid_", "test_")
+
+
+def _quantity(name: str) -> str:
+    """train_loss and val_loss are one quantity (loss): they share a chart."""
+    for prefix in _SPLIT:
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return name[len(prefix):]
+    return name
+
+
 def chart_data(dump: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each series of a `History.dump()` as one chart: x = step, y = last value (and min/max)."""
-    charts = []
-    for name, s in sorted(
-        (dump.get("series") or {}).items(), key=lambda kv: (kv[1].get("group") != "loop", kv[0])
-    ):
+    """The series of a `History.dump()` grouped into charts: the training and validation series
+    of one quantity share a chart, the loss, tokens/s and MFU come first. Each series keeps its
+    x = step, y = last value of each point, and the min and max it stands for."""
+    groups: dict[str, dict[str, Any]] = {}
+    for name, s in sorted((dump.get("series") or {}).items()):
         points = [
             (x, lo, hi, last)
             for x, lo, hi, last in zip(s["step"], s["min"], s["max"], s["last"], strict=True)
@@ -62,59 +77,148 @@ def chart_data(dump: dict[str, Any]) -> list[dict[str, Any]]:
         ]
         if not points:
             continue
-        charts.append({
-            "name": name,
-            "label": s.get("label") or name,
+        key = _quantity(name) if s.get("group") == "loop" else name
+        chart = groups.setdefault(key, {
+            "name": key,
+            "label": (key.replace("_", " ").capitalize() if key != name else s.get("label") or name),
             "unit": s.get("unit") or "",
             "group": s.get("group"),
+            "series": [],
+        })
+        chart["series"].append({
+            "name": name,
+            "label": s.get("label") or name,
             "x": [p[0] for p in points],
             "min": [p[1] for p in points],
             "max": [p[2] for p in points],
             "last": [p[3] for p in points],
         })
-    return charts
+    for chart in groups.values():  # the training series first, then validation
+        chart["series"].sort(key=lambda c: (not c["name"].startswith("train"), c["name"]))
+
+    def order(chart: dict[str, Any]) -> tuple[int, int, str]:
+        name = chart["name"]
+        first = _FIRST.index(name) if name in _FIRST else len(_FIRST)
+        return (first, chart["group"] != "loop", name)
+
+    return sorted(groups.values(), key=order)
 
 
 _STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;
-max-width:1100px;padding:0 1em;color:#1d1d1f}
-h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:.5em 0}td,th{padding:.2em .8em;border-bottom:1px solid #eee;
+:root{--bg:#fff;--ink:#17191c;--muted:#5d6470;--line:#e3e6ea;--card:#f7f8fa;--c1:#2f6fde;
+--c2:#c2410c;--c3:#1f9d88;--c4:#a04fd1;--bar:#2459c8;color-scheme:light}
+:root[data-theme=dark]{--bg:#111316;--ink:#e8eaed;--muted:#a2a9b4;--line:#2b2f35;--card:#1a1d21;
+--c1:#6a9cf5;--c2:#f0a050;--c3:#3cc4ad;--c4:#c38af0;--bar:#6a9cf5;color-scheme:dark}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:var(--bg);
+color:var(--ink)}main{max-width:1180px;margin:1.5em auto;padding:0 1em}
+h1{font-size:1.5em;margin:0 0 .2em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid var(--line)}
+.top{display:flex;justify-content:space-between;gap:1em;align-items:flex-start}
+select{font:inherit;color:var(--ink);background:var(--bg);border:1px solid var(--line);border-radius:6px}
+table{border-collapse:collapse;margin:.5em 0}td,th{padding:.2em .8em;border-bottom:1px solid var(--line);
 text-align:left;vertical-align:top}th{font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}
-.muted{color:#666}.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(500px,1fr));gap:1em}
-.chart{border:1px solid #e4e4e4;border-radius:6px;padding:.4em}code{font-size:.92em}
-details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
+.muted{color:var(--muted)}code{font-size:.92em}details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
+.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:10px;margin:1em 0}
+.tile{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 12px}
+.tile .k{color:var(--muted);font-size:12.5px}.tile .v{font-size:22px;font-weight:700}
+.split{display:flex;height:22px;border-radius:5px;overflow:hidden;background:var(--line);margin:.6em 0}
+.sw{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:6px}
+.wf{width:100%;max-width:760px}.wf .bar{background:var(--line);height:12px;border-radius:3px;width:260px}
+.wf .bar i{display:block;height:100%;background:var(--bar);border-radius:3px}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:1em}
+.chart{border:1px solid var(--line);border-radius:8px;padding:.5em}.chart h3{font-size:13.5px;margin:0 .3em .2em}
+.keys{display:flex;gap:14px;font-size:12px;color:var(--muted);margin:0 .3em}.keys i{display:inline-block;
+width:12px;height:3px;margin-right:5px;vertical-align:middle}
+.u-axis{color:var(--muted)}
 """
 
 _SCRIPT = """
 (function(){
+  var KEY = 'trainmeter.theme', root = document.documentElement;
+  var mq = window.matchMedia ? matchMedia('(prefers-color-scheme: dark)') : null;
+  function pick(){ try { return localStorage.getItem(KEY) || 'system'; } catch (e) { return 'system'; } }
+  function theme(){ var p = pick(); root.setAttribute('data-theme', p === 'system' ? (mq && mq.matches ? 'dark' : 'light') : p); }
+  theme();
   var charts = JSON.parse(document.getElementById('tm-charts').textContent);
   var host = document.getElementById('charts');
   window.tmCharts = [];
   function si(v){
-    if (v == null) return '';
     var a = Math.abs(v), units = [[1e15,'P'],[1e12,'T'],[1e9,'G'],[1e6,'M'],[1e3,'k']];
     for (var i = 0; i < units.length; i++)
-      if (a >= units[i][0]) return +(v / units[i][0]).toPrecision(3) + units[i][1];
+      if (a >= units[i][0]) return +(v / units[i][0]).toPrecision(3) + ' ' + units[i][1];
     return a === 0 ? '0' : String(+v.toPrecision(3));
   }
-  function short(u, vals){ return vals.map(si); }
-  charts.forEach(function(c, i){
-    var box = document.createElement('div'); box.className = 'chart';
-    box.setAttribute('data-series', c.name); host.appendChild(box);
-    var color = c.group === 'loop' ? '#1f6feb' : '#c2410c';
-    var opts = {
-      title: c.label + (c.unit ? ' (' + c.unit + ')' : ''), width: 500, height: 220,
-      scales: {x: {time: false}},
-      axes: [{label: 'step', values: short}, {values: short, size: 60}],
-      series: [{label: 'step'},
-               {label: 'last', stroke: color, width: 1.5},
-               {label: 'min', stroke: color, alpha: 0.25, width: 1},
-               {label: 'max', stroke: color, alpha: 0.25, width: 1}]
-    };
-    window.tmCharts.push(new uPlot(opts, [c.x, c.last, c.min, c.max], box));
+  // human units: shares as %, bytes in GiB, seconds as s/ms, the rest with SI prefixes
+  function fmt(unit, top){
+    if (unit === 'ratio') return function(v){ return v == null ? '' : +(v * 100).toPrecision(3) + '%'; };
+    if (unit === 'B') {  // one binary unit per chart, the one its largest value reads best in
+      var step = [[1099511627776, 'TiB'], [1073741824, 'GiB'], [1048576, 'MiB'], [1024, 'KiB'], [1, 'B']]
+        .filter(function(s){ return top >= s[0]; })[0] || [1, 'B'];
+      return function(v){ return v == null ? '' : +(v / step[0]).toPrecision(3) + ' ' + step[1]; };
+    }
+    if (unit === 'B/s') return function(v){ return v == null ? '' : +(v / 1048576).toPrecision(3) + ' MiB/s'; };
+    if (unit === 's') return function(v){ return v == null ? '' : v < 1 ? +(v * 1000).toPrecision(3) + ' ms' : +v.toPrecision(3) + ' s'; };
+    var tail = unit && unit !== '1' ? ' ' + unit : '';
+    return function(v){ return v == null ? '' : si(v) + tail; };
+  }
+  function axisSize(u, values){
+    var longest = Math.max.apply(null, (values || ['0']).map(function(v){ return String(v).length; }));
+    return 24 + longest * 7.5;
+  }
+  function css(name){ return getComputedStyle(root).getPropertyValue(name).trim(); }
+  function draw(){
+    window.tmCharts.forEach(function(u){ u.destroy(); });
+    window.tmCharts = [];
+    while (host.firstChild) host.removeChild(host.firstChild);
+    var ink = css('--muted'), grid = css('--line'), colors = [css('--c1'), css('--c2'), css('--c3'), css('--c4')];
+    charts.forEach(function(c){
+      var box = document.createElement('div'); box.className = 'chart';
+      box.setAttribute('data-series', c.name); host.appendChild(box);
+      var h = document.createElement('h3'); h.textContent = c.label; box.appendChild(h);
+      var top = 0;
+      c.series.forEach(function(s){ s.max.forEach(function(v){ if (v != null && Math.abs(v) > top) top = Math.abs(v); }); });
+      var f = fmt(c.unit, top), series = [{label: 'step'}], bands = [], tables = [];
+      if (c.series.length > 1) {
+        var keys = document.createElement('div'); keys.className = 'keys';
+        c.series.forEach(function(s, k){
+          var key = document.createElement('span'), sw = document.createElement('i');
+          sw.style.background = colors[k % colors.length]; key.appendChild(sw);
+          key.appendChild(document.createTextNode(s.label)); keys.appendChild(key);
+        });
+        box.appendChild(keys);
+      }
+      c.series.forEach(function(s, k){
+        var color = colors[k % colors.length], base = series.length;
+        series.push({label: s.label, stroke: color, width: 1.6, spanGaps: true, points: {show: false}});
+        series.push({label: s.label + ' min', stroke: 'transparent', spanGaps: true, points: {show: false}});
+        series.push({label: s.label + ' max', stroke: 'transparent', spanGaps: true, points: {show: false}});
+        bands.push({series: [base + 2, base + 1], fill: color + '33'});
+        tables.push([s.x, s.last, s.min, s.max]);
+      });
+      var data = tables.length === 1 ? tables[0] : uPlot.join(tables);
+      var axis = {stroke: ink, grid: {stroke: grid}, ticks: {stroke: grid}};
+      var opts = {
+        width: Math.max(320, box.clientWidth - 16), height: 260, legend: {show: false},
+        // shares from 0 to at least 100%, so a flat 100% reads as full, not as noise (a share
+        // that stays small keeps its own range, so its changes stay visible)
+        scales: {x: {time: false}, y: c.unit === 'ratio' && top >= 0.2 ? {range: function(u, lo, hi){ return [Math.min(0, lo), Math.max(1, hi)]; }} : {}},
+        series: series, bands: bands,
+        axes: [Object.assign({label: 'step', labelSize: 22, values: function(u, v){ return v.map(si); }}, axis),
+               Object.assign({size: axisSize, values: function(u, v){ return v.map(f); }}, axis)]
+      };
+      var u = new uPlot(opts, data, box);
+      u.tmTitle = c.label;
+      window.tmCharts.push(u);
+    });
+    document.body.setAttribute('data-charts-ready', String(window.tmCharts.length));
+  }
+  draw();
+  var sel = document.getElementById('theme');
+  sel.value = pick();
+  sel.addEventListener('change', function(){
+    try { if (sel.value === 'system') localStorage.removeItem(KEY); else localStorage.setItem(KEY, sel.value); } catch (e) {}
+    theme(); draw();
   });
-  document.body.setAttribute('data-charts-ready', String(window.tmCharts.length));
+  if (mq && mq.addEventListener) mq.addEventListener('change', function(){ theme(); draw(); });
 })();
 """
 
@@ -125,7 +229,73 @@ def _fmt(entry: dict[str, Any]) -> str:
     return fmt(entry.get("value"), entry.get("unit", ""))
 
 
+_HEADLINE = ("tokens_per_s", "samples_per_s", "mfu", "wall_time_s", "steps", "tokens", "goodput",
+             "step_time_s", "energy_j")
+
+
+def _headline_html(passport: dict[str, Any]) -> str:
+    """The numbers a reader wants first, as tiles (absent ones are left for 'Not computed')."""
+    from .passport_md import LABELS, fmt
+
+    numbers = passport.get("training", {})
+    tiles = []
+    for name in _HEADLINE:
+        entry = numbers.get(name) or {}
+        if entry.get("value") is None:
+            continue
+        if name == "samples_per_s" and (numbers.get("tokens_per_s") or {}).get("value") is not None:
+            continue  # one throughput: tokens when the run has them
+        text = fmt(entry["value"], entry.get("unit", ""))
+        tiles.append(f'<div class="tile" data-headline="{_e(name)}"><div class="k">{_e(LABELS.get(name, name))}'
+                     f'</div><div class="v">{_e(text)}</div></div>')
+    return f'<div class="tiles">{"".join(tiles)}</div>' if tiles else ""
+
+
+_PART_COLORS = ("--c1", "--c2", "--c3", "--c4", "--muted", "--line")
+
+
+def _time_html(passport: dict[str, Any]) -> str:
+    """Where the wall time went: one stacked bar and its table."""
+    from .passport_md import fmt
+
+    split = passport.get("time_split") or []
+    wall = ((passport.get("training") or {}).get("wall_time_s") or {}).get("value")
+    if not split or not wall:
+        return ""
+    bar, rows = [], []
+    for i, part in enumerate(split):
+        share = part["s"] / wall
+        color = f"var({_PART_COLORS[i % len(_PART_COLORS)]})"
+        bar.append(f'<div style="width:{share * 100:.2f}%;background:{color}"></div>')
+        rows.append(f'<tr><td><span class="sw" style="background:{color}"></span>{_e(part.get("label"))}'
+                    f'</td><td class=n>{_e(fmt(part["s"], "s"))}</td><td class=n>{share * 100:.1f}%</td></tr>')
+    return ('<h2>Where the time went</h2><div class="split" role="img" aria-label="time split">'
+            + "".join(bar) + "</div><table>" + "".join(rows) + "</table>")
+
+
+def _waterfall_html(passport: dict[str, Any]) -> str:
+    from .passport_md import waterfall_rows
+
+    rows = waterfall_rows(passport.get("waterfall"))
+    if not rows:
+        return ""
+    out = ["<h2>Where the peak went (MFU waterfall)</h2>",
+           '<table class="wf"><tr><th>Factor</th><th>Kept</th><th>Share of the dense peak after it</th>'
+           "<th></th></tr>"]
+    for label, kept, share in rows:
+        width = share.rstrip("%") if share.endswith("%") else ""
+        try:
+            bar = f'<div class="bar"><i style="width:{min(100.0, float(width)):.2f}%"></i></div>' if width else ""
+        except ValueError:
+            bar = ""
+        out.append(f"<tr><td>{_e(label.replace('**', ''))}</td><td class=n>{_e(kept)}</td>"
+                   f"<td class=n>{_e(share)}</td><td>{bar}</td></tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
 def _passport_html(passport: dict[str, Any]) -> str:
+    """The rest of the passport: compute, final values, plan, what is absent, derivations."""
     from .passport_md import LABELS, hardware_line, value_text
 
     numbers = passport.get("training", {})
@@ -162,25 +332,6 @@ def _passport_html(passport: dict[str, Any]) -> str:
                 out.append(f"<tr><th>{label}</th><td class=n>{_e(fmt(plan[key]['planned'], unit))}"
                            f"</td><td class=n>{_e(fmt(plan[key]['actual'], unit))}</td></tr>")
         out.append("</table>")
-    split = passport.get("time_split") or []
-    wall = (numbers.get("wall_time_s") or {}).get("value")
-    if split and wall:
-        out += ["<h2>Where the time went</h2>", "<table>"]
-        for part in split:
-            share = part["s"] / wall
-            out.append(f"<tr><td>{_e(part.get('label'))}</td><td class=n>{part['s']:.3g} s</td>"
-                       f"<td class=n>{share * 100:.1f}%</td></tr>")
-        out.append("</table>")
-    from .passport_md import waterfall_rows
-
-    wf_rows = waterfall_rows(passport.get("waterfall"))
-    if wf_rows:
-        out += ["<h2>Where the peak went (MFU waterfall)</h2>",
-                "<table><tr><th>Factor</th><th>Kept</th><th>Share of the dense peak after it</th></tr>"]
-        for label, kept, share in wf_rows:
-            out.append(f"<tr><td>{_e(label.replace('**', ''))}</td><td class=n>{_e(kept)}</td>"
-                       f"<td class=n>{_e(share)}</td></tr>")
-        out.append("</table>")
     absent = passport.get("absent") or {}
     if absent:
         out += ["<h2>Not computed</h2>", "<ul>"]
@@ -210,25 +361,33 @@ def _passport_html(passport: dict[str, Any]) -> str:
 
 
 def render_report(passport: dict[str, Any], charts: list[dict[str, Any]]) -> str:
-    """The whole page. `charts`: from `chart_data`."""
+    """The whole page: headline numbers, the time split and the waterfall, then the charts, then
+    the rest of the passport. `charts`: from `chart_data`."""
     js, css = _asset("uPlot.iife.min.js"), _asset("uPlot.min.css")
     run = passport.get("run", {})
     title = f"trainmeter: {run.get('name') or 'run'}"
     subtitle = f"started {run.get('start_utc') or 'at an unknown time'}, status {run.get('status')}"
     command = " ".join(run.get("command") or [])
     empty = "" if charts else "<p class=muted>No series were recorded in this run.</p>"
+    theme = ('<label class=muted>theme <select id="theme"><option value="system">System</option>'
+             '<option value="light">Light</option><option value="dark">Dark</option></select></label>')
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{_e(CSP)}">
 <meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="color-scheme" content="light dark">
 <title>{_e(title)}</title>
 <style>{css}</style><style>{_STYLE}</style>
-</head><body>
-<h1>{_e(title)}</h1>
-<p class="muted">{_e(subtitle)}{'<br><code>' + _e(command) + '</code>' if command else ''}</p>
-<h2>Series</h2>
+</head><body><main>
+<div class="top"><div><h1>{_e(title)}</h1>
+<p class="muted">{_e(subtitle)}{'<br><code>' + _e(command) + '</code>' if command else ''}</p></div>{theme}</div>
+{_headline_html(passport)}
+{_time_html(passport)}
+{_waterfall_html(passport)}
+<h2>Charts</h2>
 <div id="charts" class="charts"></div>{empty}
 {_passport_html(passport)}
+</main>
 <script type="application/json" id="tm-passport">{_json_for_script(passport)}</script>
 <script type="application/json" id="tm-charts">{_json_for_script(charts)}</script>
 <script>{js}</script>

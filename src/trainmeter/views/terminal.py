@@ -95,6 +95,11 @@ def summary_line(
     loss = train_loss(snap)
     if loss is not None:
         parts.append(f"loss {loss_text(loss)}")
+    from .memory_text import end_phrase
+
+    memory = end_phrase(snap)
+    if memory:
+        parts.append(memory)
     n_alerts = len(alerts(snap))
     if n_alerts:
         parts.append(plural(n_alerts, "alert") + " (tm summary)")
@@ -102,4 +107,14 @@ def summary_line(
     if node:
         parts.append(node)
     where = f"run {run_dir}" if run_dir else "no run log"
-    return f"trainmeter: {', '.join(parts)}; {where}"
+    died = death_text(snap)
+    head = f"{died}; " if died else ""
+    return f"trainmeter: {head}{', '.join(parts)}; {where}"
+
+
+def death_text(snap: dict[str, Any]) -> str | None:
+    """Why the run died, in words ("crashed: CUDA out of memory (rank 3)"), or None."""
+    death = snap.get("death")
+    text = death.get("text") if isinstance(death, dict) else None
+    return text if isinstance(text, str) and text else None
+

@@ -16,6 +16,7 @@ from typing import Any
 
 from .format import duration, fixed, ms, percent, si, si_unit
 from .insight_text import advice_lines, samples_lines, waterfall_lines, waterfall_title
+from .memory_text import alert_numbers, death_lines, memory_lines
 from .node_text import node_text
 from .terminal import alerts, loss_text, mfu_text, number, plural
 
@@ -125,7 +126,10 @@ def header(snap: dict[str, Any], source: str | None) -> list[Any]:
     head = [(str(run.get("name") or "run"), "bold")]
     if run.get("exit_status") is not None or snap.get("time", {}).get("finished"):
         status = run.get("exit_status")
-        if run.get("signal"):
+        death = snap.get("death") if isinstance(snap.get("death"), dict) else {}
+        if death.get("text"):
+            head.append((f"  {death['text']}", "red"))
+        elif run.get("signal"):
             head.append((f"  killed by signal {run['signal']}", "red"))
         elif status not in (None, 0):
             head.append((f"  exit {status}", "red"))
@@ -158,6 +162,7 @@ def header(snap: dict[str, Any], source: str | None) -> list[Any]:
         lines.append(_text(("command ", "dim"), shlex.join(str(a) for a in run["argv"])))
     if source:
         lines.append(_text(("run ", "dim"), source))
+    lines.extend(_text(("died ", "bold red"), line) for line in death_lines(snap))
     return lines
 
 
@@ -482,8 +487,8 @@ def series(snap: dict[str, Any]) -> list[Any]:
 
 
 def alert_lines(snap: dict[str, Any]) -> list[Any]:
-    rows = [[_text(("! " + str(a.get("kind")), "bold red")), str(a.get("message") or "")]
-            for a in alerts(snap)]
+    rows = [[_text(("! " + str(a.get("kind")), "bold red")),
+             str(a.get("message") or "") + alert_numbers(a)] for a in alerts(snap)]
     return [_grid(rows, whole=1)] if rows else []
 
 
@@ -640,6 +645,7 @@ def sections(snap: dict[str, Any], width: int) -> list[Section]:
         (waterfall_title(snap), _plain(waterfall_lines(snap))),
         ("What to try", _plain(advice_lines(snap))),
         ("Ranks (step time)", ranks(snap)),
+        ("Memory (per rank)", _plain(memory_lines(snap))),
         ("Series (last value)", series(snap)),
         ("Warnings", warnings(snap)),
         ("Facts (value, provenance)", facts(snap)),

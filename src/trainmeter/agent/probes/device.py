@@ -14,6 +14,13 @@ from . import steps
 
 _torch: Any = None
 _sent = False
+_index: int | None = None
+
+
+def index() -> int | None:
+    """The CUDA index this process trains on, once detected (the memory probe reads it from
+    the sender thread, whose current device is not the training thread's)."""
+    return _index
 
 
 def _cuda_index(*tensors: Any) -> int | None:
@@ -29,7 +36,7 @@ def _cuda_index(*tensors: Any) -> int | None:
 def look(index: int | None = None) -> bool:
     """Send {name, index, uuid} of the training CUDA device (`index`, else the current one) if
     CUDA is up; True once sent."""
-    global _sent
+    global _sent, _index
     if _sent:
         return True
     cuda = _torch.cuda
@@ -49,6 +56,7 @@ def look(index: int | None = None) -> bool:
             {"key": "device", "value": value, "source": "detected", "note": "torch.cuda"},
         )
     _sent = True
+    _index = index
     return True
 
 

@@ -165,7 +165,19 @@
     var facts = S.snap.facts || {};
     var observe = facts.observe_only && facts.observe_only.value;
     var warnings = S.snap.warnings || [];
-    box.hidden = !alerts.length && !observe && !warnings.length;
+    var death = S.snap.death;
+    box.hidden = !alerts.length && !observe && !warnings.length && !death;
+    if (death && death.text) {
+      var detail = [];
+      if (death.exception) detail.push((death.exception.type || "") + (death.exception.where ? " at " + death.exception.where : ""));
+      if (death.oom && isNum(death.oom.tried_b)) detail.push("tried to allocate " + bytes(death.oom.tried_b) + (isNum(death.oom.free_b) ? ", " + bytes(death.oom.free_b) + " free" : ""));
+      if (death.stack_file) detail.push("Python stacks in " + death.stack_file);
+      box.appendChild(el("div", { class: "alert alert-bad", "data-death": death.cause || "" }, [
+        el("span", { class: "icon", text: "✕" }),
+        el("div", null, [el("div", { class: "msg", text: "The run died: " + death.text }),
+          el("div", { class: "kind", text: detail.join(" · ") || death.cause || "" })]),
+      ]));
+    }
     if (observe) {
       box.appendChild(el("div", { class: "alert alert-info", "data-observe-only": "1" }, [
         el("span", { class: "icon", text: "i" }),
@@ -299,6 +311,14 @@
       sub: isNum(jpt) ? (jpt < 1 ? sig(jpt * 1000, 3) + " mJ" : sig(jpt, 3) + " J") + " per token" : (isNum(energy.joules) ? "per token: " + (absentReason("energy_per_token") || "no tokens yet") : null),
       absent: absentReason("energy") || absentReason("energy_per_token"),
     });
+    var mem = snap.memory || {};
+    var memPeak = isNum(mem.reserved_peak_b) ? mem.reserved_peak_b : mem.rss_peak_b;
+    tiles.push({
+      id: "memory", label: isNum(mem.reserved_peak_b) ? "Memory peak (reserved)" : "Memory peak (RSS)", explain: "memory",
+      raw: memPeak, value: isNum(memPeak) ? bytes(memPeak) : null,
+      sub: isNum(memPeak) ? (isNum(mem.total_b) ? pct(memPeak / mem.total_b) + " of " + bytes(mem.total_b) : "no caching allocator on " + (mem.device || "this device")) + (isNum(mem.alloc_retries) ? " · " + mem.alloc_retries + " retries · " + (mem.ooms || 0) + " OOMs" : "") : null,
+      absent: absentReason("memory"), alerting: /memory_/.test(alertKinds),
+    });
     var fpt = snap.flops_per_token;
     tiles.push({
       id: "flops_per_token", label: "FLOPs / token", explain: "flops_per_token",
@@ -329,15 +349,18 @@
     return svg;
   }
 
+  var GPU_ONLY_TILES = { ofu: 1, energy: 1 };
   function renderTiles() {
     var box = clear(byId("tiles"));
+    var folded = noGpu();
     tileSpecs().forEach(function (t) {
+      if (folded && GPU_ONLY_TILES[t.id] && t.value == null) return;  // said once, in the no-GPU note
       var absent = t.value == null;
       var cls = "tile derived" + (absent ? " absent" : "") + (t.alerting ? " alerting" : "");
       box.appendChild(el("button", { class: cls, "data-explain": t.explain, "data-tile": t.id, "data-value": isNum(t.raw) ? String(t.raw) : null, type: "button" }, [
         el("div", { class: "label" }, [t.label, el("span", { class: "q", text: "?" })]),
         el("div", { class: "value num", text: absent ? "n/a" : t.value }),
-        el("div", { class: "sub", "data-reason": absent ? "1" : null, text: absent ? (t.absent || "not measured in this run") : (t.sub || "") }),
+        el("div", { class: "sub", "data-reason": absent ? "1" : null, title: absent ? (t.absent || null) : null, text: absent ? (t.absent || "not measured in this run") : (t.sub || "") }),
         absent ? null : sparkline(t.id),
       ]));
     });
@@ -610,7 +633,7 @@
       el("thead", null, [el("tr", null, [el("th", { text: "Convention" }), el("th", { text: "FLOPs / token" }), el("th", { text: "MFU" })])]),
       tb,
     ])]));
-    if (mfu.peak_source) box.appendChild(el("p", { class: "hint", text: "Peak: " + (mfu.peak || "") + " (" + (mfu.peak_label || "") + "), " + mfu.peak_source }));
+    if (mfu.peak_source) box.appendChild(peakCitation(mfu.peak_source, "hint"));
   }
 
   function renderRanks() {
@@ -672,7 +695,7 @@
   function renderNode() {
     var box = clear(byId("node"));
     var n = S.snap.node, h = S.snap.host;
-    if (!n && !h) { box.appendChild(el("p", { class: "empty", text: absentReason("node") || "No node sample yet." })); return; }
+    if (!n && !h && !S.snap.memory) { box.appendChild(el("p", { class: "empty", text: absentReason("node") || "No node sample yet." })); return; }
     var kv = el("div", { class: "kv" });
     function row(k, v, share) {
       var vv = el("div", { class: "v num" }, [v]);
@@ -689,8 +712,19 @@
       var disk = n.disk || {};
       if (isNum(disk.total_b)) row("Run disk", bytes(disk.free_b) + " free of " + bytes(disk.total_b), 1 - disk.free_b / disk.total_b);
       var rates = n.rates_b_s || {};
-      if (Object.keys(rates).length) row("Disk / network", "read " + bytes(rates.disk_io_read_b) + "/s · write " + bytes(rates.disk_io_write_b) + "/s · rx " + bytes(rates.net_rx_b) + "/s · tx " + bytes(rates.net_tx_b) + "/s");
+      if (isNum(rates.disk_io_read_b) || isNum(rates.disk_io_write_b)) row("Disk I/O", "read " + bytes(rates.disk_io_read_b) + "/s · write " + bytes(rates.disk_io_write_b) + "/s");
+      if (isNum(rates.net_rx_b) || isNum(rates.net_tx_b)) row("Network", "received " + bytes(rates.net_rx_b) + "/s · sent " + bytes(rates.net_tx_b) + "/s");
     }
+    var ranksMem = (S.snap.memory || {}).ranks || {};
+    Object.keys(ranksMem).forEach(function (r) {
+      var m = ranksMem[r], bits = [];
+      if (isNum(m.allocated_b)) bits.push("allocated " + bytes(m.allocated_b) + " (peak " + bytes(m.allocated_peak_b) + ")");
+      if (isNum(m.reserved_b)) bits.push("reserved " + bytes(m.reserved_b) + (isNum(m.total_b) ? " of " + bytes(m.total_b) : ""));
+      if (isNum(m.fragmentation)) bits.push("cached, not allocated " + pct(m.fragmentation));
+      if (isNum(m.alloc_retries)) bits.push(m.alloc_retries + " retries");
+      if (isNum(m.rss_b)) bits.push("RSS " + bytes(m.rss_b));
+      row("Memory, rank " + r + " (" + (m.device || "?") + (m.index != null ? ":" + m.index : "") + ")", bits.join(" · "), isNum(m.reserved_share) ? m.reserved_share : null);
+    });
     if (h) {
       row("Training processes", (h.procs || "?") + " · " + (isNum(h.cpu_cores) ? sig(h.cpu_cores, 3) + " cores · " : "") + bytes(h.rss_b) + " RSS");
     }
@@ -699,13 +733,74 @@
     box.appendChild(kv);
   }
 
+  // ---------------------------------------------------------------- a run without a GPU
+  // No GPU sample and NVML absent: the GPU cards would each hold one "absent" sentence, so they
+  // fold into one note that says why and what would give them.
+  function noGpu() {
+    var g = S.snap.gpus;
+    return !(g && Object.keys(g).length) && !!(absentReason("ladder") || absentReason("ofu")) && S.seq > 0;
+  }
+  function renderNoGpu() {
+    var box = clear(byId("no-gpu")), none = noGpu();
+    box.hidden = !none;
+    ["ladder-card", "waterfall-card", "gpus-card"].forEach(function (id) { byId(id).hidden = none; });
+    document.body.classList.toggle("cpu-only", none);
+    if (!none) return;
+    var why = absentReason("ofu") || absentReason("ladder");
+    var mfu = absentReason("mfu");
+    box.appendChild(el("span", { class: "icon", text: "i" }));
+    box.appendChild(el("div", null, [
+      el("div", { class: "msg", text: "No GPU in this run: " + why + "." }),
+      el("div", { class: "kind-text", text: "The utilization ladder, MFU waterfall, GPU counters, OFU and energy would show here with an NVIDIA GPU and its driver visible to tm (tm doctor checks). " +
+        (mfu ? "MFU on this CPU would need a peak: measure one (python -m trainmeter.hardware.measure_peak) or declare --peak-tflops with --peak-source." : "") }),
+    ]));
+  }
+  // The host's CPU by kind (one stacked bar) and busy per core, beside the node's rows.
+  var CPU_KINDS = [["user", "user", "--c1"], ["system", "system", "--c2"], ["iowait", "I/O wait", "--c4"], ["steal", "steal", "--c5"]];
+  function renderHostCpu() {
+    var box = clear(byId("host-cpu"));
+    var n = S.snap.node || {}, cpu = n.cpu, cores = n.cpu_per_core;
+    if (!cpu && !cores) return;
+    if (cpu) {
+      var bar = el("div", { class: "split cpu-split", role: "img", "aria-label": "CPU time by kind" });
+      var legend = el("div", { class: "legend" });
+      CPU_KINDS.concat([["idle", "idle", "--track"]]).forEach(function (k) {
+        var v = cpu[k[0]];
+        if (!isNum(v)) return;
+        if (v > 0) bar.appendChild(el("div", { style: "width:" + (v * 100) + "%;background:var(" + k[2] + ")", title: k[1] + " " + pct(v) }));
+        legend.appendChild(el("div", { class: "item", "data-cpu-kind": k[0] }, [el("span", { class: "sw", style: "background:var(" + k[2] + ")" }),
+          el("span", { class: "lbl", text: "CPU " + k[1] }), el("span", { class: "secs num", text: pct(v) })]));
+      });
+      box.appendChild(bar);
+      box.appendChild(legend);
+    }
+    if (Array.isArray(cores) && cores.length) {
+      var grid = el("div", { class: "cores", role: "list", "aria-label": "busy share of each core" });
+      cores.forEach(function (c, i) {
+        grid.appendChild(el("div", { class: "core", role: "listitem", "data-core": String(i), title: "core " + i + ": " + pct(c) + " busy" }, [
+          el("div", { class: "core-bar" }, [el("i", { style: "height:" + Math.min(100, Math.max(0, c * 100)) + "%" })]),
+          el("span", { class: "core-label num", text: String(i) }),
+        ]));
+      });
+      box.appendChild(el("div", { class: "cores-head hint", text: "Busy per core (" + cores.length + ")" }));
+      box.appendChild(grid);
+    }
+  }
+
   function renderAbsent() {
     var box = clear(byId("absent"));
     var a = S.snap.absent || {};
     var keys = Object.keys(a).sort();
     if (!keys.length) { box.appendChild(el("li", { class: "none" }, [el("span", { class: "why", text: "Every number was measured." })])); return; }
+    // numbers absent for one same reason are one row (a CPU run: five NVML numbers, one reason)
+    var groups = [], byReason = {};
     keys.forEach(function (k) {
-      box.appendChild(el("li", { "data-absent": k }, [el("span", { class: "name", text: k }), el("span", { class: "why", text: a[k] })]));
+      var g = byReason[a[k]];
+      if (!g) { g = byReason[a[k]] = { names: [], why: a[k] }; groups.push(g); }
+      g.names.push(k);
+    });
+    groups.forEach(function (g) {
+      box.appendChild(el("li", { "data-absent": g.names.join(" ") }, [el("span", { class: "name", text: g.names.join(", ") }), el("span", { class: "why", text: g.why })]));
     });
   }
 
@@ -743,6 +838,25 @@
     }
     var w = snap.warnings || [];
     if (w.length) box.appendChild(el("div", null, [el("h3", { class: "ex-section", text: "Warnings" })].concat(w.map(function (x) { return el("p", { class: "hint", text: x }); }))));
+  }
+
+  // ---------------------------------------------------------------- the peak's citation
+  // One line (card, dense figure, the document it comes from); the whole citation, which says
+  // where each figure was read and how it was checked, behind a fold.
+  function citedDocument(source) {
+    var text = String(source).replace(/\s+/g, " "), cut = text.length;
+    [": ", " (stored", ". "].forEach(function (m) { var at = text.indexOf(m); if (at > 0 && at < cut) cut = at; });
+    var doc = text.slice(0, cut).replace(/[ ,;.]+$/, "");
+    return doc.length > 110 ? doc.slice(0, 109) + "…" : doc;
+  }
+  function peakCitation(source, cls) {
+    var peak = S.snap.peak || {};
+    var figure = isNum(peak.bf16_dense_flops) ? String(+(peak.bf16_dense_flops / 1e12).toPrecision(5)) + " TFLOP/s dense BF16" : "dense BF16 peak";
+    var line = (peak.name ? peak.name + ": " : "") + figure + ", from " + citedDocument(source);
+    return el("div", { class: "ex-peak" + (cls ? " " + cls : ""), "data-peak-line": "1" }, [
+      el("div", { text: line }),
+      el("details", { class: "peak-full" }, [el("summary", { text: "full citation" }), el("p", { text: source })]),
+    ]);
   }
 
   // ---------------------------------------------------------------- explain drawer
@@ -791,7 +905,7 @@
       }
       if (ex.peak_source) {
         body.appendChild(el("div", { class: "ex-section", text: "The peak, from its datasheet" }));
-        body.appendChild(el("div", { class: "ex-peak", text: ex.peak_source }));
+        body.appendChild(peakCitation(ex.peak_source));
       }
       if (ex.note) body.appendChild(el("p", { class: "ex-note", text: ex.note }));
     } else {
@@ -866,6 +980,7 @@
     { id: "goodput", title: "Goodput", names: ["goodput"], unit: "ratio" },
     { id: "power", title: "GPU power", names: ["power_w"], unit: "W" },
     { id: "gpu_memory", title: "GPU memory used", names: ["gpu_memory_used_b"], unit: "B" },
+    { id: "allocator", title: "Caching allocator: reserved and allocated", names: ["memory_reserved_b", "memory_allocated_b"], unit: "B" },
     { id: "host", title: "Training processes' memory (RSS)", names: ["host_rss_b"], unit: "B" },
     { id: "host_cpu", title: "Training processes' CPU (cores)", names: ["host_cpu_cores"], unit: "cores" },
     { id: "node_cpu", title: "Node CPU busy", names: ["node_cpu_busy"], unit: "ratio" },
@@ -877,16 +992,33 @@
     var names = Object.keys(S.series);
     var loop = names.filter(function (n) { return S.series[n].group === "loop"; });
     var loss = loop.filter(function (n) { return LOSS_NAMES.indexOf(n) >= 0 || /loss/i.test(n); });
-    if (loss.length) specs.push({ id: "loss", title: "Loss", names: loss, unit: "", logToggle: true, defaultLog: true });
+    // linear by default, fitted to the data; log one click away
+    if (loss.length) specs.push({ id: "loss", title: "Loss", names: loss, unit: "", logToggle: true, defaultLog: false });
+    var quantities = {};
     loop.filter(function (n) { return loss.indexOf(n) < 0; }).sort().forEach(function (n) {
-      specs.push({ id: "loop:" + n, title: n, names: [n], unit: "", logToggle: true, defaultLog: false });
+      var q = quantityOf(n);   // train_acc and val_acc share one chart
+      if (!quantities[q]) specs.push(quantities[q] = { id: "loop:" + q, title: q === n ? n : q, names: [], unit: "", logToggle: true, defaultLog: false });
+      quantities[q].names.push(n);
     });
     SYSTEM_CHARTS.forEach(function (c) {
       var have = c.names.filter(function (n) { return S.series[n]; });
       if (have.length) specs.push({ id: c.id, title: c.title, names: have, unit: c.unit });
     });
+    // the ones read first come first: loss, tokens/s, MFU, memory; then the rest as they were
+    var at = function (sp) { var i = CHART_FIRST.indexOf(sp.id); return i < 0 ? CHART_FIRST.length : i; };
+    specs.forEach(function (sp, i) { sp.order = i; });
+    specs.sort(function (a, b) { return at(a) - at(b) || a.order - b.order; });
     return specs;
   }
+  var CHART_H = 260;   // tall enough to read a curve on a laptop screen
+  var CHART_FIRST = ["loss", "throughput", "utilization", "gpu_memory"];
+  function quantityOf(name) {
+    var m = /^(train|val|valid|eval|test)_(.+)$/.exec(name);
+    return m ? m[2] : name;
+  }
+  // Axis titles in words a person reads: the unit the tick labels are in.
+  var AXIS_UNITS = { ratio: "%", B: "bytes (GiB, MiB)", "B/s": "bytes/s", W: "W", s: "seconds", "tokens/s": "tokens/s", cores: "cores" };
+  var X_TITLES = { step: "step", tokens: "tokens", flops: "FLOPs spent", time: "time since start" };
   function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
   var PALETTE = ["--c1", "--c2", "--c3", "--c4", "--c5", "--c6"];
   var NAMED_COLORS = { train_loss: "--c1", val_loss: "--c2", mfu: "--c2", ofu: "--c4", gpu_util: "--c6", sm_active: "--c1", tensor_active: "--c3" };
@@ -958,14 +1090,17 @@
       if ((S.series[n].span || 1) > 1) bands.push({ series: [base + 2, base + 1], fill: color + "30" });
     });
     var grid = cssVar("--line"), ink = cssVar("--muted");
-    var axisX = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, values: function (u, vals) { return vals.map(xFormat); } };
+    var axisX = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, label: X_TITLES[S.axis] || S.axis, labelSize: 20, values: function (u, vals) { return vals.map(xFormat); } };
     var axisY = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, size: axisSize, values: function (u, vals) { return vals.map(yFormatter(spec.unit)); } };
+    var yTitle = AXIS_UNITS[spec.unit] || (spec.id === "loss" ? "loss" : "");
+    if (yTitle) { axisY.label = yTitle; axisY.labelSize = 20; }
     var opts = {
       width: Math.max(280, holder.clientWidth - 4),
-      height: 200,
+      height: CHART_H,
       series: series,
       bands: bands,
-      scales: { x: { time: false }, y: log ? { distr: 3 } : yScale(spec.unit) },
+      // log: fitted to the data too (not snapped out to whole decades, which squashes a curve)
+      scales: { x: { time: false }, y: log ? { distr: 3, range: function (u, min, max) { return [min / 1.02, max * 1.02]; } } : yScale(spec.unit) },
       axes: [axisX, axisY],
       legend: { show: false },
       cursor: { drag: { x: true, y: false, setScale: true } },
@@ -1094,20 +1229,17 @@
     resizeTimer = setTimeout(function () {
       Object.keys(S.charts).forEach(function (id) {
         var st = S.charts[id];
-        if (st.plot) st.plot.setSize({ width: Math.max(280, st.plotBox.clientWidth - 4), height: 200 });
+        if (st.plot) st.plot.setSize({ width: Math.max(280, st.plotBox.clientWidth - 4), height: CHART_H });
       });
     }, 150);
   });
-  if (window.matchMedia) {
-    var mq = window.matchMedia("(prefers-color-scheme: dark)");
-    var onScheme = function () { rebuildAllCharts(); };
-    if (mq.addEventListener) mq.addEventListener("change", onScheme); else if (mq.addListener) mq.addListener(onScheme);
-  }
+  // theme.js sets the theme (the system's, or the switch's); the charts redraw in its colours
+  document.addEventListener("tm-theme", function () { rebuildAllCharts(); });
 
   // ---------------------------------------------------------------- wiring
   function renderAll() {
     var parts = [renderHeader, renderAlerts, renderProgress, renderTiles, renderLadder, renderTimeSplit, renderWaterfall, renderAdvice,
-      renderConventions, renderRanks, renderGpus, renderNode, renderAbsent, renderDetails, renderCharts];
+      renderConventions, renderRanks, renderGpus, renderNode, renderHostCpu, renderNoGpu, renderAbsent, renderDetails, renderCharts];
     parts.forEach(function (f) {
       try { f(); } catch (e) { if (window.console) console.error(f.name, e); }
     });

@@ -1,0 +1,219 @@
+"""Memory of this rank, from the caching allocator's host-side statistics, about once a second.
+
+Why it reads what it reads:
+
+- On CUDA, `torch.cuda.memory_stats(index)` returns the caching allocator's own counters
+  (allocated and reserved bytes, current and peak, retries, OOMs) kept in host memory: no kernel
+  is launched and no stream is waited on (promise 1). The card's total is
+  `get_device_properties(index).total_memory`, cached by torch; `mem_get_info` would ask the
+  driver, so it is not used. CUDA is looked at only once the user initialized it.
+- On MPS, `torch.mps` gives the allocator's current and driver bytes and the recommended
+  maximum; on CPU there is no caching allocator, only the process's resident memory. What a
+  device cannot give is named in `missing` with the reason, never sent as zero.
+- Read after an optimizer step when one is due (the allocated bytes then are what lives between
+  steps: weights, gradients, optimizer state; the peak above them is the step's transient
+  memory, mostly activations), else by the sender thread (before training, or while hung).
+
+`TRAINMETER_FAKE_CUDA_MEMORY=FILE` replays recorded answers instead of the allocator (a JSON
+list of `{"stats": {memory_stats keys}, "total_b": N}`; the last repeats), for tests and bug
+reports on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+
+from ...records import ENV_FAKE_CUDA_MEMORY
+from ..sender import get_sender
+from . import guard, steps
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Seconds between two reads (the agent's cadence for anything that is not a step).
+INTERVAL_S = 1.0
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+#: memory_stats key -> record field
+CUDA_FIELDS = (
+    ("allocated_bytes.all.current", "allocated_b"),
+    ("allocated_bytes.all.peak", "allocated_peak_b"),
+    ("reserved_bytes.all.current", "reserved_b"),
+    ("reserved_bytes.all.peak", "reserved_peak_b"),
+    ("inactive_split_bytes.all.current", "inactive_split_b"),
+    ("num_alloc_retries", "alloc_retries"),
+    ("num_ooms", "ooms"),
+)
+NO_ALLOCATOR = "no caching allocator on this device"
+
+_torch: Any = None
+_last_read = 0.0
+_last_sent: dict[str, Any] | None = None
+_fake: FakeAllocator | None = None
+
+
+class FakeAllocator:
+    """Replays recorded allocator answers: the k-th read gets the k-th, the last repeats."""
+
+    def __init__(self, answers: list[dict[str, Any]]) -> None:
+        if not answers:
+            raise ValueError("no answers to replay")
+        self.answers = answers
+        self.reads = 0
+
+    @classmethod
+    def from_file(cls, path: str) -> FakeAllocator:
+        with open(path, encoding="utf-8") as fh:
+            return cls(json.load(fh))
+
+    def read(self) -> tuple[dict[str, Any], int | None]:
+        answer = self.answers[min(self.reads, len(self.answers) - 1)]
+        self.reads += 1
+        total = answer.get("total_b")
+        return dict(answer.get("stats") or {}), total if isinstance(total, int) else None
+
+
+def rss() -> tuple[int | None, int | None]:
+    """(resident bytes now, peak resident bytes) of this process."""
+    now = None
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            now = int(fh.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        peak = peak_kb * 1024 if peak_kb > 0 else None  # Linux reports KiB
+    except (OSError, ValueError):
+        peak = None
+    return now, peak
+
+
+def cuda_payload(stats: dict[str, Any], total_b: int | None, index: int | None) -> dict[str, Any]:
+    """The record's fields from one `memory_stats()` answer."""
+    d: dict[str, Any] = {"device": "cuda", "index": index}
+    missing: dict[str, str] = {}
+    for key, field in CUDA_FIELDS:
+        value = stats.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            d[field] = value
+        else:
+            missing[field] = f"the allocator gave no {key}"
+    if total_b is not None:
+        d["total_b"] = total_b
+    else:
+        missing["total_b"] = "the card's total memory is not known"
+    if missing:
+        d["missing"] = missing
+    return d
+
+
+def _cuda_index() -> int:
+    from . import device
+
+    index = device.index()
+    return index if index is not None else int(_torch.cuda.current_device())
+
+
+def read() -> dict[str, Any]:
+    """One reading of this process's memory, whatever the device."""
+    now_b, peak_b = rss()
+    if _fake is not None:
+        stats, total = _fake.read()
+        d = cuda_payload(stats, total, 0)
+        d["fake"] = True
+    elif _torch is not None and _torch.cuda.is_initialized():
+        index = _cuda_index()
+        stats = _torch.cuda.memory_stats(index)
+        total = int(_torch.cuda.get_device_properties(index).total_memory)
+        d = cuda_payload(stats, total, index)
+    else:
+        d = _mps_payload() or {
+            "device": "cpu",
+            "missing": {
+                f: NO_ALLOCATOR
+                for f in ("allocated_b", "reserved_b", "alloc_retries", "ooms", "total_b")
+            },
+        }
+    if now_b is not None:
+        d["rss_b"] = now_b
+    if peak_b is not None:
+        d["rss_peak_b"] = peak_b
+    return d
+
+
+def _mps_payload() -> dict[str, Any] | None:
+    mps = getattr(_torch, "mps", None) if _torch is not None else None
+    if mps is None or not getattr(getattr(_torch.backends, "mps", None), "is_built", bool)():
+        return None
+    try:
+        allocated = int(mps.current_allocated_memory())
+    except Exception:  # noqa: BLE001 - MPS not usable here: the CPU reading stands
+        return None
+    if allocated <= 0:
+        return None  # nothing on the GPU: the run trains on the CPU
+    d: dict[str, Any] = {"device": "mps", "allocated_b": allocated}
+    try:
+        d["reserved_b"] = int(mps.driver_allocated_memory())
+        d["total_b"] = int(mps.recommended_max_memory())
+    except Exception:  # noqa: BLE001 - an older torch: those are missing
+        pass
+    d["missing"] = {
+        "allocated_peak_b": "MPS keeps no peak",
+        "alloc_retries": "MPS keeps no retry count",
+        "ooms": "MPS keeps no OOM count",
+    }
+    return d
+
+
+def sample(at_step: bool) -> None:
+    """Read and send when due; send only what changed since the last record."""
+    global _last_read, _last_sent
+    now = time.monotonic()
+    if now - _last_read < INTERVAL_S:
+        return
+    _last_read = now
+    try:
+        d = read()
+    except Exception as exc:  # noqa: BLE001 - promise 1: this probe is off, the run goes on
+        guard.off("memory", exc)
+        steps.step_listeners[:] = [f for f in steps.step_listeners if f is not _on_step]
+        return
+    same = dict(d)
+    if _last_sent is not None and same == _last_sent:
+        return
+    _last_sent = same
+    d["at_step"] = at_step
+    sender = get_sender()
+    if sender is not None:
+        sender.send("memory", d, t=now)
+
+
+def _on_step(n: int) -> None:
+    sample(True)
+
+
+def _drain() -> None:
+    """The sender thread: read only when no step read for two intervals."""
+    if time.monotonic() - _last_read >= 2 * INTERVAL_S and not guard.is_off("memory"):
+        sample(False)
+
+
+_on_step.probe = "memory"  # type: ignore[attr-defined]
+
+
+def attach(torch: Any) -> list[str]:
+    global _torch, _fake
+    _torch = torch
+    path = os.environ.get(ENV_FAKE_CUDA_MEMORY)
+    if path:
+        _fake = FakeAllocator.from_file(path)
+    steps.step_listeners.append(_on_step)
+    sender = get_sender()
+    if sender is not None:
+        sender.add_drain(_drain)
+    return ["memory"]

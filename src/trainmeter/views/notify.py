@@ -1,0 +1,234 @@
+"""`--notify URL`: each new alert, the cause of death and the end-of-run line, posted as JSON.
+
+The body is `{"text": ..., "event": "alert"|"death"|"end", "run": name, ...the structured
+fields}`: `text` is what a Slack-compatible incoming webhook shows, the rest is for a program.
+
+Why it is built like this:
+
+- Posted by `tm`, never by the training process: the notifier is one of `tm`'s live views.
+- One daemon thread a target sends (a hung endpoint holds only its own posts); the live loop
+  only appends to a queue. A failed post (an error
+  status, a refused connection, a timeout) is retried with back-off (BACKOFF_S), each attempt
+  bounded by ATTEMPT_TIMEOUT_S; so a slow, failing or hanging endpoint never delays the run.
+- At the end `tm` waits for the queue at most EXIT_WAIT_S in all, then leaves: what is left is
+  counted as failed, never waited for.
+- Each failure is counted: in the log as the fact `notify_failures` while the run lives, then in
+  `notify.json` in the run directory, and once on stderr.
+- A webhook URL is a secret (whoever has it may post): it is never recorded, never shown, not
+  even in an error; targets are named by their position (`--notify` #1, #2...).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ATTEMPT_TIMEOUT_S = 2.0
+BACKOFF_S = (0.5, 1.0, 2.0, 4.0)  # waits before the 2nd, 3rd, 4th and 5th attempt
+EXIT_WAIT_S = 2.0
+MAX_QUEUE = 1000
+
+
+class Notifier:
+    """A live view (`on_snapshot`, `on_finish`) that posts to every `--notify` URL."""
+
+    name = "notify"
+
+    def __init__(
+        self,
+        urls: list[str],
+        run_dir: Path | None = None,
+        warn: Any = None,
+        *,
+        post: Any = None,
+        backoff: tuple[float, ...] = BACKOFF_S,
+        exit_wait_s: float = EXIT_WAIT_S,
+    ) -> None:
+        self._urls = list(urls)
+        self.run_dir = run_dir
+        self.warn = warn
+        self.post = post or _post
+        self.backoff = backoff
+        self.exit_wait_s = exit_wait_s
+        self.sent = 0
+        self.failed = 0
+        self.reasons: collections.Counter[str] = collections.Counter()
+        self.log_fact: Any = None  # set by the supervisor: writes a `fact` record while the run lives
+        self._logged_failures = 0
+        self._seen: set[tuple[Any, Any]] = set()
+        self._queues: list[collections.deque[dict[str, Any]]] = [
+            collections.deque() for _ in self._urls
+        ]
+        self._wakes = [threading.Event() for _ in self._urls]
+        self._deadline: float | None = None  # set by close(): no attempt starts after it
+        self._busy = 0
+        self._lock = threading.Lock()
+        for target in range(len(self._urls)):
+            threading.Thread(
+                target=self._run, args=(target,), name=f"trainmeter-notify-{target + 1}", daemon=True
+            ).start()
+
+    def __repr__(self) -> str:  # never the URLs
+        return f"Notifier({len(self._urls)} target(s))"
+
+    # ---- what is posted -----------------------------------------------------------------
+
+    def on_snapshot(self, snap: dict[str, Any], now: float) -> None:
+        for alert in snap.get("alerts") or []:
+            if not isinstance(alert, dict):
+                continue
+            key = (alert.get("kind"), alert.get("message"))
+            if key in self._seen:
+                continue
+            self._seen.add(key)
+            from .memory_text import alert_numbers
+
+            text = f"alert: {alert.get('message')}{alert_numbers(alert)}"
+            self.put(_body("alert", snap, text, alert=alert))
+        self._log_failures()
+
+    def on_finish(self, snap: dict[str, Any]) -> None:
+        """The alerts not yet posted, the cause of death, the end line; then a bounded wait."""
+        self.on_snapshot(snap, 0.0)
+        death = snap.get("death") if isinstance(snap.get("death"), dict) else None
+        if death and death.get("text"):
+            self.put(_body("death", snap, f"died: {death['text']}", death=death))
+        from .terminal import summary_line
+
+        line = summary_line(snap, self.run_dir)
+        self.put(_body("end", snap, line, run_end=_dict(snap.get("run"))))
+        self.close(self.exit_wait_s)
+
+    def put(self, body: dict[str, Any]) -> None:
+        with self._lock:
+            for target, queue in enumerate(self._queues):
+                if len(queue) >= MAX_QUEUE:
+                    self._fail("queue full")
+                    continue
+                queue.append(body)
+                self._wakes[target].set()
+
+    # ---- the sending thread -------------------------------------------------------------
+
+    def _run(self, target: int) -> None:
+        queue, wake = self._queues[target], self._wakes[target]
+        while True:
+            wake.wait()
+            with self._lock:
+                if not queue:
+                    wake.clear()
+                    if self._deadline is not None:
+                        return
+                    continue
+                body = queue.popleft()
+                self._busy += 1
+            try:
+                self._deliver(target, body)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+
+    def _deliver(self, target: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body, allow_nan=False, default=str).encode("utf-8")
+        reason = "not sent"
+        for attempt in range(len(self.backoff) + 1):
+            if attempt:
+                pause = self.backoff[attempt - 1]
+                if self._deadline is not None and time.monotonic() + pause >= self._deadline:
+                    break  # tm is leaving: no attempt that could not finish in time
+                time.sleep(pause)
+            try:
+                self.post(self._urls[target], data, ATTEMPT_TIMEOUT_S)
+                with self._lock:
+                    self.sent += 1
+                return
+            except Exception as exc:  # noqa: BLE001 - an endpoint's failure is counted, never raised
+                reason = _reason(exc)
+        with self._lock:
+            self._fail(reason)
+
+    def _fail(self, reason: str) -> None:
+        self.failed += 1
+        self.reasons[reason] += 1
+
+    def _log_failures(self) -> None:
+        if self.log_fact is None or self.failed == self._logged_failures:
+            return
+        self._logged_failures = self.failed
+        self.log_fact({
+            "key": "notify_failures", "value": self.failed, "source": "measured",
+            "note": "posts to --notify that failed after their retries: "
+            + ", ".join(f"{r} ({n})" for r, n in sorted(self.reasons.items())),
+        })
+
+    # ---- the end ------------------------------------------------------------------------
+
+    def close(self, wait_s: float) -> None:
+        """Wait at most `wait_s` for the queue; what is left counts as failed; then report."""
+        deadline = time.monotonic() + wait_s
+        self._deadline = deadline
+        for wake in self._wakes:
+            wake.set()
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not any(self._queues) and not self._busy:
+                    break
+            time.sleep(0.01)
+        with self._lock:
+            left = sum(len(q) for q in self._queues) + self._busy
+            for queue in self._queues:
+                queue.clear()
+            for _ in range(left):
+                self._fail("still sending when tm ended")
+        self._report()
+
+    def _report(self) -> None:
+        summary = {"targets": len(self._urls), "sent": self.sent, "failed": self.failed,
+                   "reasons": dict(self.reasons)}
+        if self.run_dir is not None:
+            try:
+                (Path(self.run_dir) / "notify.json").write_text(json.dumps(summary, indent=2))
+            except OSError:
+                pass
+        if self.failed and self.warn is not None:
+            reasons = ", ".join(f"{r} ({n})" for r, n in sorted(self.reasons.items()))
+            self.warn("notify", f"--notify: {self.failed} post(s) failed: {reasons}")
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _body(event: str, snap: dict[str, Any], text: str, **fields: Any) -> dict[str, Any]:
+    run = _dict(snap.get("run"))
+    name = run.get("name") or "run"
+    prefix = "" if text.startswith("trainmeter:") else f"trainmeter [{name}]: "
+    return {"text": prefix + text, "event": event, "run": name, **fields}
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a post failed, without the URL."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code}"
+    if isinstance(exc, (TimeoutError, OSError)) and "timed out" in str(exc).lower():
+        return "timed out"
+    if isinstance(exc, urllib.error.URLError):
+        inner = exc.reason
+        if isinstance(inner, TimeoutError) or "timed out" in str(inner).lower():
+            return "timed out"
+        return f"cannot connect ({type(inner).__name__})"
+    return type(exc).__name__
+
+
+def _post(url: str, data: bytes, timeout: float) -> None:
+    request = urllib.request.Request(
+        url, data=data, method="POST", headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's URL
+        response.read(1024)
