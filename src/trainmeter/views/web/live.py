@@ -40,7 +40,11 @@ class WebDashboard:
         self.ready = threading.Event()  # the server is up (or failed)
         threading.Thread(target=self._serve, name="trainmeter-web", daemon=True).start()
         if not quiet:
-            print(f"trainmeter: dashboard {self.url}", file=stderr or sys.stderr, flush=True)
+            # one write: an unbuffered print() writes the newline apart, and the training's
+            # own output on the same terminal could land between the two
+            out = stderr or sys.stderr
+            out.write(f"trainmeter: dashboard {self.url}\n")
+            out.flush()
 
     def _serve(self) -> None:
         try:
