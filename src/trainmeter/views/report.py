@@ -397,14 +397,25 @@ def render_report(passport: dict[str, Any], charts: list[dict[str, Any]]) -> str
 
 
 def build_report(run_dir: Path) -> str:
-    """Replay a run and return its report page (raises OSError, ReportError)."""
-    from ..exporters.tables import run_table
+    """Replay a run and return its report page (raises OSError, ReportError).
+
+    The charts come from the dashboard's bounded history, fed by the replay, and the numbers
+    from its final snapshot: nothing is kept per step, so the memory does not grow with the
+    length of the log (a table of every step here cost 800 MB on a 2M-step log)."""
+    from ..exporters.tables import MAX_SAMPLES, MIN_INTERVAL_S
     from ..redact import private_dirs
+    from ..runlog.replay import replay
     from .history import History
     from .passport import build_passport
 
     _asset("uPlot.iife.min.js")  # fail before the replay, not after
     history = History()
-    table = run_table(run_dir, history=history)
-    passport = build_passport(table.snapshot, private_dirs(run_dir))
+    result = replay(
+        Path(run_dir) / "events.jsonl",
+        observers=[history],
+        max_snapshots=MAX_SAMPLES,
+        min_interval_s=MIN_INTERVAL_S,
+    )
+    history.on_snapshot(result.snapshot, None)  # the final numbers, as `tm view` draws them
+    passport = build_passport(result.snapshot, private_dirs(run_dir))
     return render_report(passport, chart_data(history.dump()))
