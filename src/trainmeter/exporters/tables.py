@@ -66,8 +66,8 @@ class RowStore:
     that is (a late metric, a snapshot's row) is read back and kept open again. A table of every
     step in memory cost 1.37 GB on a 2M-step log; this keeps it flat."""
 
-    def __init__(self, max_open: int = MAX_OPEN_ROWS) -> None:
-        self.max_open = max_open
+    def __init__(self, max_open: int | None = None) -> None:
+        self.max_open = max(max_open or MAX_OPEN_ROWS, 1)
         self.open: dict[int, dict[str, Any]] = {}
         self._db: Any = None
         self._spilled_max: int | None = None  # the highest step ever written to the database
@@ -77,7 +77,8 @@ class RowStore:
         return self._count
 
     def setdefault(self, step: int, default: dict[str, Any]) -> dict[str, Any]:
-        """The row of `step` (read back if it was spilled), or `default` as its new row."""
+        """The row of `step` (read back if it was spilled), or `default` as its new row. The
+        row stays in memory until the next call, so the caller may fill it in."""
         row = self.open.get(step)
         if row is not None:
             return row
@@ -86,9 +87,9 @@ class RowStore:
         if row is None:
             row = default
             self._count += 1
+        if len(self.open) >= self.max_open:  # before adding: the row returned is never spilled
+            self._spill(len(self.open) // 2 or 1)
         self.open[step] = row
-        if len(self.open) > self.max_open:
-            self._spill(len(self.open) // 2)
         return row
 
     def items(self) -> Iterator[tuple[int, dict[str, Any]]]:

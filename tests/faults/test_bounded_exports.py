@@ -1,0 +1,148 @@
+"""`tm report` and `tm export csv` take the same memory on a long log as on a short one.
+
+Issue 22 ("Also"): on a 2M-step log `tm report` peaked at 800 MB and `tm export csv` at 1.37 GB,
+because both built a table with one dict per step. The report's charts now come from the bounded
+history alone, and the export table keeps a few thousand rows in memory, the rest in a temporary
+file. Here the Python heap's peak (tracemalloc) over a log three times longer stays within a small
+factor; before, it grew with the log.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from trainmeter.exporters.tables import run_table, write_csv
+from trainmeter.views.report import build_report
+
+
+def _write_log(run_dir: Path, steps: int) -> Path:
+    """A finished run: per step a step record of 4096 tokens and a loss, 10 steps a second; a GPU
+    sample every 2 s, so the derived columns (tokens/s, energy) are there too."""
+    run_dir.mkdir()
+    lines = []
+
+    def put(t: float, src: str, kind: str, d: dict, rank: int | None = 0) -> None:
+        lines.append(json.dumps(
+            {"v": 1, "t": round(t, 6), "src": src, "rank": rank, "pid": 100, "kind": kind, "d": d},
+            separators=(",", ":"),
+        ))
+
+    put(0.0, "tm", "run.start", {"argv": ["python", "train.py"], "name": "long", "declared": {}}, None)
+    put(0.5, "agent", "hello", {"world_size": 1, "local_rank": 0, "rank": 0, "probes": ["steps"]})
+    for i in range(1, steps + 1):
+        t = 1.0 + i * 0.1
+        put(t, "agent", "step", {"k": 1, "tokens": 4096, "n": i, "micro": 1})
+        put(t, "agent", "metric", {"key": "train_loss", "value": 3.0 / (1 + i / 1000), "step": i})
+        if i % 20 == 0:
+            gpu = {"index": 0, "uuid": "GPU-0", "name": "NVIDIA H100 80GB HBM3", "gpu_util": 0.9,
+                   "window_s": 1.0, "energy_j": 70.0 * i, "power_w": 700.0}
+            put(t, "tm", "sample.gpu", {"gpus": [gpu], "selected_by": "all"}, None)
+    put(1.0 + steps * 0.1 + 0.5, "tm", "run.end", {"exit_status": 0}, None)
+    (run_dir / "events.jsonl").write_text("\n".join(lines) + "\n")
+    return run_dir
+
+
+def _export_csv(run_dir: Path) -> int:
+    table = run_table(run_dir)
+    write_csv(table, _Discard())
+    return len(table.rows)
+
+
+class _Discard:
+    """A text stream that counts what is written and keeps none of it (the CSV text itself is
+    not the memory under test: a file or stdout would not hold it either)."""
+
+    def __init__(self) -> None:
+        self.chars = 0
+
+    def write(self, text: str) -> int:
+        self.chars += len(text)
+        return len(text)
+
+
+def _peak(work: Callable[[Path], object], run_dir: Path) -> int:
+    tracemalloc.start()
+    try:
+        work(run_dir)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+#: The short log already fills what is bounded (the history's 2,048 points a series, the
+#: replay's snapshots, the rows kept in memory); the long one is three times longer.
+SHORT, LONG = 2_040, 6_120  # the short one just short of the history merging its points
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    base = tmp_path_factory.mktemp("long_logs")
+    return (
+        _write_log(base / "tiny", 100),
+        _write_log(base / "short", SHORT),
+        _write_log(base / "long", LONG),
+    )
+
+
+@pytest.mark.parametrize(
+    "work", [_export_csv, build_report], ids=["export_csv", "report"]
+)
+def test_memory_does_not_grow_with_the_log(
+    logs: tuple[Path, Path, Path], work, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainmeter.exporters import tables
+
+    # the rows kept in memory scaled down with the logs (4,096 by default), so that the short
+    # log already spills and the test stays fast under tracemalloc
+    monkeypatch.setattr(tables, "MAX_OPEN_ROWS", 200)
+    monkeypatch.setattr(tables, "MAX_SAMPLES", 200)  # snapshots are the replay's fixed cost
+    tiny, short, long = logs
+    work(tiny)  # imports and first-use caches out of the measurement
+    small, large = _peak(work, short), _peak(work, long)
+    # three times the steps: on main the peak grew with them (one dict a step)
+    assert large < 1.3 * small, (small, large)  # on main: csv 2.35x, report 1.78x
+
+
+def test_the_csv_of_a_long_log_has_every_step_in_order(
+    logs: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainmeter.exporters import tables
+
+    monkeypatch.setattr(tables, "MAX_OPEN_ROWS", 200)
+    _, _, long = logs
+    out = io.StringIO()
+    table = run_table(long)
+    write_csv(table, out)
+    rows = list(csv.reader(io.StringIO(out.getvalue())))
+    assert rows[0][:3] == ["step", "time_s", "train_loss"]
+    steps = [int(r[0]) for r in rows[1:]]
+    assert steps == list(range(1, LONG + 1))  # far more than the rows kept in memory, none lost
+    loss = rows[0].index("train_loss")
+    assert [float(r[loss]) for r in rows[1:]] == [3.0 / (1 + i / 1000) for i in steps]
+    tokens = rows[0].index("trainmeter/tokens")
+    assert float(rows[LONG][tokens]) == 4096.0 * LONG  # the final snapshot's row, read back
+
+
+def test_row_store_reads_back_a_spilled_row_and_keeps_the_count() -> None:
+    from trainmeter.exporters.tables import RowStore
+
+    store = RowStore(max_open=4)
+    for step in range(1, 11):
+        store.setdefault(step, {"step": step})["a"] = float(step)
+    assert len(store.open) <= 4 and len(store) == 10  # the rest went to the database
+    late = store.setdefault(2, {"step": 2, "new": True})  # a late record for an old step
+    assert "new" not in late and late["a"] == 2.0  # the spilled row, not a fresh one
+    late["b"] = 20.0
+    store.setdefault(0, {"step": 0})  # a step never seen, below the spilled ones
+    assert len(store) == 11
+    rows = list(store.items())
+    assert [s for s, _ in rows] == list(range(11))
+    assert rows[2][1] == {"step": 2, "a": 2.0, "b": 20.0}
+    store.close()
