@@ -63,6 +63,10 @@ def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: 
     if kid < 0 or seq - ring.tail >= _CAPACITY:
         _refuse(ring, seq, kid)  # counted; both readers step over the unused number
         return
+    if seq >= ring.room and not ring.grow():
+        ring.skipped.add(seq)  # no room for its page: the socket alone takes it
+        _pending.append((key, value, via, step, t))
+        return
     if step is None or not -1 <= step < 1 << 63:
         step = -1  # none, or a tracker's step no slot can hold: the value still goes
     try:
@@ -99,6 +103,10 @@ def put_emitted(
             seq = next(ring.seq)
             if kid < 0 or seq - ring.tail >= _CAPACITY:
                 _refuse(ring, seq, kid)
+                continue
+            if seq >= ring.room and not ring.grow():
+                ring.skipped.add(seq)  # no room for its page: the socket alone takes it
+                _pending.append((key, number, "emit", step, t))
                 continue
             try:
                 _pack(ring.mm, _SLOTS_AT + (seq & _MASK) * _SLOT_BYTES, kid, step, t, number, seq)

@@ -21,6 +21,14 @@ with the number (`q`) on each record, so `tm` keeps, per process, the highest nu
 and takes from the ring only what lies above it. A slot is reused only after the sender shipped
 its value (`tail`), so what `tm` may still need is never overwritten; a value that finds the ring
 full is refused and counted (`H_DROPPED_FULL`), never silently lost, and its number is skipped.
+
+The file is sparse, and a page of a shared mapping that the filesystem cannot back (a full
+`$TMPDIR`, a small tmpfs) is a SIGBUS in whoever touches it, the training process included. So
+no page is touched before it is reserved: the header, the key table and a first run of slots
+are reserved when the file is made (`os.posix_fallocate`), the slots beyond in doubling runs as
+the writer reaches them (`Ring.grow`), and the header says how many slots are reserved
+(`H_RESERVED`); both readers stop there. A reservation that fails leaves the ring as it is: the
+values after it travel by the socket alone, and those still waiting at exit are counted.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAGIC = 0x31474E49524D54  # "TMRING1", little-endian
-LAYOUT = 1
+LAYOUT = 2  # 2: H_RESERVED, and nothing read or written past it
 HEADER_BYTES = 4096
 KEYS_BYTES = 1 << 16
 SLOT = struct.Struct("<iqddq")  # key id, step (-1: none), t, value, seq (written last)
@@ -47,7 +55,9 @@ SLOT_BYTES = SLOT.size
 _iter_slots = SLOT.iter_unpack
 _FIRST_WINDOW = 64  # slots the sender reads at once at first (an idle ring: 2 KiB copied)
 _MAX_WINDOW = 4096
-CAPACITY = 1 << 20  # slots; the file is sparse, pages exist only once written
+CAPACITY = 1 << 20  # slots; the file is sparse, pages exist only once reserved
+FIRST_RESERVED = 1 << 12  # slots reserved with the file (147 KiB); then doubling runs
+NO_LIMIT = 1 << 62  # `Ring.room` once every slot is reserved
 SLOTS_AT = HEADER_BYTES + KEYS_BYTES
 KEY_LEN = struct.Struct("<H")
 TOTALS = struct.Struct("<qqqqdq")  # tokens, real, real_missing, micro, t, steps
@@ -77,7 +87,8 @@ H_DROPPED_FULL = 18  # values refused because the ring was full
 H_DROPPED_KEYS = 19  # values refused because the key table was full
 H_KEYS_USED = 20  # bytes of the key table in use
 H_KEYS_COUNT = 21
-HEADER_SLOTS = 22
+H_RESERVED = 22  # slots whose pages are reserved: positions [0, H_RESERVED)
+HEADER_SLOTS = 23
 
 FILE_PREFIX = "ring."
 
@@ -93,9 +104,16 @@ class Ring:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.ftruncate(fd, SLOTS_AT + CAPACITY * SLOT_BYTES)
+            _reserve(fd, 0, SLOTS_AT + FIRST_RESERVED * SLOT_BYTES)
             self.mm = mmap.mmap(fd, SLOTS_AT + CAPACITY * SLOT_BYTES)
-        finally:
+        except BaseException:
             os.close(fd)
+            try:
+                os.unlink(path)  # no room: no ring, and no file for `tm` to map
+            except OSError:
+                pass
+            raise
+        self._fd = fd  # kept for the reservations to come (closed with the ring)
         self.path = path
         self.pid = pid
         header = memoryview(self.mm)[:HEADER_BYTES]
@@ -106,6 +124,10 @@ class Ring:
         h[H_CAPACITY] = CAPACITY
         h[H_PID] = pid
         h[H_RANK] = -1 if rank is None else rank
+        h[H_RESERVED] = FIRST_RESERVED
+        #: the first value number whose slot is not reserved: `put` grows the ring there
+        self.room = FIRST_RESERVED
+        self.no_room = False  # a reservation failed: later values go by the socket alone
         h[H_MAGIC] = MAGIC  # last: a reader trusts the header only once this is there
         self.keys: dict[tuple[str, str], int] = {}
         self.emit_ids: dict[str, int] = {}  # emit's own look-up: by key alone
@@ -118,6 +140,25 @@ class Ring:
         self.skipped: set[int] = set()  # numbers given to values that were refused
         self._key_lock = threading.Lock()
         self.owner: object = None  # the sender it was made for (a new sender: a new ring)
+
+    def grow(self) -> bool:
+        """Reserve the next run of slots (double the reserved ones), so the value numbered
+        `room` can be written. False, for good, when the filesystem has no room for them."""
+        if self.no_room:
+            return False
+        reserved = self.h[H_RESERVED]
+        if reserved < CAPACITY:
+            more = min(reserved, CAPACITY - reserved)
+            try:
+                _reserve(self._fd, SLOTS_AT + reserved * SLOT_BYTES, more * SLOT_BYTES)
+            except OSError:
+                self.no_room = True
+                return False
+            reserved += more
+            self.h[H_RESERVED] = reserved
+        # numbers 1..reserved-1 sit in reserved slots on the first lap; all of them after it
+        self.room = NO_LIMIT if reserved >= CAPACITY else reserved
+        return True
 
     def key_id(self, key: str, via: str) -> int:
         """The id of (via, key), adding it to the table the first time. -1: the table is full."""
@@ -152,9 +193,17 @@ class Ring:
         out: list[tuple[int, int, int, float, float]] = []
         seq, mask, mm, skipped = self.read, self.mask, self.mm, self.skipped
         window = _FIRST_WINDOW
+        reserved = self.h[H_RESERVED]
         while len(out) < limit:
             start = seq & mask
-            count = min(window, limit - len(out), CAPACITY - start)  # never across the end
+            if start >= reserved:  # never touch an unreserved page: only refusals lie there
+                if seq not in skipped:
+                    break
+                skipped.discard(seq)
+                out.append((seq, -1, -1, 0.0, 0.0))
+                seq += 1
+                continue
+            count = min(window, limit - len(out), reserved - start)  # never past the reserved
             at = SLOTS_AT + start * SLOT_BYTES
             whole = True
             for kid, step, t, value, written in _iter_slots(mm[at : at + count * SLOT_BYTES]):
@@ -179,8 +228,17 @@ class Ring:
             self.h.release()
             self.hd.release()
             self.mm.close()
+            os.close(self._fd)
         except Exception:  # noqa: BLE001 - a view still exported: leave it to the collector
             pass
+
+
+def _reserve(fd: int, offset: int, length: int) -> None:
+    """Give the file real pages for [offset, offset+length): OSError (ENOSPC) when it cannot."""
+    if hasattr(os, "posix_fallocate"):
+        os.posix_fallocate(fd, offset, length)
+        return
+    os.pwrite(fd, bytes(length), offset)  # no fallocate (macOS): write the zeros
 
 
 def read_header(mm: Any) -> dict[str, Any] | None:
@@ -191,7 +249,7 @@ def read_header(mm: Any) -> dict[str, Any] | None:
     if h[H_MAGIC] != MAGIC or h[H_LAYOUT] != LAYOUT:
         return None
     (step_t,) = struct.unpack_from("<d", mm, H_STEP_T * 8)
-    return {"h": h, "step_t": step_t}
+    return {"h": h, "step_t": step_t, "reserved": max(0, min(h[H_RESERVED], CAPACITY))}
 
 
 def read_keys(mm: Any, count: int) -> list[tuple[str, str]]:

@@ -143,7 +143,9 @@ def _missing(mm: mmap.mmap, delivered: Delivered) -> list[dict[str, Any]]:
     step = _missing_step(h, header["step_t"], delivered.steps.get(pid))
     if step is not None:
         out.append(records.make("step", step, t=header["step_t"], src="agent", rank=rank, pid=pid))
-    out.extend(_missing_values(mm, h, pid, rank, delivered.last_q.get(pid, 0)))
+    out.extend(
+        _missing_values(mm, h, pid, rank, delivered.last_q.get(pid, 0), header["reserved"])
+    )
     full, keys, sender = (
         h[layout.H_DROPPED_FULL],
         h[layout.H_DROPPED_KEYS],
@@ -187,9 +189,15 @@ def _missing_step(h: tuple[int, ...], t: float, got: list[int] | None) -> dict[s
 
 
 def _missing_values(
-    mm: mmap.mmap, h: tuple[int, ...], pid: int, rank: int | None, last_q: int
+    mm: mmap.mmap,
+    h: tuple[int, ...],
+    pid: int,
+    rank: int | None,
+    last_q: int,
+    reserved: int,
 ) -> list[dict[str, Any]]:
-    """The values numbered above `last_q`, in order, as records."""
+    """The values numbered above `last_q`, in order, as records. Only the `reserved` slots are
+    read: a page past them may have no backing (a full tmpfs), and touching it is a SIGBUS."""
     capacity = h[layout.H_CAPACITY]
     if capacity != layout.CAPACITY:
         return []
@@ -200,6 +208,8 @@ def _missing_values(
     out: list[dict[str, Any]] = []
     seq, gap = last_q + 1, 0
     while gap <= allowed_gap and seq - last_q <= capacity:
+        if seq & mask >= reserved:
+            break  # never written: the writer reserves before it writes
         kid, step, t, value, written = unpack(
             mm, layout.SLOTS_AT + (seq & mask) * layout.SLOT_BYTES
         )
