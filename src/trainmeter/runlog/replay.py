@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import checkpoint
 from . import engine_load as parts
 from .decode import Decoder, log_summary
 from .observers import ObserverSet
@@ -60,22 +61,39 @@ def replay(
     *,
     observers: Iterable[Any] = (),
     max_snapshots: int = MAX_SNAPSHOTS,
+    resume: bool = True,
 ) -> ReplayResult:
-    """Stream `events` through a fresh engine; return its final snapshot and what was skipped."""
+    """Stream `events` through a fresh engine; return its final snapshot and what was skipped.
+
+    With the default engine and `resume`, the replay starts from the checkpoint beside the log
+    when one can be trusted (`checkpoint.load`) and reads only what follows it, then leaves a
+    new checkpoint for the next look; the snapshot is the one a full replay gives."""
     warn = warn or WarnOnce()
-    missing = None
-    if engine_factory is None:
-        engine_factory, missing = parts.load_engine_factory(warn)
-    engine, reason = parts.make_engine(engine_factory, warn)
+    observers = list(observers)
+    use_ckpt = resume and engine_factory is None
+    state = _resumed(events, observers) if use_ckpt else None
+    missing = reason = None
+    if state is None:
+        if engine_factory is None:
+            engine_factory, missing = parts.load_engine_factory(warn)
+        engine, reason = parts.make_engine(engine_factory, warn)
+        state = _State(engine, Decoder(), _interval(events, max_snapshots), observers)
     recorder = Recorder(RunStore(warn), warn)
-    recorder.attach_engine(engine, missing or reason)
-    result = ReplayResult(snapshot={})
-    decoder = Decoder()
-    feed = _Observed(recorder, list(observers), warn, _interval(events, max_snapshots))
+    recorder.attach_engine(state.engine, missing or reason)
+    recorder.hello_pids, recorder.observe_only = state.hello_pids, state.observe_only
+    recorder.feed_errors = state.feed_errors
+    result = ReplayResult(snapshot={}, lines=state.lines)
+    decoder = state.decoder
+    feed = _Observed(recorder, state.observers, warn, state.interval)
+    feed.next_t = state.next_t
+    start = state.offset
     with open(events, "rb") as fh:
+        fh.seek(start)
+        consumed = start  # bytes of the log up to the end of the last whole line read
         rest = b""
         skipping = False  # inside a line too long to be a record: drop bytes up to its newline
         while block := fh.read(BLOCK):
+            consumed += len(block)
             lines = (rest + block).split(b"\n")
             rest = lines.pop()  # the part after the last newline: the next block's start
             if skipping:
@@ -95,6 +113,12 @@ def replay(
                     decoder.skip("line too long")
                 lines = kept
             feed(decoder.many(lines))
+        offset = consumed - len(rest)
+        if use_ckpt and not skipping and state.engine is not None and offset > start:
+            state.lines, state.offset, state.next_t = result.lines, offset, feed.next_t
+            state.feed_errors = recorder.feed_errors
+            state.observers = list(feed.observers.observers)
+            checkpoint.save(events, offset, [_name(o) for o in state.observers], state)
         if rest and not skipping:  # a last line without its newline (a crash cut it, or an editor)
             result.lines += 1
             feed(decoder.many([rest]))
@@ -107,6 +131,49 @@ def replay(
     result.snapshot["log"] = log_summary(result.lines, decoder.good, decoder.reasons)
     feed.finish(result.snapshot)
     return result
+
+
+class _State:
+    """What a replay carries from one line to the next, and a checkpoint keeps."""
+
+    def __init__(self, engine: Any, decoder: Decoder, interval: float, observers: list[Any]):
+        self.engine = engine
+        self.decoder = decoder
+        self.interval = interval
+        self.observers = observers
+        self.offset = 0  # log bytes covered
+        self.lines = 0
+        self.next_t: float | None = None
+        self.hello_pids: set[int] = set()
+        self.observe_only: list[str] = []
+        self.feed_errors = 0
+
+
+def _name(obs: Any) -> str:
+    return f"{type(obs).__module__}.{type(obs).__qualname__}"
+
+
+def _resumed(events: Path, observers: list[Any]) -> _State | None:
+    """The checkpoint's state, with each of `observers` given its saved state; None when there
+    is no trusted checkpoint, or it lacks one of them (a view that needs the whole run)."""
+    found = checkpoint.load(events)
+    if found is None:
+        return None
+    _, _, state = found
+    if not isinstance(state, _State):
+        return None
+    saved = list(state.observers)
+    merged = []
+    for obs in observers:
+        match = next((s for s in saved if type(s) is type(obs)), None)
+        if match is None or not hasattr(obs, "__dict__"):
+            return None
+        saved.remove(match)
+        obs.__dict__.clear()
+        obs.__dict__.update(match.__dict__)
+        merged.append(obs)
+    state.observers = merged + saved  # saved views nobody asked for are kept up to date too
+    return state
 
 
 def _interval(events: Path, max_snapshots: int) -> float:
