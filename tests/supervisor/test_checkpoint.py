@@ -216,3 +216,37 @@ def test_another_version_of_the_code_does_not_resume(tmp_path: Path, monkeypatch
     events, _ = _prepared(tmp_path)
     monkeypatch.setattr(checkpoint, "_fingerprint", "another build")
     assert checkpoint.load(events) is None
+
+
+def test_a_finished_run_leaves_a_checkpoint_that_equals_a_full_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tm` saves its live engine beside the sealed log: the next look resumes from it and
+    shows what a full replay shows (and what summary.json says)."""
+    from trainmeter.cli.args import parse_run_args
+    from trainmeter.runlog import replay as replay_module
+    from trainmeter.supervisor.session import supervise
+
+    from ..conftest import run_dirs
+    from .fakes import FakeSampler
+    from .procs import SENDER, write_script
+
+    monkeypatch.setattr(replay_module, "LIVE_CHECKPOINT_FROM", 0)  # however short the log
+    monkeypatch.chdir(tmp_path)
+    write_script(tmp_path / "train.py", SENDER)
+    status = supervise(
+        parse_run_args(["-q", "--no-agent", "train.py"]),
+        samplers_factory=lambda pid, run_dir: [FakeSampler("sample.host", {"pid": pid})],
+        watcher=object(),
+        interval=0.02,
+    )
+    assert status == 0
+    [run] = run_dirs(tmp_path)
+    events = run / "events.jsonl"
+    found = checkpoint.load(events)
+    assert found is not None and found[0] == events.stat().st_size
+    resumed, full = replay(events), replay(events, resume=False)
+    _compare(full, resumed)
+    live = json.loads((run / "summary.json").read_text())
+    assert json.loads(json.dumps(resumed.snapshot)) == live
+    assert resumed.snapshot["steps"] == 20

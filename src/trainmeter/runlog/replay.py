@@ -149,6 +149,34 @@ class _State:
         self.feed_errors = 0
 
 
+#: A finished run's log shorter than this replays in a blink: `tm` leaves it no checkpoint.
+LIVE_CHECKPOINT_FROM = 1 << 20
+
+
+def save_finished(events: Path, recorder: Recorder) -> bool:
+    """At the end of a run: the live engine's state as the checkpoint of its sealed log.
+
+    The live engine was fed exactly the logged records, in order, each of them a good line
+    (`Recorder`), so it is the state a full replay reaches; the dashboard's history is not kept
+    (the live one is paced by the wall clock, a replay's by the run's records), so the first
+    `tm view` replays once and leaves a checkpoint with it."""
+    engine = recorder.engine
+    try:
+        size = events.stat().st_size
+    except OSError:
+        return False
+    if engine is None or not recorder.sealed or size < LIVE_CHECKPOINT_FROM:
+        return False
+    decoder = Decoder()
+    decoder.lines = decoder.good = recorder.written
+    decoder.ended = True
+    state = _State(engine, decoder, _interval(events, MAX_SNAPSHOTS), [])
+    state.offset, state.lines = size, recorder.written
+    state.hello_pids, state.observe_only = set(recorder.hello_pids), list(recorder.observe_only)
+    state.feed_errors = recorder.feed_errors
+    return checkpoint.save(events, size, [], state)
+
+
 def _name(obs: Any) -> str:
     return f"{type(obs).__module__}.{type(obs).__qualname__}"
 

@@ -345,6 +345,10 @@ class Session:
         self.final = self.recorder.snapshot(now=None)
         self.final["log"] = log_summary(self.recorder.written, self.recorder.written, {})
         self.store.write_json("summary.json", self.final)
+        if self.store.path is not None and self.store.broken is None:
+            from ..runlog.replay import save_finished
+
+            save_finished(self.store.path / "events.jsonl", self.recorder)  # the next look: at once
         self.observers.finish(self.final)
         self.store.write_json(
             "meta.json",
