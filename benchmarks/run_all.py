@@ -554,8 +554,9 @@ try:
     history = History()
 except ImportError:
     history = None
+kw = {"resume": False} if "resume" in replay.__code__.co_varnames else {}  # a full replay, every time
 result = replay(Path(path), observers=[history] if history is not None else [],
-                max_snapshots=snapshots)
+                max_snapshots=snapshots, **kw)
 dt = time.perf_counter() - t0
 n = result.records
 points = sum(s.points for s in history.series.values()) if history is not None else 0
