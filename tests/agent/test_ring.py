@@ -71,7 +71,7 @@ def test_drops_at_exit_are_counted_in_the_ring_when_the_socket_is_full(collector
     sender.send("phase", {"name": "data", "s": 0.5, "n": 1})
     sender.flush = lambda: None  # type: ignore[method-assign]  # every send "fails"
     sender._queue.append({"v": 1})  # stands for one record still waiting
-    sender._backlog.append((b"{}", 0, 1))  # and one datagram the receiver refused
+    sender._backlog.append((b"{}", 0, 1, 0))  # and one datagram the receiver refused
     sender.flush_at_exit(timeout=0.05)
     assert sender.at_exit_left == 3  # the phase, the waiting record, the refused datagram
     collector.finish()

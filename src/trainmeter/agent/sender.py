@@ -36,6 +36,11 @@ SOCKET_ENV = ENV_SOCKET
 INTERVAL_S = 0.05
 _MAX_BACKLOG = 256  # datagrams kept while the receiver is full, then dropped and counted
 _RING_BATCH = 2048  # values taken from the ring per datagram batch
+#: Kinds the ring keeps its own way (step totals, value slots); every other kind is "rare".
+_NOT_RARE = frozenset({"step", "metric"})
+#: Set by `agent.ring` when imported: (sender, record) -> None, numbers the record (`r`) and
+#: keeps its line in the process's ring, so a process killed before the next tick loses none.
+rare_keeper: Callable[[Sender, dict[str, Any]], None] | None = None
 
 
 def _rank_from_env() -> int | None:
@@ -69,6 +74,8 @@ class Sender:
         self.pending_count: Callable[[], int] | None = None
         #: Set by the outbox: store this sender's drop count in the ring, return the ring's own
         self.ring_dropped: Callable[[int], int] | None = None
+        #: Set by the ring: every rare record numbered up to r was shipped (its copy may go)
+        self.rare_shipped: Callable[[int], None] | None = None
         self.at_exit_left = 0
         self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
         self._sock: socket.socket | None = None
@@ -85,17 +92,21 @@ class Sender:
         """Queue one record. Costs a dict and a deque append."""
         if self.quiet:
             return
-        self._queue.append(
-            {
-                "v": records.VERSION,
-                "t": time.monotonic() if t is None else t,
-                "src": src,
-                "rank": self.rank,
-                "pid": self.pid,
-                "kind": kind,
-                "d": d,
-            }
-        )
+        record = {
+            "v": records.VERSION,
+            "t": time.monotonic() if t is None else t,
+            "src": src,
+            "rank": self.rank,
+            "pid": self.pid,
+            "kind": kind,
+            "d": d,
+        }
+        if kind not in _NOT_RARE and rare_keeper is not None:
+            try:
+                rare_keeper(self, record)
+            except Exception:  # noqa: BLE001 - promise 1: the socket still carries it
+                pass
+        self._queue.append(record)
         if self._thread is None:
             self._start()
 
@@ -151,6 +162,7 @@ class Sender:
                 )
             )
         lines: list[bytes] = []
+        rare = 0  # the highest rare number among them
         while self._queue:
             record = self._queue.popleft()
             try:
@@ -162,7 +174,10 @@ class Sender:
                 self.dropped += 1
                 continue
             lines.append(line)
-        self._pack(lines, 0)
+            r = record.get("r")
+            if r is not None and r > rare:
+                rare = r
+        self._pack(lines, 0, rare)
         self._ship()
         source = self.ring_source
         # values from the ring while the receiver keeps up: what it cannot take yet stays in
@@ -174,10 +189,12 @@ class Sender:
             self._pack(ring_lines, last)
             self._ship()
 
-    def _pack(self, lines: list[bytes], last_q: int) -> None:
+    def _pack(self, lines: list[bytes], last_q: int, rare: int = 0) -> None:
         """Join lines into datagrams of at most MAX_DATAGRAM bytes. With lines from the ring
         (`last_q` > 0) every datagram is marked -1 ("the ring's") and the last one carries
-        `last_q`, the highest number among them, to release when shipped; 0: not the ring's."""
+        `last_q`, the highest number among them, to release when shipped; 0: not the ring's.
+        The last datagram also carries `rare`, the highest rare record number among the lines:
+        once it is shipped, the ring's copies up to it may go."""
         batch: list[bytes] = []
         size = 0
         for line in lines:
@@ -185,12 +202,12 @@ class Sender:
                 self.dropped += 1  # one value under a key of tens of kilobytes: counted
                 continue
             if size + len(line) + 1 > records.MAX_DATAGRAM and batch:
-                self._backlog.append((b"\n".join(batch), -1 if last_q else 0, len(batch)))
+                self._backlog.append((b"\n".join(batch), -1 if last_q else 0, len(batch), 0))
                 batch, size = [], 0
             batch.append(line)
             size += len(line) + 1
         if batch or last_q:
-            self._backlog.append((b"\n".join(batch), last_q, len(batch)))
+            self._backlog.append((b"\n".join(batch), last_q, len(batch), rare))
 
     def flush_at_exit(self, timeout: float = 2.0) -> None:
         """The last flush: wait (briefly) for a busy receiver instead of dropping the tail.
@@ -207,7 +224,7 @@ class Sender:
             self.flush()
         if self.quiet:
             return
-        left = sum(n for _, q, n in self._backlog if not q) + len(self._queue)
+        left = sum(n for _, q, n, _ in self._backlog if not q) + len(self._queue)
         left += self.pending_values(ring=False)
         if left or self._backlog:
             # Giving up. Values the ring holds stay there for tm, which takes every number
@@ -245,7 +262,7 @@ class Sender:
     def _ship(self) -> None:
         sock = self._socket()
         while self._backlog and not self.quiet:
-            datagram, last_q, count = self._backlog[0]
+            datagram, last_q, count, rare = self._backlog[0]
             if datagram:
                 try:
                     sock.sendto(datagram, self.path)
@@ -258,13 +275,16 @@ class Sender:
                     if last_q:
                         break  # the ring's: never skip past it (tm would then skip it too)
                     self.dropped += count
+                    rare = 0  # not shipped: the ring keeps its copies
             self._backlog.popleft()
             if last_q > 0 and self.on_shipped is not None:
                 self.on_shipped(last_q)
+            if rare and self.rare_shipped is not None:
+                self.rare_shipped(rare)
         while len(self._backlog) > _MAX_BACKLOG:
-            datagram, last_q, count = self._backlog.popleft()
+            datagram, last_q, count, rare = self._backlog.popleft()
             if last_q:  # the ring still holds these: leave them to it rather than drop them
-                self._backlog.appendleft((datagram, last_q, count))
+                self._backlog.appendleft((datagram, last_q, count, rare))
                 break
             self.dropped += count
 
@@ -298,6 +318,7 @@ class Sender:
             except OSError:
                 pass
         self._sock = None
+        self.rare_shipped = None  # the parent's ring's: the child's ring sets its own
         self._thread = None
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()
