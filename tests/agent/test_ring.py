@@ -63,6 +63,27 @@ def test_a_full_ring_refuses_counts_and_never_stalls(collector, monkeypatch) -> 
     assert the_ring.h[ring.H_DROPPED_FULL] == 2
 
 
+def test_each_drop_is_counted_with_its_cause(collector) -> None:
+    """Every record lost in the process is counted where it was lost, and why: the fact's
+    note says each cause (issue 19 item 2)."""
+    emit(x=0.0)
+    the_ring = ring.current()
+    the_ring.tail -= ring.CAPACITY
+    emit(x=1.0)  # refused: the ring is full
+    the_ring.tail += ring.CAPACITY
+    sender = sender_module.get_sender()
+    sender.send("fact", {"key": "huge", "value": "a" * 70_000, "source": "detected"})
+    sender.send("fact", {"key": "bad", "value": float("nan"), "source": "detected"})
+    got = collector.records()
+    sender.flush()  # the count made in one flush goes out in the next
+    got += collector.records()
+    [fact] = [r for r in got if r["d"].get("key") == "agent_dropped_records"][-1:]
+    assert fact["d"]["value"] == 3
+    note = fact["d"]["note"]
+    assert "1 not encodable as JSON" in note and "1 too large for a datagram" in note
+    assert "1 refused by the ring" in note
+
+
 def test_drops_at_exit_are_counted_in_the_ring_when_the_socket_is_full(collector) -> None:
     sender = sender_module.get_sender()
     emit(x=1.0)

@@ -215,7 +215,7 @@ def drain_lines(limit: int) -> tuple[list[bytes], int]:
             else:  # a value given before the first step, or a fact
                 append((plain % (t, value, seq)).encode())
         except (TypeError, ValueError):  # cannot happen for a float; if it did: counted
-            sender.dropped += 1
+            sender.drop(1, "not formattable")
     return lines, taken[-1][0] if taken else 0
 
 

@@ -62,6 +62,7 @@ class Sender:
         self.pid = os.getpid()
         self.quiet = False
         self.dropped = 0
+        self.drop_reasons: dict[str, int] = {}  # why each of `dropped` was lost, where it was
         self._reported_dropped = 0
         self._queue: collections.deque[dict[str, Any]] = collections.deque()
         self._drains: list[Callable[[], None]] = []
@@ -151,10 +152,16 @@ class Sender:
         total = self.dropped_total()
         if total != self._reported_dropped:
             self._reported_dropped = total
+            d = {"key": "agent_dropped_records", "value": total, "source": "detected"}
+            if total > self.dropped:
+                self.drop_reasons["refused by the ring (full, or its key table full)"] = (
+                    total - self.dropped
+                )
+            d["note"] = "; ".join(f"{n} {why}" for why, n in sorted(self.drop_reasons.items()) if n)
             self._queue.append(
                 records.make(
                     "fact",
-                    {"key": "agent_dropped_records", "value": total, "source": "detected"},
+                    d,
                     t=time.monotonic(),
                     src="agent",
                     rank=self.rank,
@@ -168,10 +175,10 @@ class Sender:
             try:
                 line = records.encode(record).encode("utf-8")
             except records.RecordError:
-                self.dropped += 1
+                self.drop(1, "not encodable as JSON")
                 continue
             if len(line) > records.MAX_DATAGRAM:
-                self.dropped += 1
+                self.drop(1, "too large for a datagram")
                 continue
             lines.append(line)
             r = record.get("r")
@@ -199,7 +206,7 @@ class Sender:
         size = 0
         for line in lines:
             if len(line) > records.MAX_DATAGRAM:
-                self.dropped += 1  # one value under a key of tens of kilobytes: counted
+                self.drop(1, "too large for a datagram")  # a key of tens of kilobytes
                 continue
             if size + len(line) + 1 > records.MAX_DATAGRAM and batch:
                 self._backlog.append((b"\n".join(batch), -1 if last_q else 0, len(batch), 0))
@@ -230,13 +237,18 @@ class Sender:
             # Giving up. Values the ring holds stay there for tm, which takes every number
             # above the last it received: so no later value may be shipped past them now
             self._ring_closed = True
-            self.dropped += left
+            self.drop(left, "receiver full at exit")
             self.dropped_total()  # into the ring's header first: tm reads it whatever happens
             self._backlog.clear()
             self._queue.clear()
             if left:
                 self.flush()  # only the count now: one short datagram
         self.at_exit_left = left
+
+    def drop(self, n: int, why: str) -> None:
+        """Count `n` records lost here, with the reason (the fact's note says each)."""
+        self.dropped += n
+        self.drop_reasons[why] = self.drop_reasons.get(why, 0) + n
 
     def dropped_total(self) -> int:
         """Records this process dropped (here) or refused (its ring full), kept in the ring's
@@ -274,7 +286,7 @@ class Sender:
                 except OSError:
                     if last_q:
                         break  # the ring's: never skip past it (tm would then skip it too)
-                    self.dropped += count
+                    self.drop(count, "send failed")
                     rare = 0  # not shipped: the ring keeps its copies
             self._backlog.popleft()
             if last_q > 0 and self.on_shipped is not None:
@@ -286,7 +298,7 @@ class Sender:
             if last_q:  # the ring still holds these: leave them to it rather than drop them
                 self._backlog.appendleft((datagram, last_q, count, rare))
                 break
-            self.dropped += count
+            self.drop(count, "receiver behind (backlog full)")
 
     def _socket(self) -> socket.socket:
         if self._sock is None:
@@ -311,6 +323,7 @@ class Sender:
         own pid; nothing of the parent's queue, whose records are the parent's to send."""
         self.pid = os.getpid()
         self.dropped = self._reported_dropped = 0
+        self.drop_reasons = {}
         self._ring_closed = False
         if self._sock is not None:
             try:
