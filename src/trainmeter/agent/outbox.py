@@ -13,11 +13,15 @@ be made) values wait in a list instead, and what is left of it at exit is counte
 from __future__ import annotations
 
 import json
+import struct
 import time
 
+from ..records import MAX_DATAGRAM
 from . import ring as ring_module
 from .sender import get_sender
 from .values import as_number
+
+KEY_ENTRY = ring_module.KEY_LEN
 
 #: Keys that `emit()` takes as facts about the run rather than as series.
 FACT_KEYS = frozenset({"tokens_per_step"})
@@ -139,6 +143,7 @@ def _register(sender: object) -> None:
     _registered_for = sender
     sender.add_drain(_drain_pending)  # type: ignore[attr-defined]
     sender.ring_source = drain_lines  # type: ignore[attr-defined]
+    sender.ring_values = drain_values  # type: ignore[attr-defined]
     sender.on_shipped = _shipped  # type: ignore[attr-defined]
     sender.ring_pending = _ring_pending  # type: ignore[attr-defined]
     sender.pending_count = pending  # type: ignore[attr-defined]
@@ -181,6 +186,42 @@ def template(sender: object, via: str, key: str, stepped: bool = False) -> str:
     if via == "emit" and key in FACT_KEYS:
         return head + f'"kind":"fact","d":{{"key":{jkey},"value":%r,"source":"emitted"{step}}},"q":%d}}'
     return head + f'"kind":"metric","d":{{"key":{jkey},"value":%r,"via":{jvia}{step}}},"q":%d}}'
+
+
+#: A datagram of values as the ring holds them (`tm` formats them, not the training process):
+#: MAGIC, the header, the new key table entries, then whole slots.
+VALUES_MAGIC = b"\x00TMV1"
+VALUES_HEAD = struct.Struct("<qqqqII")  # pid, rank (-1: none), first seq, last seq, first key, keys
+
+
+def drain_values(limit: int) -> tuple[bytes, int, int]:
+    """Sender thread: up to `limit` values from the ring as one binary datagram, how many
+    records it stands for, and the number of the last value taken (0: none).
+
+    No per-value work here beyond the ring's own window reads: the slots' bytes go as they
+    are, with the key table entries `tm` has not been sent yet; `tm` formats the records."""
+    sender = get_sender()
+    ring = ring_module._ring
+    if sender is None or ring is None:
+        return b"", 0, 0
+    names = ring.key_names
+    first_key = ring.keys_sent
+    key_bytes = b"".join(
+        KEY_ENTRY.pack(len(e)) + e
+        for e in (f"{via}\0{key}".encode("utf-8", "replace") for via, key in names[first_key:])
+    )
+    room = (MAX_DATAGRAM - len(VALUES_MAGIC) - VALUES_HEAD.size - len(key_bytes)) // _SLOT_BYTES
+    chunks: list[bytes] = []
+    taken = ring.take(max(min(limit, room), 1), chunks)
+    if not taken:
+        return b"", 0, 0
+    ring.keys_sent = len(names)
+    rank = -1 if sender.rank is None else int(sender.rank)
+    head = VALUES_HEAD.pack(
+        int(sender.pid), rank, taken[0][0], taken[-1][0], first_key, len(names) - first_key
+    )
+    datagram = VALUES_MAGIC + head + key_bytes + b"".join(chunks)
+    return datagram, sum(1 for v in taken if v[1] >= 0), taken[-1][0]
 
 
 def drain_lines(limit: int) -> tuple[list[bytes], int]:

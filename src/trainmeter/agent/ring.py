@@ -157,6 +157,7 @@ class Ring:
         self.keys: dict[tuple[str, str], int] = {}
         self.emit_ids: dict[str, int] = {}  # emit's own look-up: by key alone
         self.key_names: list[tuple[str, str]] = []
+        self.keys_sent = 0  # key table entries `tm` was sent (with the values' datagrams)
         # numbered from 1, so a never-written (zero) slot can never pass for a value
         self.seq = itertools.count(1)  # next(): atomic under the GIL, so threads never share one
         self.tail = 1  # first value not yet shipped (the sender thread moves it)
@@ -261,9 +262,13 @@ class Ring:
         if r > self.rare_shipped:
             self.rare_shipped = r
 
-    def take(self, limit: int) -> list[tuple[int, int, int, float, float]]:
+    def take(
+        self, limit: int, chunks: list[bytes] | None = None
+    ) -> list[tuple[int, int, int, float, float]]:
         """Sender thread: up to `limit` written values from `read` on, in order, as
-        (seq, key id, step, t, value); stops at the first slot not yet written.
+        (seq, key id, step, t, value); stops at the first slot not yet written. With `chunks`,
+        the slots' own bytes are appended there too (refused numbers' stale slots among them,
+        which a reader tells by their sequence number).
 
         Slots are read a window at a time (a copy of the window, unpacked in one C call), not
         one `unpack_from` each: the windows grow while every slot in them is written."""
@@ -283,17 +288,23 @@ class Ring:
             count = min(window, limit - len(out), reserved - start)  # never past the reserved
             at = SLOTS_AT + start * SLOT_BYTES
             whole = True
-            for kid, step, t, value, written in _iter_slots(mm[at : at + count * SLOT_BYTES]):
+            buf = mm[at : at + count * SLOT_BYTES]
+            used = 0
+            for kid, step, t, value, written in _iter_slots(buf):
                 if written != seq:
                     if seq in skipped:  # refused (ring or key table full): counted already
                         skipped.discard(seq)
                         out.append((seq, -1, -1, 0.0, 0.0))
                         seq += 1
+                        used += 1
                         continue
                     whole = False
                     break
                 out.append((seq, kid, step, t, value))
                 seq += 1
+                used += 1
+            if chunks is not None and used:
+                chunks.append(buf if used == count else buf[: used * SLOT_BYTES])
             if not whole:
                 break
             window = min(window * 4, _MAX_WINDOW)

@@ -70,6 +70,9 @@ class Sender:
         #: Set by the outbox: take up to n values from the ring as (lines, the last number);
         #: called after a datagram holding numbers up to q was sent; how many wait.
         self.ring_source: Callable[[int], tuple[list[bytes], int]] | None = None
+        #: Set by the outbox: the same values as one binary datagram (tm formats them), how
+        #: many records it stands for, and the last number; preferred over `ring_source`
+        self.ring_values: Callable[[int], tuple[bytes, int, int]] | None = None
         self.on_shipped: Callable[[int], None] | None = None
         self.ring_pending: Callable[[], int] | None = None
         self.pending_count: Callable[[], int] | None = None
@@ -189,11 +192,18 @@ class Sender:
         source = self.ring_source
         # values from the ring while the receiver keeps up: what it cannot take yet stays in
         # the ring (shared memory), not in this process, so nothing waits here to be lost
+        values = self.ring_values
         while source is not None and not self._backlog and not self.quiet and not self._ring_closed:
-            ring_lines, last = source(_RING_BATCH)
-            if not last:
-                break
-            self._pack(ring_lines, last)
+            if values is not None:
+                datagram, count, last = values(_RING_BATCH)
+                if not last:
+                    break
+                self._backlog.append((datagram, last, count, 0))
+            else:
+                ring_lines, last = source(_RING_BATCH)
+                if not last:
+                    break
+                self._pack(ring_lines, last)
             self._ship()
 
     def _pack(self, lines: list[bytes], last_q: int, rare: int = 0) -> None:
