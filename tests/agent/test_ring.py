@@ -138,3 +138,31 @@ def test_a_step_no_slot_can_hold_never_stalls_the_values_after_it(collector) -> 
     emit(x=1.0)
     got = [r for r in collector.records() if r["kind"] == "metric"]
     assert [(r["d"]["key"], "step" in r["d"]) for r in got] == [("loss", False), ("x", True)]
+
+
+def test_tm_formats_the_rings_values_into_the_agents_own_lines(collector) -> None:
+    """The binary values datagram, formatted by tm, gives byte for byte the lines the agent
+    used to format itself: steps or none, facts, a refused number passed over; the key table
+    goes once, then only its new entries."""
+    from trainmeter.supervisor.values import ValueLines
+
+    emit(x=0.5)
+    the_ring = ring.current()
+    the_ring.tail -= ring.CAPACITY
+    emit(x=1.0)  # refused: its number (2) is skipped
+    the_ring.tail += ring.CAPACITY
+    outbox.put("loss", 2.25, "wandb", 7)
+    emit(tokens_per_step=4096.0, y=-3.5e-12)
+    start = the_ring.read
+    skipped = set(the_ring.skipped)
+    agent_lines, last = outbox.drain_lines(100)
+    the_ring.read, the_ring.skipped = start, skipped
+    datagram, count, last_values = outbox.drain_values(100)
+    assert last_values == last == 5 and count == 4
+    formatted = ValueLines()
+    assert formatted.lines(datagram) == agent_lines
+    assert the_ring.keys_sent == 4
+    emit(y=1.0, z=2.0)  # one known key, one new
+    datagram, count, _ = outbox.drain_values(100)
+    assert count == 2 and datagram.count(b"emit\x00") == 1  # only z's entry goes
+    assert [line.count(b'"key":"z"') for line in formatted.lines(datagram)] == [0, 1]
