@@ -214,14 +214,14 @@ class Ingest:
         self.last_rx = time.monotonic()
         try:
             if data[:1] == b"\x00":  # the values of a ring, as the ring holds them
-                from .values import ValueLines
+                from .values import ValueLines, slots_in
 
                 if self.values is None:
                     self.values = ValueLines()
                 try:
                     pairs = self.decoder.many(self.values.lines(data))
                 except (ValueError, struct.error):
-                    self.decoder.skip("values datagram unreadable")
+                    self.decoder.skip("values datagram unreadable", slots_in(data))
                     return
             else:
                 pairs = self.decoder.datagram(data)

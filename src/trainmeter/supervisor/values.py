@@ -27,6 +27,11 @@ def is_values(data: bytes) -> bool:
     return data[: len(_MAGIC)] == _MAGIC
 
 
+def slots_in(data: bytes) -> int:
+    """About how many values a damaged values datagram held (its lost records' count)."""
+    return max((len(data) - len(_MAGIC) - _HEAD.size) // _SLOT, 1)
+
+
 class ValueLines:
     """Per process: its key table and the record templates of its keys."""
 
