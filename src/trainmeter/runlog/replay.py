@@ -149,10 +149,6 @@ class _State:
         self.feed_errors = 0
 
 
-#: A finished run's log shorter than this replays in a blink: `tm` leaves it no checkpoint.
-LIVE_CHECKPOINT_FROM = 1 << 20
-
-
 def save_finished(events: Path, recorder: Recorder) -> bool:
     """At the end of a run: the live engine's state as the checkpoint of its sealed log.
 
@@ -165,7 +161,7 @@ def save_finished(events: Path, recorder: Recorder) -> bool:
         size = events.stat().st_size
     except OSError:
         return False
-    if engine is None or not recorder.sealed or size < LIVE_CHECKPOINT_FROM:
+    if engine is None or not recorder.sealed:
         return False
     decoder = Decoder()
     decoder.lines = decoder.good = recorder.written

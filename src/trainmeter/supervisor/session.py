@@ -38,6 +38,9 @@ from .launcher import (
 )
 from .options import RunOptions
 
+#: A finished run's log shorter than this replays in a blink: `tm` leaves it no checkpoint.
+LIVE_CHECKPOINT_FROM = 1 << 20
+
 TYPE_CHECKING = False  # what only annotations need: imported by type checkers, not by a run
 if TYPE_CHECKING:
     from datetime import datetime
@@ -346,14 +349,24 @@ class Session:
         self.final["log"] = log_summary(self.recorder.written, self.recorder.written, {})
         self.store.write_json("summary.json", self.final)
         if self.store.path is not None and self.store.broken is None:
-            from ..runlog.replay import save_finished
-
-            save_finished(self.store.path / "events.jsonl", self.recorder)  # the next look: at once
+            self._save_checkpoint(self.store.path / "events.jsonl")
         self.observers.finish(self.final)
         self.store.write_json(
             "meta.json",
             self.meta({"end_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), **end}),
         )
+
+    def _save_checkpoint(self, events: Path) -> None:
+        """A long run's engine, kept beside its log: the next look at the run is at once.
+        A short log replays in a blink: no checkpoint, and nothing imported for one."""
+        try:
+            if os.stat(events).st_size < LIVE_CHECKPOINT_FROM:
+                return
+        except OSError:
+            return
+        from ..runlog.replay import save_finished
+
+        save_finished(events, self.recorder)
 
     def _explain_observe_only(self) -> None:
         """No process said hello: record why (once), and say it on stderr, however short the run.
