@@ -93,3 +93,56 @@ def test_shipped_records_make_room_and_unshipped_ones_stay(tmp_path: Path) -> No
         assert kept[-1] == first - 2 and ring.h[layout.H_RARE_FULL] == 1
     finally:
         ring.close()
+
+
+def test_tm_logs_each_undelivered_rare_record_once_and_counts_the_rest(tmp_path: Path) -> None:
+    """After the process ended: what the socket delivered is not logged again, what the ring
+    kept is logged (marked recovered), and a number neither delivered nor kept is counted."""
+    from trainmeter.agent import ring as layout
+    from trainmeter.supervisor import ring as reader
+
+    ring = layout.Ring(str(tmp_path / "ring.7"), 7, 0)
+    try:
+        records_ = [_phase(n) for n in range(1, 7)]
+        for rec in records_[:4]:
+            ring.keep_rare(rec)  # r = 1..4, kept
+        ring.rare_room = False  # as if the area could not be reserved
+        for rec in records_[4:]:
+            ring.keep_rare(rec)  # r = 5, 6: numbered, not kept
+        delivered = reader.Delivered()
+        for rec in (records_[0], records_[2], records_[5]):  # the socket brought 1, 3 and 6
+            delivered.see(rec)
+        out = reader._missing(ring.mm, delivered)
+    finally:
+        ring.close()
+    recovered = [r for r in out if r["kind"] == "phase"]
+    assert [r["r"] for r in recovered] == [2, 4]
+    assert all(r["recovered"] is True for r in recovered)
+    [fact] = [r for r in out if r["kind"] == "fact"]
+    assert fact["d"]["key"] == "agent_dropped_records" and fact["d"]["value"] == 1  # r = 5
+    assert "1 rare records neither delivered nor kept" in fact["d"]["note"]
+
+
+FORK_AND_DIE = r"""
+import os
+from trainmeter.agent.sender import get_sender
+get_sender().send("fact", {"key": "n_params", "value": 1, "source": "detected"})
+pid = os.fork()
+if pid == 0:
+    get_sender().send("fact", {"key": "n_params", "value": 2, "source": "detected"})
+    os._exit(0)  # a forked worker's way out: no atexit, no flush
+os.waitpid(pid, 0)
+print("SAID", flush=True)
+"""
+
+
+def test_a_forked_child_that_leaves_by_os_exit_keeps_its_facts(workdir: Path) -> None:
+    script = workdir / "fork_and_die.py"
+    script.write_text(FORK_AND_DIE)
+    out = run_tm(["-q", "--no-web", "--", sys.executable, str(script)], workdir)
+    assert "SAID" in out.stdout, out.stderr
+    events = read_events(run_dirs(workdir)[-1])
+    facts = [r for r in _agent(events, "fact") if r["d"]["key"] == "n_params"]
+    by_value = sorted((r["d"]["value"], r["r"]) for r in facts)
+    assert by_value == [(1, 2), (2, 1)]  # each once: the parent's 2nd record, the child's 1st
+    assert len({r["pid"] for r in facts}) == 2
