@@ -221,14 +221,20 @@ class Ring:
         with self._rare_lock:  # several threads may send; the number and the bytes go together
             r = next(self.rare_seq)
             record["r"] = r
+            try:
+                line = records.encode(record).encode("utf-8")
+            except records.RecordError:
+                line = b""
+            if not line or len(line) > records.MAX_DATAGRAM:
+                # the sender counts it, unable to encode or to send it either: the number goes
+                # back, so tm does not count the same record a second time as lost
+                del record["r"]
+                self.rare_seq = itertools.count(r)
+                return
             self.h[H_RARE_LAST] = r
             if not self.rare_room:
                 self.h[H_RARE_FULL] += 1
                 return
-            try:
-                line = records.encode(record).encode("utf-8")
-            except records.RecordError:
-                return  # the sender counts it when it cannot encode it either
             entry = RARE_ENTRY.pack(len(line)) + line
             if self.rare_used + len(entry) > RARE_HALF and not self._rare_turn(len(entry)):
                 self.h[H_RARE_FULL] += 1
