@@ -14,9 +14,9 @@ How the model's forward is found, cheaply:
   optimizers in one iteration (a GAN's generator and discriminator, an actor and a critic) make
   one step: a step begins when an optimizer steps that already stepped in the current one, and
   the others that follow join it (unless those of the current step are gone: an optimizer made
-  anew, each epoch say, replaces the old one and begins a step). The same optimizer stepping again with no root forward since
-  may mean the model was replaced: discovery starts again (it re-adopts the same root in place if
-  nothing changed), and nothing is counted.
+  anew, each epoch say, replaces the old one and begins a step). The same optimizer stepping
+  again with no root forward since may mean the model was replaced: discovery starts again (it
+  re-adopts the same root in place if nothing changed), and nothing is counted.
 - With no `torch.optim.Optimizer` in the process (weights updated by hand,
   `p.data.add_(p.grad, alpha=-lr)`, a functional optimizer, an optimizer class of the user's own),
   each backward pass through the root's output is the step: a pre-hook on the output's `grad_fn`
