@@ -46,6 +46,7 @@ process killed mid-write never sees a step whose tokens are missing.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import struct
@@ -485,6 +486,21 @@ def _signal(kind: str) -> None:
         sender.send("fact", d)
 
 
+def _at_exit() -> None:
+    """The process ends with training forwards seen and no step: say why steps are absent."""
+    if _n_steps or _root is None or _n_micro == 0 or _signal_sent:
+        return
+    sender = get_sender()
+    if sender is not None:
+        note = (
+            f"training-mode forwards of {type(_root).__name__} with gradients on were seen, but "
+            "no optimizer step and no backward pass through its output: no step can be counted"
+        )
+        sender.send(
+            "fact", {"key": "step_signal", "value": "none", "source": "detected", "note": note}
+        )
+
+
 def _optimizer_made() -> None:
     """A torch.optim.Optimizer exists: its steps are the steps from now on."""
     global _by_backward
@@ -675,6 +691,7 @@ def attach(torch: Any) -> list[str]:
             _bind(ring)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_forget_after_fork)
+    atexit.register(_at_exit)  # after the sender's: runs first, before its last flush
     return ["steps", "tokens"]
 
 
