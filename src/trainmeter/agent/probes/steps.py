@@ -33,7 +33,8 @@ trace), so they add no graph break, no guard and no recompile, and `fullgraph=Tr
 (A non-strict `torch.export` of the root in training mode runs it eagerly: that call counts as a
 micro-batch of the next step.)
 A root compiled in place is counted from outside its compiled call instead: `nn.Module.compile`
-is wrapped so the module's `_compiled_call_impl` goes through `_compiled_pre` first, eagerly.
+is wrapped so the module's `_compiled_call_impl` goes through `_compiled_pre` first, eagerly
+(`compile_support`, which also says why a step compiled with the optimizer is not counted).
 
 Nothing is sent from the hot path: the step hook publishes the running totals in one
 `struct.pack_into` into the header of the process's ring (`agent.ring`, shared memory that
@@ -47,20 +48,17 @@ process killed mid-write never sees a step whose tokens are missing.
 from __future__ import annotations
 
 import atexit
-import functools
 import os
 import struct
-import sys
 import time
 import warnings
 import weakref
 from collections import namedtuple
 from collections.abc import Callable
 
-from .. import importhook
 from .. import ring as ring_module
 from ..sender import get_sender
-from . import guard
+from . import compile_support, guard
 from . import step_signal as signal
 from . import tokens as tok
 
@@ -139,7 +137,6 @@ _tensor_cls: Any = None  # torch.Tensor, for the fast path of `_root_call`
 #: torch.is_grad_enabled once attached: a forward with gradients off is evaluation
 _grad_on: Callable[[], bool] = bool  # bool() is False: nothing counts before attach
 _ids_dtype: Any = None  # the dtype of the token tensors seen first and alone
-_comptime: Any = None  # torch._dynamo.comptime.comptime: runs a function at compile time
 _discovery: list[Any] = []  # handles of the two global forward hooks, while discovering
 _root_hook: list[Any] = []  # the root's class patch, and its first call's forward hook
 _step_hook: list[Any] = []
@@ -340,35 +337,6 @@ def _compiled_pre(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
         _fail(exc)
 
 
-def _shim(module: Any, compiled_call: Any) -> Any:
-    ref = weakref.ref(module)  # the module holds the shim: no cycle through it
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        owner = ref()
-        if owner is not None:
-            _compiled_pre(owner, args, kwargs)
-        return compiled_call(*args, **kwargs)
-
-    call.__trainmeter_original__ = compiled_call  # type: ignore[attr-defined]
-    return call
-
-
-def _wrap_compile(original: Any) -> Any:
-    @functools.wraps(original)
-    def compile(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, *args, **kwargs)
-        try:
-            compiled_call = self.__dict__.get("_compiled_call_impl")
-            if compiled_call is not None and not hasattr(compiled_call, "__trainmeter_original__"):
-                self._compiled_call_impl = _shim(self, compiled_call)
-        except Exception as exc:  # noqa: BLE001 - promise 1
-            _fail(exc)
-        return result
-
-    compile.__trainmeter_original__ = original  # type: ignore[attr-defined]
-    return compile
-
-
 def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     global _n_micro, _n_tokens, _n_real, _n_missing, _any_tokens, _first_done, capture
     global _ids_dtype
@@ -461,8 +429,7 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     if _compiling():
         # a compiled optimizer step: this hook is being traced, and counting here would need a
         # graph break. Say so once, at compile time, instead of counting nothing silently
-        if _comptime is not None:
-            _comptime(_compiled_step)
+        compile_support.note_compiled_step()
         return
     try:
         signal.optimizer_made()  # an optimizer that steps (even one made before we attached)
@@ -482,22 +449,6 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         _commit()
     except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
-
-
-def _bind_comptime(dynamo: Any) -> None:
-    global _comptime
-    module = sys.modules.get("torch._dynamo.comptime")
-    _comptime = getattr(module, "comptime", None)
-
-
-def _compiled_step(ctx: Any = None) -> None:
-    """Run by dynamo at compile time (`comptime`), never in the compiled step itself."""
-    reason = (
-        "optimizer.step() runs inside torch.compile, where the step hook cannot run without a "
-        "graph break: optimizer steps and tokens are not counted"
-    )
-    guard.off("steps", reason)
-    guard.off("tokens", "the steps probe it rides on is off")
 
 
 # ---- the sender side ---------------------------------------------------------------------
@@ -560,17 +511,8 @@ def _forget_after_fork() -> None:
     _sent = _mine()
 
 
-def _compiling_check(torch: Any) -> Callable[[], bool]:
-    """The cheapest test dynamo folds to a constant True while it traces: torch's
-    `is_dynamo_compiling` (a bare `return False` when not tracing, half the cost of
-    `is_compiling`, which also asks TorchScript). Both are in dynamo's table of tracing-state
-    functions; older torch has only the second."""
-    compiler = getattr(torch, "compiler", None)
-    return (
-        getattr(compiler, "is_dynamo_compiling", None)
-        or getattr(compiler, "is_compiling", None)
-        or bool
-    )
+#: kept for the benchmarks, which set up `_compiling` as attach() does
+_compiling_check = compile_support.compiling_check
 
 
 def attach(torch: Any) -> list[str]:
@@ -590,12 +532,7 @@ def attach(torch: Any) -> list[str]:
     _tensor_cls = torch.Tensor
     _grad_on = torch.is_grad_enabled
     signal.bind(torch, _compiling, _backward_step, _fail)
-    # dynamo is imported only when the user compiles: take its `comptime` then, not before
-    importhook.when_imported("torch._dynamo", _bind_comptime)
-    module_cls = torch.nn.Module
-    compile_method = getattr(module_cls, "compile", None)
-    if compile_method is not None and not hasattr(compile_method, "__trainmeter_original__"):
-        module_cls.compile = _wrap_compile(compile_method)
+    compile_support.install(torch, _compiled_pre, _fail)
     _start_discovery()
     _step_hook.append(optim_module.register_optimizer_step_post_hook(_after_step))
     sender = get_sender()
