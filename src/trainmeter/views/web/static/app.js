@@ -250,13 +250,23 @@
   }
 
   // ---------------------------------------------------------------- tiles
+  // Which window the rates are over (docs/rates.md), as the terminal views say it:
+  // "last 30 s" while the run goes on, "steady" once it has ended.
+  function rateWindowLabel(w) {
+    if (!w || typeof w !== "object") return null;
+    if (w.kind === "steady") return "steady";
+    if (w.kind !== "trailing" || !isNum(w.seconds)) return null;
+    var shown = isNum(w.span_s) && w.seconds >= w.span_s ? w.span_s : w.seconds;
+    return "last " + (shown >= 10 ? shown.toFixed(0) : String(Number(shown.toPrecision(2)))) + " s";
+  }
+
   function tileSpecs() {
     var snap = S.snap;
     var mfu = snap.mfu || {}, ofu = snap.ofu || {}, energy = snap.energy || {}, time = snap.time || {};
     var alertKinds = (snap.alerts || []).map(function (a) { return a.kind || ""; }).join(" ");
     var tiles = [];
     tiles.push({
-      id: "tokens_per_s", label: "Tokens / s", explain: "tokens_per_s",
+      id: "tokens_per_s", label: "Tokens / s" + (rateWindowLabel(snap.rate_window) ? " (" + rateWindowLabel(snap.rate_window) + ")" : ""), explain: "tokens_per_s",
       raw: snap.tokens_per_s, value: isNum(snap.tokens_per_s) ? si(snap.tokens_per_s, "") : null,
       sub: isNum(snap.tokens_per_s) ? (snap.padding && isNum(snap.padding.share) ? "real tokens only; " + pct(snap.padding.share) + " of the batch was padding" : (snap.tokens_counted ? "tokens counted: " + snap.tokens_counted : "")) : null,
       absent: absentReason("tokens_per_s"),
