@@ -260,6 +260,18 @@
     return "last " + (shown >= 10 ? shown.toFixed(0) : String(Number(shown.toPrecision(2)))) + " s";
   }
 
+  // A number known only as a range over the FLOPs conventions (none chosen): "601k–748k".
+  function spanOf(rng, f) {
+    if (!rng || rng.length !== 2 || !isNum(rng[0]) || !isNum(rng[1])) return null;
+    var lo = f(rng[0]), hi = f(rng[1]);
+    return lo === hi ? lo : lo + "–" + hi;
+  }
+  // The conventions a range spans, lowest first: "range over hf, megatron, titan, all_params".
+  function conventionsNote(conv) {
+    var names = Object.keys(conv || {}).sort(function (a, b) { return conv[a] - conv[b]; });
+    return "no convention chosen: range over " + (names.length ? names.join(", ") : "every convention");
+  }
+
   function tileSpecs() {
     var snap = S.snap;
     var mfu = snap.mfu || {}, ofu = snap.ofu || {}, energy = snap.energy || {}, time = snap.time || {};
@@ -287,10 +299,11 @@
       sub: isNum(snap.steps) ? count(snap.steps) + " steps so far" : null,
       absent: absentReason("step_time_s"),
     });
+    var mfuRange = spanOf(mfu.range, pct);
     tiles.push({
       id: "mfu", label: "MFU", explain: "mfu",
-      raw: mfu.value, value: isNum(mfu.value) ? pct(mfu.value) : null,
-      sub: isNum(mfu.value) ? (mfu.convention || "") + " convention" + (mfu.peak ? " · " + mfu.peak : "") : null,
+      raw: mfu.value, value: isNum(mfu.value) ? pct(mfu.value) : mfuRange,
+      sub: isNum(mfu.value) ? (mfu.convention || "") + " convention" + (mfu.peak ? " · " + mfu.peak : "") : (mfuRange ? conventionsNote(snap.conventions) : null),
       absent: absentReason("mfu"), alerting: /mfu_impossible/.test(alertKinds),
     });
     if (smp && noTokens) {
@@ -329,11 +342,12 @@
       sub: isNum(memPeak) ? (isNum(mem.total_b) ? pct(memPeak / mem.total_b) + " of " + bytes(mem.total_b) : "no caching allocator on " + (mem.device || "this device")) + (isNum(mem.alloc_retries) ? " · " + mem.alloc_retries + " retries · " + (mem.ooms || 0) + " OOMs" : "") : null,
       absent: absentReason("memory"), alerting: /memory_/.test(alertKinds),
     });
-    var fpt = snap.flops_per_token;
+    var fpt = snap.flops_per_token || {};
+    var fptRange = isNum(fpt.value) ? null : spanOf(fpt.range, function (v) { return si(v, ""); });
     tiles.push({
       id: "flops_per_token", label: "FLOPs / token", explain: "flops_per_token",
-      raw: fpt && fpt.value, value: fpt && isNum(fpt.value) ? si(fpt.value, "") : null,
-      sub: fpt && isNum(fpt.value) ? (fpt.convention || "") + ": " + (fpt.formula || "") : null,
+      raw: fpt.value, value: isNum(fpt.value) ? si(fpt.value, "") : fptRange,
+      sub: isNum(fpt.value) ? (fpt.convention || "") + ": " + (fpt.formula || "") : (fptRange ? conventionsNote(snap.conventions) : null),
       absent: absentReason("flops_per_token"),
     });
     return tiles;

@@ -1,0 +1,73 @@
+"""The dashboard fixes docs/side-by-side.md asked for, on a real CPU-only snapshot of
+examples/tiny_gpt.py (no convention chosen, no GPU, no checkpoint and no eval)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ..conftest import REPO
+from .test_web_browser import CHROMIUM, CHROMIUM_ARGS, playwright_api  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+SNAP = REPO / "tests" / "fixtures" / "web" / "snapshot_cpu_no_convention.json"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def _page(browser, snap: dict):
+    from trainmeter.views.web.server import serve
+    from trainmeter.views.web.state import DashboardState
+
+    state = DashboardState(mode="view", run_dir="/runs/tiny")
+    state.on_finish(snap)
+    srv = serve(state, 0)
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(srv.url)
+    page.wait_for_selector('[data-tile="tokens_per_s"][data-value]')
+    return srv, page
+
+
+def _tile_text(page, name: str) -> tuple[str, str]:
+    tile = page.locator(f'[data-tile="{name}"]')
+    return tile.locator(".value").inner_text(), tile.locator(".sub").inner_text()
+
+
+def test_flops_tile_shows_the_range_over_conventions_when_none_is_chosen(browser):
+    from trainmeter.views.web.server import stop
+
+    snap = json.loads(SNAP.read_text())
+    assert snap["flops_per_token"]["value"] is None and "flops_per_token" not in snap["absent"]
+    srv, page = _page(browser, snap)
+    try:
+        value, sub = _tile_text(page, "flops_per_token")
+        assert value == "601 k–748 k"  # 600,576 (hf) to 748,032 (all_params)
+        assert "not measured" not in sub
+        assert sub == "no convention chosen: range over hf, megatron, titan, all_params"
+    finally:
+        page.close()
+        stop(srv)
+
+
+def test_mfu_tile_shows_its_range_when_a_peak_is_known_but_no_convention(browser):
+    from trainmeter.views.web.server import stop
+
+    snap = json.loads(SNAP.read_text())
+    snap["absent"].pop("mfu")
+    snap["mfu"] = {"convention": "not chosen", "n_gpus": 1, "peak": "H100", "range": [0.312, 0.3885]}
+    srv, page = _page(browser, snap)
+    try:
+        value, sub = _tile_text(page, "mfu")
+        assert value == "31.2%–38.9%"
+        assert sub.startswith("no convention chosen: range over hf")
+    finally:
+        page.close()
+        stop(srv)
