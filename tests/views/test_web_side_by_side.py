@@ -71,3 +71,19 @@ def test_mfu_tile_shows_its_range_when_a_peak_is_known_but_no_convention(browser
     finally:
         page.close()
         stop(srv)
+
+
+def test_time_split_says_checkpoints_and_eval_were_not_measured_not_zero(browser):
+    from trainmeter.views.web.server import stop
+
+    srv, page = _page(browser, json.loads(SNAP.read_text()))
+    try:
+        item = page.locator('#timesplit [data-part="eval"]')
+        assert item.inner_text().split("\n")[-1] == (
+            "not measured: the model never went to eval() and back to train()"
+        )
+        assert "0.00 ms" not in page.locator('#timesplit [data-part="checkpoint"]').inner_text()
+        assert "ms" in page.locator('#timesplit [data-part="data"]').inner_text()  # timed: a time
+    finally:
+        page.close()
+        stop(srv)

@@ -467,8 +467,11 @@ def _time_split(snap: dict[str, Any]) -> list[dict[str, Any]]:
     parts = []
     for part in _dict(snap.get("time")).get("parts") or []:
         if isinstance(part, dict) and _num(part.get("s")) is not None:
-            parts.append({"name": part.get("name"), "label": part.get("label"),
-                          "s": _num(part.get("s")), "measured": bool(part.get("measured"))})
+            entry = {"name": part.get("name"), "label": part.get("label"),
+                     "s": _num(part.get("s")), "measured": bool(part.get("measured"))}
+            if part.get("reason") and not _num(part.get("s")):  # a zero nobody timed
+                entry["not_measured"] = str(part["reason"])
+            parts.append(entry)
     return parts
 
 

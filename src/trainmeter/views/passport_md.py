@@ -149,6 +149,9 @@ def render_markdown(passport: dict[str, Any]) -> str:
     if split and wall:
         lines += ["### Where the time went", "", "| Part | Time | Share |", "| --- | --- | --- |"]
         for part in split:
+            if part.get("not_measured"):
+                lines.append(f"| {part.get('label')} | not measured: {part['not_measured']} | |")
+                continue
             share = part["s"] / wall if wall else None
             mark = "" if part.get("measured") else " (remainder)"
             lines.append(f"| {part.get('label')}{mark} | {_duration(part['s'])} | {fmt(share, 'fraction')} |")

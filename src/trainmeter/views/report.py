@@ -266,6 +266,10 @@ def _time_html(passport: dict[str, Any]) -> str:
     for i, part in enumerate(split):
         share = part["s"] / wall
         color = f"var({_PART_COLORS[i % len(_PART_COLORS)]})"
+        if part.get("not_measured"):
+            rows.append(f'<tr><td><span class="sw" style="background:{color}"></span>{_e(part.get("label"))}'
+                        f'</td><td colspan=2>not measured: {_e(part["not_measured"])}</td></tr>')
+            continue
         bar.append(f'<div style="width:{share * 100:.2f}%;background:{color}"></div>')
         rows.append(f'<tr><td><span class="sw" style="background:{color}"></span>{_e(part.get("label"))}'
                     f'</td><td class=n>{_e(fmt(part["s"], "s"))}</td><td class=n>{share * 100:.1f}%</td></tr>')

@@ -605,8 +605,16 @@
     t.parts.forEach(function (p, i) {
       var color = "var(" + (PART_COLORS[p.name] || ("--c" + ((i % 6) + 1))) + ")";
       var share = total > 0 && isNum(p.s) ? p.s / total : 0;
+      var untimed = p.reason && !p.s;  // a zero nobody timed: say why, not "0.00 ms 0%"
+      if (untimed) {
+        legend.appendChild(el("div", { class: "item", "data-part": p.name, "data-reason": "1" }, [
+          el("span", { class: "sw", style: "background:" + color }),
+          el("div", null, [el("div", { class: "lbl", text: p.label }), el("div", { class: "est", title: p.reason, text: "not measured: " + p.reason })]),
+        ]));
+        return;
+      }
       if (share > 0) bar.appendChild(el("div", { style: "width:" + (share * 100) + "%;background:" + color, title: p.label + ": " + dur(p.s) + " (" + pct(share) + ")" }));
-      legend.appendChild(el("div", { class: "item" }, [
+      legend.appendChild(el("div", { class: "item", "data-part": p.name }, [
         el("span", { class: "sw", style: "background:" + color }),
         el("div", null, [
           el("div", { class: "lbl", text: p.label + (p.n ? " ×" + p.n : "") }),
