@@ -36,3 +36,19 @@ def test_passport_and_report_say_checkpoints_and_eval_were_not_measured():
     assert "| Checkpoints | 0.00 ms" not in md
     html = render_report(passport, [])
     assert "not measured: the model never went to eval() and back to train()" in html
+
+
+def test_passport_and_report_list_each_missing_reason_once_with_its_numbers():
+    passport = build_passport(snap())
+    absent = passport["absent"]
+    reasons = list(absent.values())
+    repeated = max(set(reasons), key=reasons.count)
+    names = [k for k, v in absent.items() if v == repeated]
+    assert len(names) >= 2  # this run has a reason shared by several numbers
+    md = render_markdown(passport).split("### Not computed", 1)[1].split("<details>", 1)[0]
+    lines = [line for line in md.splitlines() if line.startswith("- ")]
+    assert len(lines) == len(set(reasons)) < len(absent)
+    assert f"- {', '.join(f'**{n}**' for n in names)}: {repeated}" in lines
+    html = render_report(passport, []).split("<h2>Not computed</h2>", 1)[1].split("</ul>", 1)[0]
+    assert html.count("<li>") == len(set(reasons))
+    assert html.count(">" + repeated.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") + "<") <= 1

@@ -95,6 +95,15 @@ def value_text(name: str, entry: dict[str, Any]) -> str:
     return text
 
 
+def absent_by_reason(absent: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """The missing numbers grouped by their reason, in first-seen order: one line per reason
+    reads shorter than the same sentence repeated under each key."""
+    groups: dict[str, list[str]] = {}
+    for name, reason in absent.items():
+        groups.setdefault(str(reason), []).append(str(name))
+    return list(groups.items())
+
+
 def render_markdown(passport: dict[str, Any]) -> str:
     """The compute section of a model card, derivations folded underneath."""
     run = passport.get("run", {})
@@ -159,7 +168,8 @@ def render_markdown(passport: dict[str, Any]) -> str:
     lines += _md_waterfall(passport.get("waterfall"))
     if absent:
         lines += ["### Not computed", ""]
-        lines += [f"- **{name}**: {reason}" for name, reason in absent.items()]
+        lines += [f"- {', '.join(f'**{n}**' for n in names)}: {reason}"
+                  for reason, names in absent_by_reason(absent)]
         lines.append("")
     lines += ["<details>", "<summary>How each number was computed</summary>", ""]
     cited: dict[str, str] = {}  # a peak's citation is printed once, then referred to

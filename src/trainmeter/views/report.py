@@ -339,7 +339,10 @@ def _passport_html(passport: dict[str, Any]) -> str:
     absent = passport.get("absent") or {}
     if absent:
         out += ["<h2>Not computed</h2>", "<ul>"]
-        out += [f"<li><b>{_e(k)}</b>: {_e(v)}</li>" for k, v in absent.items()]
+        from .passport_md import absent_by_reason
+
+        out += [f"<li>{', '.join(f'<b>{_e(n)}</b>' for n in names)}: {_e(why)}</li>"
+                for why, names in absent_by_reason(absent)]
         out.append("</ul>")
     out += ["<details><summary>How each number was computed</summary>"]
     for name, entry in numbers.items():
