@@ -87,3 +87,25 @@ def test_time_split_says_checkpoints_and_eval_were_not_measured_not_zero(browser
     finally:
         page.close()
         stop(srv)
+
+
+def test_mfu_tile_shows_a_whole_short_reason_and_the_full_one_a_click_away(browser):
+    from trainmeter.views.web.server import stop
+
+    snap = json.loads(SNAP.read_text())
+    full = snap["absent"]["mfu"]
+    assert full.startswith("no dense peak to divide by: the GPU model is unknown (no device")
+    srv, page = _page(browser, snap)
+    try:
+        sub = page.locator('[data-tile="mfu"] .sub')
+        assert sub.inner_text() == "no dense peak to divide by: the GPU model is unknown"
+        assert sub.get_attribute("title") == full
+        assert page.evaluate(  # nothing cut off: the short reason fits inside its tile
+            "(() => { const e = document.querySelector('[data-tile=\"mfu\"] .sub');"
+            " return e.scrollHeight <= e.clientHeight + 1; })()"
+        )
+        page.locator('[data-tile="mfu"]').click()
+        assert full in page.locator("#explain").inner_text()
+    finally:
+        page.close()
+        stop(srv)

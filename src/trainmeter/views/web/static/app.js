@@ -95,6 +95,17 @@
     var a = S.snap.absent || {};
     return a[name];
   }
+  // A reason short enough for a tile, still a whole phrase: its asides in parentheses and all
+  // after a ";" dropped, then its leading "a: b: c" clauses while they fit. The whole reason is
+  // in the tile's tooltip and in the explanation its click opens.
+  var SHORT_REASON = 56;
+  function shortReason(reason) {
+    var r = String(reason || ""), prev;
+    do { prev = r; r = r.replace(/\s*\([^()]*\)/g, ""); } while (r !== prev);
+    var clauses = r.split(";")[0].split(": "), out = clauses[0];
+    for (var i = 1; i < clauses.length && (out + ": " + clauses[i]).length <= SHORT_REASON; i++) out += ": " + clauses[i];
+    return out.trim();
+  }
   function fmtUnit(v, unit) {
     if (typeof v === "string") return v;
     if (!isNum(v)) return v == null ? "—" : String(v);
@@ -384,7 +395,7 @@
       box.appendChild(el("button", { class: cls, "data-explain": t.explain, "data-tile": t.id, "data-value": isNum(t.raw) ? String(t.raw) : null, type: "button" }, [
         el("div", { class: "label" }, [t.label, el("span", { class: "q", text: "?" })]),
         el("div", { class: "value num", text: absent ? "n/a" : t.value }),
-        el("div", { class: "sub", "data-reason": absent ? "1" : null, title: absent ? (t.absent || null) : null, text: absent ? (t.absent || "not measured in this run") : (t.sub || "") }),
+        el("div", { class: "sub", "data-reason": absent ? "1" : null, title: absent ? (t.absent || null) : null, text: absent ? (t.absent ? shortReason(t.absent) : "not measured in this run") : (t.sub || "") }),
         absent ? null : sparkline(t.id),
       ]));
     });
