@@ -109,3 +109,39 @@ def test_mfu_tile_shows_a_whole_short_reason_and_the_full_one_a_click_away(brows
     finally:
         page.close()
         stop(srv)
+
+
+def test_chart_axes_have_round_ticks_in_a_human_unit_and_titles_in_that_unit(browser):
+    """RSS rising to 347 MiB: 0/100/200/300 MiB (1, 2 or 5 x 10^k MiB), not 95.4/191/286 MiB;
+    step times near 84 ms: ticks in ms under an axis titled in milliseconds, not seconds."""
+    from trainmeter.views.web.server import serve, stop
+    from trainmeter.views.web.state import DashboardState
+
+    state = DashboardState(mode="view", run_dir="/runs/tiny")
+    mib = 1024.0 * 1024.0
+    for i in range(40):
+        t, step = i * 1.5, i * 15
+        state.history.add("host_rss_b", "system", (150 + 5 * i) * mib, step, None, t, "B", "RSS")
+        state.history.add("step_time_s", "system", 0.080 + 0.0002 * i, step, None, t, "s", "Step time")
+    state.on_finish(json.loads(SNAP.read_text()))
+    srv = serve(state, 0)
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    try:
+        page.goto(srv.url)
+        page.wait_for_selector('[data-chart="host"][data-y-ticks]')
+        page.wait_for_selector('[data-chart="step_time"][data-y-ticks]')
+        host = page.locator('[data-chart="host"]')
+        ticks = host.get_attribute("data-y-ticks").split("|")
+        assert ticks[:4] == ["0 MiB", "100 MiB", "200 MiB", "300 MiB"]
+        assert host.get_attribute("data-y-title") == "bytes (MiB)"
+        step = page.locator('[data-chart="step_time"]')
+        ticks = step.get_attribute("data-y-ticks").split("|")
+        assert all(t.endswith(" ms") for t in ticks) and len(ticks) >= 2
+        values = [float(t[:-3]) for t in ticks]
+        gap = values[1] - values[0]
+        assert gap in (0.1, 0.2, 0.5, 1.0, 2.0, 5.0) or abs(gap - round(gap)) < 1e-9
+        assert all(abs(v / gap - round(v / gap)) < 1e-6 for v in values)  # on multiples
+        assert step.get_attribute("data-y-title") == "milliseconds"
+    finally:
+        page.close()
+        stop(srv)

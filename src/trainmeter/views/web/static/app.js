@@ -1088,6 +1088,53 @@
     var longest = Math.max.apply(null, values.map(function (v) { return String(v).length; }));
     return 18 + longest * 7;
   }
+  // Round ticks in a unit a person reads: 1, 2 or 5 × 10^k of B/KiB/MiB/GiB for bytes, of ms or
+  // s for seconds (0/100/200/300 MiB, not 95.4/191/286/381 MiB). The unit is picked from the
+  // top of the axis, and the axis title names it, so ticks in ms sit under "milliseconds".
+  var ROUND_TICKS = { B: 1, "B/s": 1, s: 1, W: 1 };
+  function axisUnit(unit, top) {
+    var a = Math.abs(top) || 0;
+    if (unit === "B" || unit === "B/s") {
+      var names = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
+      while (a >= 1024 && i < names.length - 1) { a /= 1024; i++; }
+      var name = names[i] + (unit === "B/s" ? "/s" : "");
+      return { div: Math.pow(1024, i), name: name, title: (unit === "B/s" ? "bytes/s (" : "bytes (") + name + ")" };
+    }
+    if (unit === "s") return a < 1 ? { div: 1e-3, name: "ms", title: "milliseconds" } : { div: 1, name: "s", title: "seconds" };
+    return { div: 1, name: unit, title: AXIS_UNITS[unit] || unit };
+  }
+  function niceStep(span, n) {
+    var raw = span / Math.max(n, 1), pow = Math.pow(10, Math.floor(Math.log10(raw)));
+    var m = [1, 2, 5, 10];
+    for (var i = 0; i < m.length; i++) if (m[i] * pow >= raw * (1 - 1e-9)) return m[i] * pow;
+    return 10 * pow;
+  }
+  // {unit, step (in that unit), ticks (in the axis's own unit)} for the range lo..hi.
+  function roundTicks(unit, lo, hi, n) {
+    var au = axisUnit(unit, Math.max(Math.abs(lo), Math.abs(hi)));
+    var a = lo / au.div, b = hi / au.div;
+    if (!(b > a)) return { unit: au, step: 1, ticks: [lo] };
+    var step = niceStep(b - a, n), ticks = [];
+    for (var k = Math.ceil(a / step - 1e-9); k * step <= b + step * 1e-9; k++) ticks.push(k * step * au.div);
+    return { unit: au, step: step, ticks: ticks };
+  }
+  function tickLabel(v, t) {
+    var dec = t.step >= 1 ? 0 : Math.min(6, Math.ceil(-Math.log10(t.step) - 1e-9));
+    return (v / t.unit.div).toFixed(dec) + " " + t.unit.name;
+  }
+  function tickCount(u) { return Math.max(2, Math.floor(u.bbox.height / (window.devicePixelRatio || 1) / 32)); }
+  function yTicks(u, unit) { var sc = u.scales.y; return roundTicks(unit, sc.min, sc.max, tickCount(u)); }
+  function roundAxis(axis, unit) {
+    axis.splits = function (u) { return yTicks(u, unit).ticks; };
+    axis.values = function (u, vals) {
+      var t = yTicks(u, unit), labels = vals.map(function (v) { return tickLabel(v, t); });
+      var card = u.root.closest ? u.root.closest("[data-chart]") : null;
+      if (card) { card.setAttribute("data-y-ticks", labels.join("|")); card.setAttribute("data-y-title", t.unit.title); }
+      return labels;
+    };
+    axis.label = function (u) { return yTicks(u, unit).unit.title; };
+    axis.labelSize = 20;
+  }
   var UNIT_TITLES = {};
   function yFormatter(unit) {
     return function (v) {
@@ -1137,6 +1184,7 @@
     var axisY = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, size: axisSize, values: function (u, vals) { return vals.map(yFormatter(spec.unit)); } };
     var yTitle = AXIS_UNITS[spec.unit] || (spec.id === "loss" ? "loss" : "");
     if (yTitle) { axisY.label = yTitle; axisY.labelSize = 20; }
+    if (!log && ROUND_TICKS[spec.unit]) roundAxis(axisY, spec.unit);
     var opts = {
       width: Math.max(280, holder.clientWidth - 4),
       height: CHART_H,
