@@ -95,12 +95,14 @@
     var a = S.snap.absent || {};
     return a[name];
   }
-  // A reason short enough for a tile, still a whole phrase: its asides in parentheses and all
-  // after a ";" dropped, then its leading "a: b: c" clauses while they fit. The whole reason is
-  // in the tile's tooltip and in the explanation its click opens.
-  var SHORT_REASON = 56;
+  // A reason short enough for a tile, still a whole phrase: one that fits three lines is kept
+  // whole; a longer one loses its asides in parentheses and all after a ";", then keeps its
+  // leading "a: b: c" clauses while they fit. The whole reason is in the tile's tooltip and in
+  // the explanation its click opens.
+  var SHORT_REASON = 56, FITS_TILE = 80;
   function shortReason(reason) {
     var r = String(reason || ""), prev;
+    if (r.length <= FITS_TILE) return r;
     do { prev = r; r = r.replace(/\s*\([^()]*\)/g, ""); } while (r !== prev);
     var clauses = r.split(";")[0].split(": "), out = clauses[0];
     for (var i = 1; i < clauses.length && (out + ": " + clauses[i]).length <= SHORT_REASON; i++) out += ": " + clauses[i];
