@@ -52,3 +52,28 @@ def test_passport_and_report_list_each_missing_reason_once_with_its_numbers():
     html = render_report(passport, []).split("<h2>Not computed</h2>", 1)[1].split("</ul>", 1)[0]
     assert html.count("<li>") == len(set(reasons))
     assert html.count(">" + repeated.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") + "<") <= 1
+
+
+def test_passport_carries_the_model_shape_and_flops_per_token_under_each_convention():
+    passport = build_passport(snap())
+    model = passport["model"]
+    shape = {row["symbol"]: row["value"] for row in model["shape"]}
+    assert shape == {"L": 2, "d": 64, "T": 64, "N": 108_288, "E": 4_096}  # examples/tiny_gpt.py
+    conv = model["conventions"]
+    assert list(conv) == ["hf", "megatron", "titan", "all_params"]  # lowest first
+    # hf = 6 (N - E_hf), E_hf the 8,192 lookup parameters: 6 x (108,288 - 8,192) = 600,576
+    assert conv["hf"]["flops_per_token"] == 6 * (108_288 - 8_192) == 600_576
+    assert model["chosen"] is None
+    md = render_markdown(passport)
+    assert "| N | parameters | 108,288 | detected |" in md
+    assert "| hf | 601k | `6(N-E_hf)` |" in md
+    assert "MFU is given as the range over these" in md
+
+
+def test_passport_marks_the_chosen_convention():
+    s = snap()
+    s["flops_per_token"] = {"value": 663552.0, "convention": "megatron", "source": "detected"}
+    model = build_passport(s)["model"]
+    assert model["chosen"] == "megatron"
+    md = render_markdown(build_passport(s))
+    assert "| megatron (chosen) | 664k |" in md and "range over these" not in md

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..redact import scrub_command, scrub_strings
 from .memory_text import peak_per_gpu
+from .passport_model import model_section
 
 PASSPORT_VERSION = 1
 
@@ -504,6 +505,7 @@ def build_passport(snap: dict[str, Any], scrub: list[str] | None = None) -> dict
         "software": _software(snap),
         "training": b.numbers,
         "time_split": _time_split(snap),
+        "model": model_section(snap),
         "series": _series(snap),
         "memory": peak_per_gpu(snap),
         "facts": {

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .memory_text import peak_text
+from .passport_model import model_markdown
 
 
 def fmt(value: float | list[float] | None, unit: str = "") -> str:
@@ -135,6 +136,7 @@ def render_markdown(passport: dict[str, Any]) -> str:
     for row in passport.get("memory") or []:
         lines.append(f"| Peak memory, {peak_text(row)} |")
     lines.append("")
+    lines += model_markdown(passport.get("model"), fmt)
     series = passport.get("series", {})
     if series:
         lines += ["### Final values", "", "| Series | Final value | At step | Points |",
