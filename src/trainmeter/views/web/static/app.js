@@ -1105,8 +1105,9 @@
     if (unit === "s") return a < 1 ? { div: 1e-3, name: "ms", title: "milliseconds" } : { div: 1, name: "s", title: "seconds" };
     return { div: 1, name: unit, title: AXIS_UNITS[unit] || unit };
   }
+  // The round step nearest to span / n from a little below, so a short axis still gets ~n ticks.
   function niceStep(span, n) {
-    var raw = span / Math.max(n, 1), pow = Math.pow(10, Math.floor(Math.log10(raw)));
+    var raw = 0.7 * span / Math.max(n, 1), pow = Math.pow(10, Math.floor(Math.log10(raw)));
     var m = [1, 2, 5, 10];
     for (var i = 0; i < m.length; i++) if (m[i] * pow >= raw * (1 - 1e-9)) return m[i] * pow;
     return 10 * pow;
