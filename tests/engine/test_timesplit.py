@@ -120,7 +120,7 @@ def test_a_phase_never_seen_carries_why_instead_of_reading_as_a_timed_zero():
     """No save and no eval in the run: both parts say so (the views show "not measured"), and
     the parts still add up to the elapsed time."""
     recs = [start(0.0), hello(0.2, probes=ALL), phase(4.5, "data", 1.0),
-            *steps(5.0, 1.0, 10, tokens=100), end(16.0)]  # fmt: skip
+            *steps(5.0, 1.0, 10, tokens=100), end(16.0)]
     p = parts(run(recs))
     assert p["checkpoint"]["s"] == 0.0 and p["checkpoint"]["n"] == 0
     assert p["checkpoint"]["reason"].startswith("nothing was saved with torch.save")

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from trainmeter.views.terminal import ms
+from trainmeter.views.format import ms
 from trainmeter.views.top import TopScreen
 
 GIB, MIB = 2**30, 2**20

@@ -36,7 +36,7 @@ def model_section(snap: dict[str, Any]) -> dict[str, Any] | None:
         fact = _fact(snap, key)
         if fact is not None:
             shape.append({"symbol": symbol, "name": words, "value": fact["value"],
-                          "source": fact.get("source")})  # fmt: skip
+                          "source": fact.get("source")})
     conventions = snap.get("conventions") if isinstance(snap.get("conventions"), dict) else {}
     formulas = snap.get("convention_formulas") if isinstance(snap.get("convention_formulas"), dict) else {}
     fpt = snap.get("flops_per_token") if isinstance(snap.get("flops_per_token"), dict) else {}
@@ -65,13 +65,13 @@ def model_markdown(model: dict[str, Any] | None, fmt: Any) -> list[str]:
         lines.append("")
     if model.get("conventions"):
         lines += ["### FLOPs per token by convention", "",
-                  "| Convention | FLOPs/token | Formula |", "| --- | --- | --- |"]  # fmt: skip
+                  "| Convention | FLOPs/token | Formula |", "| --- | --- | --- |"]
         for name, row in model["conventions"].items():
             mark = " (chosen)" if name == model.get("chosen") else ""
             formula = f"`{row['formula']}`" if row.get("formula") else ""
             lines.append(f"| {name}{mark} | {fmt(row['flops_per_token'])} | {formula} |")
         if model.get("chosen") is None:
             lines += ["", "No convention was chosen, so MFU is given as the range over these "
-                      "(`--convention` picks one)."]  # fmt: skip
+                      "(`--convention` picks one)."]
         lines.append("")
     return lines
