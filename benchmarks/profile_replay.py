@@ -57,11 +57,11 @@ def decode_only(path: Path) -> int:
 
 
 def engine_only(path: Path) -> int:
-    return replay(path, max_snapshots=2000).records
+    return replay(path, max_snapshots=2000, resume=False).records
 
 
 def full(path: Path) -> int:
-    return replay(path, observers=[History()], max_snapshots=2000).records
+    return replay(path, observers=[History()], max_snapshots=2000, resume=False).records
 
 
 def best(fn, path: Path, runs: int = 3) -> float:

@@ -199,6 +199,13 @@ def count_key(cwd: Path, key: str) -> int:
     return text.count(f'"key":"{key}"') + text.count(f'"key": "{key}"')
 
 
+def log_size(cwd: Path) -> tuple[int, int]:
+    """(records, bytes) of the latest run's log under `cwd`."""
+    runs = sorted((cwd / ".trainmeter" / "runs").iterdir())
+    data = (runs[-1] / "events.jsonl").read_bytes()
+    return data.count(b"\n"), len(data)
+
+
 def bench_step_and_emit(pairs: int, steps: int, rows: list[Row]) -> None:
     """The agent's cost per optimizer step, and emit() every step, under the full `tm`."""
     step = Row("agent cost per optimizer step", "µs/step", "≤ 0.33")
@@ -206,6 +213,8 @@ def bench_step_and_emit(pairs: int, steps: int, rows: list[Row]) -> None:
     emit = Row("emit() every step", "µs/step", "≤ 0.05")
     emit_cpu = Row("emit() every step, CPU", "µs CPU/step", "≤ 0.05")
     kept = {"ours": [], "peer": []}
+    log_records = Row("log: records per optimizer step (the emit loop)", "records/step", "fewer")
+    log_bytes = Row("log: bytes per optimizer step (the emit loop)", "B/step", "fewer")
     with tempfile.TemporaryDirectory(prefix="tm-bench-loop-") as tmp:
         cwd = Path(tmp)
         (cwd / "loop.py").write_text(LOOP)
@@ -228,6 +237,9 @@ def bench_step_and_emit(pairs: int, steps: int, rows: list[Row]) -> None:
                     getattr(emit_cpu, side).append(with_emit["cpu"] - under["cpu"])
                     total = 300 + 8 * max(steps // 8, 1)
                     kept[side].append(count_key(cwd, "train_loss") / total)
+                    n_records, n_bytes = log_size(cwd)
+                    getattr(log_records, side).append(n_records / total)
+                    getattr(log_bytes, side).append(n_bytes / total)
     step.note = "tm minus plain python, the loop's own timer (start-up excluded)"
     step_cpu.note = (
         "the same runs, the training process's CPU time (all its threads: the agent's sender"
@@ -237,7 +249,11 @@ def bench_step_and_emit(pairs: int, steps: int, rows: list[Row]) -> None:
         f"{s} {min(v) * 100:.1f}%" for s, v in kept.items() if v
     )
     emit_cpu.note = "the same runs, the training process's CPU time (all its threads)"
-    rows += [step, step_cpu, emit, emit_cpu]
+    log_records.note = log_bytes.note = (
+        "events.jsonl of the emit run (the same script and steps on both sides; GPU/host/node"
+        " samples and the run's own records included) ÷ optimizer steps"
+    )
+    rows += [step, step_cpu, emit, emit_cpu, log_records, log_bytes]
 
 
 # Each side's whole per-step mechanism, torch's own dispatch of it included: the root called
@@ -352,11 +368,20 @@ class CountingSink(Sink):
         super().__init__()
 
     def _read(self) -> None:
+        try:  # ours ships values as the ring holds them: formatted here, as tm does
+            from trainmeter.supervisor.values import ValueLines, is_values
+
+            lines = ValueLines()
+        except ImportError:
+            lines = None
         while not self.stop.is_set():
             try:
-                self.count += self.sock.recv(1 << 20).count(self.key)
+                data = self.sock.recv(1 << 20)
             except (TimeoutError, OSError):
                 continue
+            if lines is not None and is_values(data):
+                data = b"\n".join(lines.lines(data))
+            self.count += data.count(self.key)
 
 
 def bench_emit_alone(pairs: int, n: int, rows: list[Row]) -> None:
@@ -538,8 +563,9 @@ try:
     history = History()
 except ImportError:
     history = None
+kw = {"resume": False} if "resume" in replay.__code__.co_varnames else {}  # a full replay, every time
 result = replay(Path(path), observers=[history] if history is not None else [],
-                max_snapshots=snapshots)
+                max_snapshots=snapshots, **kw)
 dt = time.perf_counter() - t0
 n = result.records
 points = sum(s.points for s in history.series.values()) if history is not None else 0
@@ -617,6 +643,49 @@ def bench_replay(pairs: int, steps: int, mem_steps: list[int], peer_mem_steps: i
             log.unlink()
 
 
+# ---- reopening a finished run ----------------------------------------------------------------
+
+
+def bench_reopen(pairs: int, steps: int, rows: list[Row], peer: bool = True) -> None:
+    """`tm passport RUN` of a finished run's directory (the peer has no `tm summary`; both
+    rebuild the passport by replaying the log): the first look, then a second look.
+
+    Ours keeps a checkpoint of the replay's state beside the log, so a second look replays
+    nothing; the peer replays the whole log each time."""
+    size = f"{steps / 1e6:g}M" if steps >= 1_000_000 else f"{steps // 1000}k"
+    first = Row(f"reopening a finished run, {size} steps: first `tm passport`", "s", "-")
+    again = Row(f"reopening a finished run, {size} steps: second `tm passport`", "s", "< 1 s")
+    with tempfile.TemporaryDirectory(prefix="tm-bench-reopen-") as tmp:
+        run_dir = Path(tmp) / "runs" / "bench-run"
+        run_dir.mkdir(parents=True)
+        log = run_dir / "events.jsonl"
+        total = write_log(log, steps)
+        sides = {"ours": [OUR_TM]}
+        if peer and have_peer():
+            sides["peer"] = [str(PEER_TM)]
+
+        def look(tm: list[str]) -> float:
+            t0 = time.perf_counter()
+            proc = subprocess.run([*tm, "passport", str(run_dir)], cwd=tmp, env=clean_env(),
+                                  capture_output=True, text=True, timeout=1800)
+            if proc.returncode:
+                print(f"  ! {tm[0]} passport: exit {proc.returncode}: {proc.stderr[-300:]}", file=sys.stderr)
+            return time.perf_counter() - t0
+
+        for _ in range(pairs):
+            for side, tm in sides.items():
+                for derived in run_dir.glob("events.jsonl.*"):
+                    derived.unlink()  # the previous pair's checkpoint: start cold
+                getattr(first, side).append(look(tm))
+                getattr(again, side).append(look(tm))
+        first.note = (
+            f"{total} records, {log.stat().st_size / 1e6:.0f} MB; start-up included"
+            + ("" if "peer" in sides else "; ours alone (the peer would take minutes)")
+        )
+    again.note = "the same command again: ours resumes from the checkpoint beside the log"
+    rows += [first, again]
+
+
 # ---- ingest -------------------------------------------------------------------------------------
 
 BLAST = r"""
@@ -646,6 +715,7 @@ print("BLAST", sent, dropped, flush=True)
 def bench_ingest(pairs: int, rate: float, seconds: float, rows: list[Row]) -> None:
     """A sender outside any agent blasting one-record datagrams at `rate`/s into a live `tm`."""
     row = Row(f"ingest at {rate / 1000:g}k records/s for {seconds:g} s", "% kept", "100%", lower_is_better=False)
+    counted = Row("ingest: kept, or refused and counted by the sender", "% of sent", "100%", lower_is_better=False)
     with tempfile.TemporaryDirectory(prefix="tm-bench-ingest-") as tmp:
         cwd = Path(tmp)
         (cwd / "blast.py").write_text(BLAST)
@@ -662,10 +732,17 @@ def bench_ingest(pairs: int, rate: float, seconds: float, rows: list[Row]) -> No
                 sent = int(rate * seconds)
                 got = count_key(cwd, "blast")
                 getattr(row, side).append(100.0 * got / sent)
+                refused = [line.split() for line in proc.stdout.splitlines() if line.startswith("BLAST ")]
+                if refused:
+                    getattr(counted, side).append(100.0 * (got + int(refused[-1][2])) / sent)
                 if proc.returncode:
                     print(f"  ! ingest {side}: exit {proc.returncode}", file=sys.stderr)
     row.note = "records in events.jsonl ÷ records sent (sender never blocks)"
-    rows.append(row)
+    counted.note = (
+        "(records in the log + datagrams the socket refused, counted by the sender) ÷ sent:"
+        " 100% means no record was lost without a count"
+    )
+    rows += [row, counted]
 
 
 # ---- main -------------------------------------------------------------------------------------------
@@ -675,7 +752,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, a few minutes")
     parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs per cell (>= 5)")
-    parser.add_argument("--only", default="", help="comma list: startup,step,hooks,emit,replay,ingest,history")
+    parser.add_argument("--only", default="", help="comma list: startup,step,hooks,emit,replay,reopen,ingest,history")
     parser.add_argument("--instructions", action="store_true", help="callgrind counts (slow)")
     parser.add_argument("--mem-steps", default="1000000,5000000", help="replay memory sizes")
     args = parser.parse_args()
@@ -703,12 +780,17 @@ def main() -> int:
         else:
             mem = [int(float(x)) for x in args.mem_steps.split(",") if x]
             bench_replay(pairs, 200_000, mem, 1_000_000, rows)
+    if want("reopen"):
+        bench_reopen(pairs, 20_000 if args.quick else 200_000, rows)
+        if not args.quick:
+            bench_reopen(1, 1_000_000, rows, peer=False)
     if want("ingest"):
         bench_ingest(pairs, 20_000.0, 2.0 if args.quick else 5.0, rows)
     if want("history"):
         script = HERE / "history_10m.py"
         if script.exists():
-            subprocess.run([OUR_PY, str(script), *(["--quick"] if args.quick else [])], check=False)
+            # history_10m.py has no --quick: a quick run stops it at a million steps
+            subprocess.run([OUR_PY, str(script), *(["--steps", "1000000"] if args.quick else [])], check=False)
     print_table(rows)
     print(f"({time.perf_counter() - t0:.0f} s; python {sys.version.split()[0]}, "
           f"maxrss of this driver {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from trainmeter import records
-from trainmeter.supervisor import ring
+from trainmeter.supervisor import ring, values
 
 REPO = Path(__file__).resolve().parents[1]
 BOOTSTRAP = REPO / "src" / "trainmeter" / "agent" / "bootstrap"
@@ -44,6 +44,7 @@ class SocketCollector:
         self.recovered: list[dict[str, Any]] = []  # from the rings, after the program ended
         self.delivered = ring.Delivered()
         self.datagrams = 0
+        self.value_lines = values.ValueLines()  # the rings' values as tm formats them
         self.last_rx = time.monotonic()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -53,7 +54,8 @@ class SocketCollector:
     def _take(self, data: bytes) -> None:
         self.datagrams += 1
         self.last_rx = time.monotonic()
-        for line in data.split(b"\n"):
+        lines = self.value_lines.lines(data) if values.is_values(data) else data.split(b"\n")
+        for line in lines:
             if line.strip():
                 record = records.decode(line)
                 self.delivered.see(record)

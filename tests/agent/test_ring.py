@@ -63,6 +63,27 @@ def test_a_full_ring_refuses_counts_and_never_stalls(collector, monkeypatch) -> 
     assert the_ring.h[ring.H_DROPPED_FULL] == 2
 
 
+def test_each_drop_is_counted_with_its_cause(collector) -> None:
+    """Every record lost in the process is counted where it was lost, and why: the fact's
+    note says each cause (issue 19 item 2)."""
+    emit(x=0.0)
+    the_ring = ring.current()
+    the_ring.tail -= ring.CAPACITY
+    emit(x=1.0)  # refused: the ring is full
+    the_ring.tail += ring.CAPACITY
+    sender = sender_module.get_sender()
+    sender.send("fact", {"key": "huge", "value": "a" * 70_000, "source": "detected"})
+    sender.send("fact", {"key": "bad", "value": float("nan"), "source": "detected"})
+    got = collector.records()
+    sender.flush()  # the count made in one flush goes out in the next
+    got += collector.records()
+    [fact] = [r for r in got if r["d"].get("key") == "agent_dropped_records"][-1:]
+    assert fact["d"]["value"] == 3
+    note = fact["d"]["note"]
+    assert "1 not encodable as JSON" in note and "1 too large for a datagram" in note
+    assert "1 refused by the ring" in note
+
+
 def test_drops_at_exit_are_counted_in_the_ring_when_the_socket_is_full(collector) -> None:
     sender = sender_module.get_sender()
     emit(x=1.0)
@@ -71,7 +92,7 @@ def test_drops_at_exit_are_counted_in_the_ring_when_the_socket_is_full(collector
     sender.send("phase", {"name": "data", "s": 0.5, "n": 1})
     sender.flush = lambda: None  # type: ignore[method-assign]  # every send "fails"
     sender._queue.append({"v": 1})  # stands for one record still waiting
-    sender._backlog.append((b"{}", 0, 1))  # and one datagram the receiver refused
+    sender._backlog.append((b"{}", 0, 1, 0))  # and one datagram the receiver refused
     sender.flush_at_exit(timeout=0.05)
     assert sender.at_exit_left == 3  # the phase, the waiting record, the refused datagram
     collector.finish()
@@ -130,3 +151,31 @@ def test_unshipped_counts_what_waits_without_peeking_into_the_counter(collector)
     assert r.unshipped() == 0
     emit(y=9.0)
     assert r.unshipped() == 1  # one written, not taken yet
+
+
+def test_tm_formats_the_rings_values_into_the_agents_own_lines(collector) -> None:
+    """The binary values datagram, formatted by tm, gives byte for byte the lines the agent
+    used to format itself: steps or none, facts, a refused number passed over; the key table
+    goes once, then only its new entries."""
+    from trainmeter.supervisor.values import ValueLines
+
+    emit(x=0.5)
+    the_ring = ring.current()
+    the_ring.tail -= ring.CAPACITY
+    emit(x=1.0)  # refused: its number (2) is skipped
+    the_ring.tail += ring.CAPACITY
+    outbox.put("loss", 2.25, "wandb", 7)
+    emit(tokens_per_step=4096.0, y=-3.5e-12)
+    start = the_ring.read
+    skipped = set(the_ring.skipped)
+    agent_lines, last = outbox.drain_lines(100)
+    the_ring.read, the_ring.skipped = start, skipped
+    datagram, count, last_values = outbox.drain_values(100)
+    assert last_values == last == 5 and count == 4
+    formatted = ValueLines()
+    assert formatted.lines(datagram) == agent_lines
+    assert the_ring.keys_sent == 4
+    emit(y=1.0, z=2.0)  # one known key, one new
+    datagram, count, _ = outbox.drain_values(100)
+    assert count == 2 and datagram.count(b"emit\x00") == 1  # only z's entry goes
+    assert [line.count(b'"key":"z"') for line in formatted.lines(datagram)] == [0, 1]

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from trainmeter.agent.probes import steps  # noqa: E402
+from trainmeter.agent.probes import step_signal, steps  # noqa: E402
 
 
 class Net(nn.Module):
@@ -29,7 +29,7 @@ class SubNet(Net):
 
 
 _STATE = ("_root", "_first_done", "_ids_dtype", "_depth", "_n_steps", "_n_tokens", "_n_real")
-_STATE += ("_n_missing", "_n_micro", "_c_micro", "_t", "_sent", "_hdr", "_by_backward")
+_STATE += ("_n_missing", "_n_micro", "_c_micro", "_t", "_sent", "_hdr")
 
 
 @pytest.fixture
@@ -39,6 +39,7 @@ def probe():
     saved = {k: getattr(steps, k) for k in _STATE}
     header = bytes(steps._hdr)
     cycle = dict(steps._cycle)
+    by_backward = step_signal.by_backward
     before = steps.totals()
     steps.attach(torch)
     yield lambda: _since(before)
@@ -48,6 +49,7 @@ def probe():
     steps._hdr[: len(header)] = header
     steps._cycle.clear()
     steps._cycle.update(cycle)
+    step_signal.by_backward = by_backward
 
 
 def _since(before: steps.Totals) -> tuple[int, int, int, int]:

@@ -45,11 +45,13 @@ CASES = {
     "accelerate_accum": "optimizer",
     "vit_torchvision_shape": "optimizer",
     "vit_timm_shape": "optimizer",
+    "lightning_demo_transformer": "optimizer",
 }
 NEEDS = {
     "hf_gpt2_loop": "transformers",
     "hf_bert_padding": "transformers",
     "accelerate_accum": "accelerate",
+    "lightning_demo_transformer": "lightning",
 }
 #: truth key -> the fact `tm` records it as
 FACTS = {

@@ -59,6 +59,7 @@ def test_unattached_probe_stays_in_compute_and_the_label_says_so():
         "label": "Checkpoints",
         "s": None,
         "measured": False,
+        "reason": "the checkpoint probe did not attach",
     }
     assert p["eval"]["s"] is None
     assert p["compute"]["s"] == 7.0  # 9 - 2: the checkpoint and eval seconds stay inside
@@ -113,3 +114,15 @@ def test_phases_before_the_first_and_after_the_last_step_come_out_of_their_own_s
         "after": 1.5,
     }
     assert snap["time"]["goodput"] == pytest.approx((7 + 2) / 17)
+
+
+def test_a_phase_never_seen_carries_why_instead_of_reading_as_a_timed_zero():
+    """No save and no eval in the run: both parts say so (the views show "not measured"), and
+    the parts still add up to the elapsed time."""
+    recs = [start(0.0), hello(0.2, probes=ALL), phase(4.5, "data", 1.0),
+            *steps(5.0, 1.0, 10, tokens=100), end(16.0)]
+    p = parts(run(recs))
+    assert p["checkpoint"]["s"] == 0.0 and p["checkpoint"]["n"] == 0
+    assert p["checkpoint"]["reason"].startswith("nothing was saved with torch.save")
+    assert p["eval"]["reason"] == "the model never went to eval() and back to train()"
+    assert "reason" not in p["data"] and "reason" not in p["startup"]

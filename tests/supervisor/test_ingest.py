@@ -130,3 +130,29 @@ def test_a_sink_that_raises_does_not_stop_the_thread() -> None:
     finally:
         ingest.stop()
     assert seen == [0, 1]
+
+
+def test_a_values_datagram_is_formatted_and_a_damaged_one_counted() -> None:
+    """The ring's slots as the agent ships them become metric records with their number; a
+    datagram that names a key it never sent is counted by the values it held, not trusted."""
+    from trainmeter.agent import outbox
+    from trainmeter.agent import ring as layout
+
+    ingest, got = _collecting()
+    try:
+        entry = b"emit\x00loss"
+        head = outbox.VALUES_HEAD.pack(4242, 0, 1, 2, 0, 1)
+        slots = layout.SLOT.pack(0, 7, 12.5, 0.25, 1) + layout.SLOT.pack(0, -1, 13.0, 0.5, 2)
+        ingest.handle(outbox.VALUES_MAGIC + head + layout.KEY_LEN.pack(len(entry)) + entry + slots)
+        assert [(r["kind"], r["d"]["key"], r["d"]["value"], r["q"]) for _, r in got] == [
+            ("metric", "loss", 0.25, 1),
+            ("metric", "loss", 0.5, 2),
+        ]
+        assert got[0][1]["d"]["step"] == 7 and "step" not in got[1][1]["d"]
+        assert got[0][1]["src"] == "emit" and got[0][1]["pid"] == 4242
+        orphan = outbox.VALUES_HEAD.pack(4243, 0, 1, 3, 5, 0)  # key entries 0..4 never came
+        ingest.handle(outbox.VALUES_MAGIC + orphan + slots + slots[:36])
+        assert len(got) == 2
+        assert ingest.drop_reasons == {"values datagram unreadable": 3}
+    finally:
+        ingest.stop()

@@ -66,3 +66,33 @@ def test_a_python_console_script_is_judged_by_its_interpreter(tmp_path: Path) ->
     asked: list[str] = []
     reason = reason_without_hello([str(script), "t.py"], {}, diagnose=lambda e, v: asked.append(e) or "r")
     assert asked == [sys.executable] and reason == "r"
+
+
+@pytest.mark.parametrize(
+    ("line", "start"),
+    [
+        ("exec python3 -I train.py --lr 3e-4", "python started with -I"),
+        ("cd /data && python3 -E train.py  # comment", "python started with -E"),
+        ("/opt/other/bin/python train.py", "asked /opt/other/bin/python"),
+    ],
+)
+def test_a_shell_script_is_judged_by_the_python_it_runs(tmp_path: Path, line: str, start: str) -> None:
+    """A short Python under a shell script may end before the watcher sees it: the script's own
+    text names it (the reason was "not a Python program" before)."""
+    script = tmp_path / "job.sh"
+    script.write_text(f"#!/bin/sh\nset -e\n{line}\n")
+    script.chmod(0o755)
+    reason = reason_without_hello(
+        [str(script)], {"PATH": "/usr/bin:/bin"}, diagnose=lambda e, v: f"asked {e}"
+    )
+    assert reason.startswith(start) and "job.sh runs" in reason
+
+
+def test_a_short_python_under_a_shell_script_from_another_environment(
+    tmp_path: Path, bare_venv: Path
+) -> None:
+    python = str(bare_venv / "bin" / "python")
+    (tmp_path / "job.sh").write_text(f"#!/bin/sh\n{python} -c pass\n")
+    (tmp_path / "job.sh").chmod(0o755)
+    value, _ = _said(tmp_path, ["./job.sh"])
+    assert value.startswith(f"trainmeter is not importable from {python}")

@@ -287,3 +287,26 @@ def test_observer_contract_on_a_pty_alerts_and_observe_only_once() -> None:
     finally:
         os.close(slave)
         os.close(master)
+
+
+def test_status_says_which_window_tokens_per_s_is_over() -> None:
+    snap = {"steps": 20, "tokens_per_s": 102_400.0,
+            "rate_window": {"kind": "trailing", "span_s": 30.0, "seconds": 30.2, "steps": 600}}
+    assert status_text(snap, 200, elapsed=40.0).plain == "tm  20 steps  102k tok/s (last 30 s)  40.0s"
+    young = {**snap, "rate_window": {"kind": "trailing", "span_s": 30.0, "seconds": 2.5}}
+    assert "102k tok/s (last 2.5 s)" in status_text(young, 200).plain
+    ended = {**snap, "rate_window": {"kind": "steady", "seconds": 61.0}}
+    assert "102k tok/s (steady)" in status_text(ended, 200).plain
+    # narrow: the window goes before the tokens/s it qualifies
+    assert status_text(snap, 30, elapsed=40.0).plain == "tm  20 steps  102k tok/s"
+
+
+def test_status_shows_memory_now_gpu_and_cpu() -> None:
+    gib, mib = 2**30, 2**20
+    gpu = {"steps": 20, "memory": {"ranks": {
+        "0": {"device": "cuda", "reserved_b": 61.2 * gib, "total_b": 80 * gib},
+        "1": {"device": "cuda", "reserved_b": 20 * gib, "total_b": 80 * gib}}}}
+    assert status_text(gpu, 200).plain == "tm  20 steps  mem 61.2/80.0 GiB"
+    cpu = {"steps": 20, "memory": {"ranks": {"0": {"device": "cpu", "rss_b": 304 * mib}}}}
+    assert status_text(cpu, 200).plain == "tm  20 steps  RSS 304 MiB"
+    assert "RSS" not in status_text({"steps": 20}, 200).plain  # no reading: nothing, not zero

@@ -159,6 +159,10 @@ def test_top_shows_a_finished_run_and_quits_on_q(example_run: Path) -> None:
                       percent(snap["ofu"]["value"]), f"{snap['series']['train_loss']['value']:.4g}",
                       percent(snap["time"]["goodput"]), si_unit(snap["energy"]["joules"], "J")):
             assert value in tiles, value
+        # the rate's window (a finished run: steady) and memory now (CPU: the resident set)
+        from trainmeter.views.memory_text import now_figure
+
+        assert "steady" in tiles and now_figure(snap)[1] in tiles, tiles
         # the sparklines have points, the ladder its rows, the time split its bar, the alerts
         assert any(line.startswith("│ loss ") and any(c in line for c in "▁▂▃▄▅▆▇█") for line in lines)
         assert any("tokens/s ▁" in line or "tokens/s " in line and "█" in line for line in lines)

@@ -420,7 +420,10 @@ def test_model_without_tokens_samples_tiles_waterfall_and_advice(browser, scheme
         mfu_tile = _tile(page, "samples_mfu")
         assert float(mfu_tile.get_attribute("data-value")) == samples["mfu"]["value"]
         assert "counted" in mfu_tile.inner_text()
-        assert snap["absent"]["tokens_per_s"] in _tile(page, "tokens_per_s").inner_text()
+        # a long reason: a whole short phrase on the tile, all of it in the tooltip
+        tps_reason = _tile(page, "tokens_per_s").locator(".sub")
+        assert tps_reason.inner_text() == "the agent could not count tokens in the batches"
+        assert tps_reason.get_attribute("title") == snap["absent"]["tokens_per_s"]
         mfu_tile.click()
         page.locator("#explain").wait_for(state="visible")
         explained = page.locator("#explain-body").inner_text()
@@ -482,6 +485,37 @@ def test_absent_waterfall_factor_and_no_waterfall_show_their_reasons(browser):
         page.wait_for_selector("#waterfall [data-reason]")
         assert "no MFU: a CPU run" in page.locator("#waterfall").inner_text()
         assert page.locator("#advice [data-advice-none]").count() == 1
+        page.close()
+    finally:
+        stop(srv)
+
+
+@pytest.mark.parametrize(
+    ("window", "label"),
+    [
+        ({"kind": "trailing", "span_s": 30.0, "seconds": 30.2, "steps": 600}, "Tokens / s (last 30 s)"),
+        ({"kind": "trailing", "span_s": 30.0, "seconds": 2.5, "steps": 50}, "Tokens / s (last 2.5 s)"),
+        ({"kind": "steady", "seconds": 61.0, "steps": 2000}, "Tokens / s (steady)"),
+    ],
+)
+def test_tokens_per_s_tile_names_its_window(browser, window, label):
+    """The tile says which window its rate is over, as the terminal views do (docs/rates.md)."""
+    from trainmeter.views.terminal import rate_window_label
+    from trainmeter.views.web.server import serve, stop
+    from trainmeter.views.web.state import DashboardState
+
+    snap = json.loads((REPO / "tests" / "fixtures" / "web" / "snapshot_explained.json").read_text())
+    snap["rate_window"] = window
+    assert label == f"Tokens / s ({rate_window_label(snap)})"  # the page and the terminal agree
+    state = DashboardState(mode="live")
+    state.on_snapshot(snap)
+    srv = serve(state, 0)
+    try:
+        page = browser.new_page()
+        page.goto(srv.url)
+        page.wait_for_selector('[data-tile="tokens_per_s"][data-value]')
+        shown = _tile(page, "tokens_per_s").locator(".label").inner_text()
+        assert shown.replace("?", "").strip() == label
         page.close()
     finally:
         stop(srv)

@@ -156,6 +156,8 @@ def start() -> None:
     STATE.taps_enabled = taps_wanted()
     if STATE.taps_enabled:
         _install_taps()
+    from . import ring  # noqa: F401 - keeps every rare record (this hello first) in the ring
+
     say_hello()
     try:
         from . import crash

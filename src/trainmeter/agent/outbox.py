@@ -13,13 +13,16 @@ be made) values wait in a list instead, and what is left of it at exit is counte
 from __future__ import annotations
 
 import json
+import struct
 import time
 
 from .. import records
-from ..records import FACT_KEYS
+from ..records import FACT_KEYS, MAX_DATAGRAM
 from . import ring as ring_module
 from .sender import get_sender
 from .values import as_number
+
+KEY_ENTRY = ring_module.KEY_LEN
 
 _pack = ring_module.SLOT.pack_into
 _SLOTS_AT = ring_module.SLOTS_AT
@@ -138,6 +141,7 @@ def _register(sender: object) -> None:
     _registered_for = sender
     sender.add_drain(_drain_pending)  # type: ignore[attr-defined]
     sender.ring_source = drain_lines  # type: ignore[attr-defined]
+    sender.ring_values = drain_values  # type: ignore[attr-defined]
     sender.on_shipped = _shipped  # type: ignore[attr-defined]
     sender.ring_pending = _ring_pending  # type: ignore[attr-defined]
     sender.pending_count = pending  # type: ignore[attr-defined]
@@ -147,7 +151,7 @@ def _register(sender: object) -> None:
 
 def drop_note(sender_dropped: int) -> str:
     """Why this process's values were dropped, in words (the note of `agent_dropped_records`)."""
-    ring = ring_module._ring
+    ring = ring_module.active
     full = keys = 0
     if ring is not None:
         full = ring.h[ring_module.H_DROPPED_FULL]
@@ -166,10 +170,7 @@ def drop_note(sender_dropped: int) -> str:
             f"{full} values refused because the receiver fell {ring_module.CAPACITY} values behind"
         )
     if sender_dropped:
-        parts.append(
-            f"{sender_dropped} records the sender could not deliver (the receiver full at exit, "
-            "or gone)"
-        )
+        parts.append(f"{sender_dropped} records the sender could not deliver")
     return "; ".join(parts)
 
 
@@ -226,6 +227,42 @@ def template(sender: object, via: str, key: str, stepped: bool = False) -> str:
     return line
 
 
+#: A datagram of values as the ring holds them (`tm` formats them, not the training process):
+#: MAGIC, the header, the new key table entries, then whole slots.
+VALUES_MAGIC = b"\x00TMV1"
+VALUES_HEAD = struct.Struct("<qqqqII")  # pid, rank (-1: none), first seq, last seq, first key, keys
+
+
+def drain_values(limit: int) -> tuple[bytes, int, int]:
+    """Sender thread: up to `limit` values from the ring as one binary datagram, how many
+    records it stands for, and the number of the last value taken (0: none).
+
+    No per-value work here beyond the ring's own window reads: the slots' bytes go as they
+    are, with the key table entries `tm` has not been sent yet; `tm` formats the records."""
+    sender = get_sender()
+    ring = ring_module.active
+    if sender is None or ring is None:
+        return b"", 0, 0
+    names = ring.key_names
+    first_key = ring.keys_sent
+    key_bytes = b"".join(
+        KEY_ENTRY.pack(len(e)) + e
+        for e in (f"{via}\0{key}".encode("utf-8", "replace") for via, key in names[first_key:])
+    )
+    room = (MAX_DATAGRAM - len(VALUES_MAGIC) - VALUES_HEAD.size - len(key_bytes)) // _SLOT_BYTES
+    chunks: list[bytes] = []
+    taken = ring.take(max(min(limit, room), 1), chunks)
+    if not taken:
+        return b"", 0, 0
+    ring.keys_sent = len(names)
+    rank = -1 if sender.rank is None else int(sender.rank)
+    head = VALUES_HEAD.pack(
+        int(sender.pid), rank, taken[0][0], taken[-1][0], first_key, len(names) - first_key
+    )
+    datagram = VALUES_MAGIC + head + key_bytes + b"".join(chunks)
+    return datagram, sum(1 for v in taken if v[1] >= 0), taken[-1][0]
+
+
 def drain_lines(limit: int) -> tuple[list[bytes], int]:
     """Sender thread: up to `limit` values from the ring as record lines, and the number of the
     last value taken (0: none)."""
@@ -258,7 +295,7 @@ def drain_lines(limit: int) -> tuple[list[bytes], int]:
             else:  # a value given before the first step, or a fact
                 append((plain % (t, value, seq)).encode())
         except (TypeError, ValueError):  # cannot happen for a float; if it did: counted
-            sender.dropped += 1
+            sender.drop(1, "not formattable")
     return lines, taken[-1][0] if taken else 0
 
 

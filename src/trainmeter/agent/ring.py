@@ -14,7 +14,14 @@ The file, all little-endian:
   at fork (`H_BASE_*`), the next sequence number hint and counts of values refused;
 - a key table: `[u16 length][via NUL key]` entries, an entry's index is the key's id;
 - `CAPACITY` slots of 36 bytes, one per accepted value: key id, step, time, value and, last,
-  the value's per-process sequence number (the slot is valid when that number says so).
+  the value's per-process sequence number (the slot is valid when that number says so);
+- the rare records' area (`RARE_BYTES`, two halves): every record other than steps and values
+  (hello, facts, phases, alerts), as its JSON line `[u32 length][line]`, numbered in the
+  process from 1 (`r` on the record); the header says which half is in use, its bytes and its
+  entries (`H_RARE_SIDE`, `H_RARE_USED`, `H_RARE_COUNT`, written in one `pack_into`, the count
+  last). When a half is full, the records not yet shipped move to the other half and it takes
+  over: a record is dropped from the ring only once the sender shipped it. `tm` logs, after the
+  process ended, the entries whose number it never received.
 
 Values are numbered in the order they are accepted; the sender thread ships them in that order
 with the number (`q`) on each record, so `tm` keeps, per process, the highest number it received
@@ -39,6 +46,8 @@ import os
 import struct
 import threading
 
+from .. import records
+from . import sender as sender_module
 from .sender import get_sender
 
 TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
@@ -47,7 +56,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAGIC = 0x31474E49524D54  # "TMRING1", little-endian
-LAYOUT = 2  # 2: H_RESERVED, and nothing read or written past it
+LAYOUT = 3  # 2: H_RESERVED, and nothing read or written past it; 3: the rare records' area
 HEADER_BYTES = 4096
 KEYS_BYTES = 1 << 16
 SLOT = struct.Struct("<iqddq")  # key id, step (-1: none), t, value, seq (written last)
@@ -59,6 +68,12 @@ CAPACITY = 1 << 20  # slots; the file is sparse, pages exist only once reserved
 FIRST_RESERVED = 1 << 12  # slots reserved with the file (147 KiB); then doubling runs
 NO_LIMIT = 1 << 62  # `Ring.room` once every slot is reserved
 SLOTS_AT = HEADER_BYTES + KEYS_BYTES
+RARE_AT = SLOTS_AT + CAPACITY * SLOT_BYTES  # the rare records' area, after the slots
+RARE_HALF = 1 << 16  # bytes of each half (a hello is about 1 kB, a phase record 150 bytes)
+RARE_BYTES = 2 * RARE_HALF
+FILE_BYTES = RARE_AT + RARE_BYTES
+RARE_ENTRY = struct.Struct("<I")  # the line's length, then the line
+RARE_STATE = struct.Struct("<qqq")  # side, bytes used, entries: one write, the count last
 KEY_LEN = struct.Struct("<H")
 TOTALS = struct.Struct("<qqqqdq")  # tokens, real, real_missing, micro, t, steps
 TOTALS_AT = 5 * 8  # H_TOKENS
@@ -88,7 +103,12 @@ H_DROPPED_KEYS = 19  # values refused because the key table was full
 H_KEYS_USED = 20  # bytes of the key table in use
 H_KEYS_COUNT = 21
 H_RESERVED = 22  # slots whose pages are reserved: positions [0, H_RESERVED)
-HEADER_SLOTS = 23
+H_RARE_SIDE = 23  # the half of the rare area in use (0 or 1)
+H_RARE_USED = 24  # its bytes in use
+H_RARE_COUNT = 25  # its entries
+H_RARE_FULL = 26  # rare records not kept (the area full of unshipped ones, or not reserved)
+H_RARE_LAST = 27  # the last rare record number given
+HEADER_SLOTS = 28
 
 FILE_PREFIX = "ring."
 
@@ -103,9 +123,14 @@ class Ring:
     def __init__(self, path: str, pid: int, rank: int | None) -> None:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.ftruncate(fd, SLOTS_AT + CAPACITY * SLOT_BYTES)
+            os.ftruncate(fd, FILE_BYTES)
             _reserve(fd, 0, SLOTS_AT + FIRST_RESERVED * SLOT_BYTES)
-            self.mm = mmap.mmap(fd, SLOTS_AT + CAPACITY * SLOT_BYTES)
+            try:
+                _reserve(fd, RARE_AT, RARE_BYTES)
+                rare_room = True
+            except OSError:
+                rare_room = False  # rare records by the socket alone, each counted
+            self.mm = mmap.mmap(fd, FILE_BYTES)
         except BaseException:
             os.close(fd)
             try:
@@ -132,6 +157,7 @@ class Ring:
         self.keys: dict[tuple[str, str], int] = {}
         self.emit_ids: dict[str, int] = {}  # emit's own look-up: by key alone
         self.key_names: list[tuple[str, str]] = []
+        self.keys_sent = 0  # key table entries `tm` was sent (with the values' datagrams)
         # numbered from 1, so a never-written (zero) slot can never pass for a value
         self.seq = itertools.count(1)  # next(): atomic under the GIL, so threads never share one
         self.tail = 1  # first value not yet shipped (the sender thread moves it)
@@ -140,6 +166,12 @@ class Ring:
         self.skipped: set[int] = set()  # numbers given to values that were refused
         self._key_lock = threading.Lock()
         self.owner: object = None  # the sender it was made for (a new sender: a new ring)
+        self.rare_room = rare_room
+        self.rare_seq = itertools.count(1)
+        self.rare_shipped = 0  # every rare record numbered up to this one was shipped
+        self.rare_entries: list[tuple[int, bytes]] = []  # (r, entry) of the half in use
+        self.rare_side = self.rare_used = 0
+        self._rare_lock = threading.Lock()
 
     def grow(self) -> bool:
         """Reserve the next run of slots (double the reserved ones), so the value numbered
@@ -184,9 +216,65 @@ class Ring:
         self.keys[entry] = kid
         return kid
 
-    def take(self, limit: int) -> list[tuple[int, int, int, float, float]]:
+    def keep_rare(self, record: dict[str, Any]) -> None:
+        """Number a rare record (`r`) and keep its line in the rare area, until shipped."""
+        with self._rare_lock:  # several threads may send; the number and the bytes go together
+            r = next(self.rare_seq)
+            record["r"] = r
+            try:
+                line = records.encode(record).encode("utf-8")
+            except records.RecordError:
+                line = b""
+            if not line or len(line) > records.MAX_DATAGRAM:
+                # the sender counts it, unable to encode or to send it either: the number goes
+                # back, so tm does not count the same record a second time as lost
+                del record["r"]
+                self.rare_seq = itertools.count(r)
+                return
+            self.h[H_RARE_LAST] = r
+            if not self.rare_room:
+                self.h[H_RARE_FULL] += 1
+                return
+            entry = RARE_ENTRY.pack(len(line)) + line
+            if self.rare_used + len(entry) > RARE_HALF and not self._rare_turn(len(entry)):
+                self.h[H_RARE_FULL] += 1
+                return
+            at = RARE_AT + self.rare_side * RARE_HALF + self.rare_used
+            self.mm[at : at + len(entry)] = entry
+            self.rare_used += len(entry)
+            self.rare_entries.append((r, entry))
+            RARE_STATE.pack_into(
+                self.mm, H_RARE_SIDE * 8, self.rare_side, self.rare_used, len(self.rare_entries)
+            )
+
+    def _rare_turn(self, need: int) -> bool:
+        """The half is full: move the unshipped entries to the other half, which takes over
+        (the header switches in one write). False when even they leave no room for `need`."""
+        kept = [(r, e) for r, e in self.rare_entries if r > self.rare_shipped]
+        size = sum(len(e) for _, e in kept)
+        if size + need > RARE_HALF:
+            self.rare_entries = kept  # what was shipped is gone either way
+            return False
+        side = 1 - self.rare_side
+        at = RARE_AT + side * RARE_HALF
+        data = b"".join(e for _, e in kept)
+        self.mm[at : at + len(data)] = data
+        RARE_STATE.pack_into(self.mm, H_RARE_SIDE * 8, side, len(data), len(kept))
+        self.rare_side, self.rare_used, self.rare_entries = side, len(data), kept
+        return True
+
+    def rare_sent(self, r: int) -> None:
+        """Sender thread: every rare record numbered up to `r` was shipped."""
+        if r > self.rare_shipped:
+            self.rare_shipped = r
+
+    def take(
+        self, limit: int, chunks: list[bytes] | None = None
+    ) -> list[tuple[int, int, int, float, float]]:
         """Sender thread: up to `limit` written values from `read` on, in order, as
-        (seq, key id, step, t, value); stops at the first slot not yet written.
+        (seq, key id, step, t, value); stops at the first slot not yet written. With `chunks`,
+        the slots' own bytes are appended there too (refused numbers' stale slots among them,
+        which a reader tells by their sequence number).
 
         Slots are read a window at a time (a copy of the window, unpacked in one C call), not
         one `unpack_from` each: the windows grow while every slot in them is written."""
@@ -206,17 +294,23 @@ class Ring:
             count = min(window, limit - len(out), reserved - start)  # never past the reserved
             at = SLOTS_AT + start * SLOT_BYTES
             whole = True
-            for kid, step, t, value, written in _iter_slots(mm[at : at + count * SLOT_BYTES]):
+            buf = mm[at : at + count * SLOT_BYTES]
+            used = 0
+            for kid, step, t, value, written in _iter_slots(buf):
                 if written != seq:
                     if seq in skipped:  # refused (ring or key table full): counted already
                         skipped.discard(seq)
                         out.append((seq, -1, -1, 0.0, 0.0))
                         seq += 1
+                        used += 1
                         continue
                     whole = False
                     break
                 out.append((seq, kid, step, t, value))
                 seq += 1
+                used += 1
+            if chunks is not None and used:
+                chunks.append(buf if used == count else buf[: used * SLOT_BYTES])
             if not whole:
                 break
             window = min(window * 4, _MAX_WINDOW)
@@ -261,6 +355,25 @@ def read_header(mm: Any) -> dict[str, Any] | None:
         return None
     (step_t,) = struct.unpack_from("<d", mm, H_STEP_T * 8)
     return {"h": h, "step_t": step_t, "reserved": max(0, min(h[H_RESERVED], CAPACITY))}
+
+
+def read_rare(mm: Any, h: tuple[int, ...]) -> list[bytes]:
+    """The rare records' lines the header says are there (only whole entries)."""
+    side, used, count = h[H_RARE_SIDE], h[H_RARE_USED], h[H_RARE_COUNT]
+    if side not in (0, 1) or not 0 <= used <= RARE_HALF or len(mm) < FILE_BYTES:
+        return []
+    base, at, end = RARE_AT + side * RARE_HALF, 0, used
+    lines = []
+    for _ in range(max(count, 0)):
+        if at + RARE_ENTRY.size > end:
+            break
+        (length,) = RARE_ENTRY.unpack_from(mm, base + at)
+        at += RARE_ENTRY.size
+        if at + length > end:
+            break
+        lines.append(bytes(mm[base + at : base + at + length]))
+        at += length
+    return lines
 
 
 def read_keys(mm: Any, count: int) -> list[tuple[str, str]]:
@@ -308,6 +421,19 @@ def current() -> Ring | None:
         except Exception:  # noqa: BLE001 - promise 1
             pass
     return ring
+
+
+def keep_rare(sender: Any, record: dict[str, Any]) -> None:
+    """The sender's hook for each rare record: kept in this process's ring (made if need be)."""
+    if sender is not get_sender():
+        return  # a sender of its own (a test's): no ring of the process's
+    ring = current()
+    if ring is not None:
+        sender.rare_shipped = ring.rare_sent
+        ring.keep_rare(record)
+
+
+sender_module.rare_keeper = keep_rare
 
 
 def forget() -> None:

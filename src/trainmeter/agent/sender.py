@@ -38,6 +38,11 @@ _MAX_BACKLOG = 256  # datagrams kept while the receiver is full, then dropped an
 _RING_BATCH = 2048  # values taken from the ring per datagram batch
 #: The socket path gone this long (not bound again by `tm`): the supervisor is gone too.
 MISSING_GIVE_UP_S = 30.0
+#: Kinds the ring keeps its own way (step totals, value slots); every other kind is "rare".
+_NOT_RARE = frozenset({"step", "metric"})
+#: Set by `agent.ring` when imported: (sender, record) -> None, numbers the record (`r`) and
+#: keeps its line in the process's ring, so a process killed before the next tick loses none.
+rare_keeper: Callable[[Sender, dict[str, Any]], None] | None = None
 
 
 def _rank_from_env() -> int | None:
@@ -59,6 +64,7 @@ class Sender:
         self.pid = os.getpid()
         self.quiet = False
         self.dropped = 0
+        self.drop_reasons: dict[str, int] = {}  # why each of `dropped` was lost, where it was
         self._reported_dropped = 0
         self._queue: collections.deque[dict[str, Any]] = collections.deque()
         self._drains: list[Callable[[], None]] = []
@@ -66,6 +72,9 @@ class Sender:
         #: Set by the outbox: take up to n values from the ring as (lines, the last number);
         #: called after a datagram holding numbers up to q was sent; how many wait.
         self.ring_source: Callable[[int], tuple[list[bytes], int]] | None = None
+        #: Set by the outbox: the same values as one binary datagram (tm formats them), how
+        #: many records it stands for, and the last number; preferred over `ring_source`
+        self.ring_values: Callable[[int], tuple[bytes, int, int]] | None = None
         self.on_shipped: Callable[[int], None] | None = None
         self.ring_pending: Callable[[], int] | None = None
         self.pending_count: Callable[[], int] | None = None
@@ -73,6 +82,8 @@ class Sender:
         self.ring_dropped: Callable[[int], int] | None = None
         #: Set by the outbox: why values were dropped, in words, for the count's fact
         self.drop_note: Callable[[int], str] | None = None
+        #: Set by the ring: every rare record numbered up to r was shipped (its copy may go)
+        self.rare_shipped: Callable[[int], None] | None = None
         self.at_exit_left = 0
         self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
         self._missing_since: float | None = None  # when the socket path was first found gone
@@ -91,17 +102,21 @@ class Sender:
         """Queue one record. Costs a dict and a deque append."""
         if self.quiet:
             return
-        self._queue.append(
-            {
-                "v": records.VERSION,
-                "t": time.monotonic() if t is None else t,
-                "src": src,
-                "rank": self.rank,
-                "pid": self.pid,
-                "kind": kind,
-                "d": d,
-            }
-        )
+        record = {
+            "v": records.VERSION,
+            "t": time.monotonic() if t is None else t,
+            "src": src,
+            "rank": self.rank,
+            "pid": self.pid,
+            "kind": kind,
+            "d": d,
+        }
+        if kind not in _NOT_RARE and rare_keeper is not None:
+            try:
+                rare_keeper(self, record)
+            except Exception:  # noqa: BLE001 - promise 1: the socket still carries it
+                pass
+        self._queue.append(record)
         if self._thread is None:
             self._start()
 
@@ -146,16 +161,21 @@ class Sender:
         total = self.dropped_total()
         if total != self._reported_dropped:
             self._reported_dropped = total
-            fact: dict[str, Any] = {"key": "agent_dropped_records", "value": total, "source": "detected"}
-            try:
-                if self.drop_note is not None:
-                    fact["note"] = self.drop_note(self.dropped)
-            except Exception:  # noqa: BLE001 - promise 1: the count goes without its words
-                pass
+            d = {"key": "agent_dropped_records", "value": total, "source": "detected"}
+            if total > self.dropped:
+                self.drop_reasons["refused by the ring (full, or its key table full)"] = (
+                    total - self.dropped
+                )
+            parts = [f"{n} {why}" for why, n in sorted(self.drop_reasons.items()) if n]
+            try:  # the ring's refusals in words (which table was full), from the outbox
+                words = self.drop_note(0) if total > self.dropped and self.drop_note else ""
+            except Exception:  # noqa: BLE001 - promise 1: the count goes without those words
+                words = ""
+            d["note"] = "; ".join(parts + ([f"the ring's refusals: {words}"] if words else []))
             self._queue.append(
                 records.make(
                     "fact",
-                    fact,
+                    d,
                     t=time.monotonic(),
                     src="agent",
                     rank=self.rank,
@@ -163,46 +183,59 @@ class Sender:
                 )
             )
         lines: list[bytes] = []
+        rare = 0  # the highest rare number among them
         while self._queue:
             record = self._queue.popleft()
             try:
                 line = records.encode(record).encode("utf-8")
             except records.RecordError:
-                self.dropped += 1
+                self.drop(1, "not encodable as JSON")
                 continue
             if len(line) > records.MAX_DATAGRAM:
-                self.dropped += 1
+                self.drop(1, "too large for a datagram")
                 continue
             lines.append(line)
-        self._pack(lines, 0)
+            r = record.get("r")
+            if r is not None and r > rare:
+                rare = r
+        self._pack(lines, 0, rare)
         self._ship()
         source = self.ring_source
         # values from the ring while the receiver keeps up: what it cannot take yet stays in
         # the ring (shared memory), not in this process, so nothing waits here to be lost
+        values = self.ring_values
         while source is not None and not self._backlog and not self.quiet and not self._ring_closed:
-            ring_lines, last = source(_RING_BATCH)
-            if not last:
-                break
-            self._pack(ring_lines, last)
+            if values is not None:
+                datagram, count, last = values(_RING_BATCH)
+                if not last:
+                    break
+                self._backlog.append((datagram, last, count, 0))
+            else:
+                ring_lines, last = source(_RING_BATCH)
+                if not last:
+                    break
+                self._pack(ring_lines, last)
             self._ship()
 
-    def _pack(self, lines: list[bytes], last_q: int) -> None:
+    def _pack(self, lines: list[bytes], last_q: int, rare: int = 0) -> None:
         """Join lines into datagrams of at most MAX_DATAGRAM bytes. With lines from the ring
         (`last_q` > 0) every datagram is marked -1 ("the ring's") and the last one carries
-        `last_q`, the highest number among them, to release when shipped; 0: not the ring's."""
+        `last_q`, the highest number among them, to release when shipped; 0: not the ring's.
+        The last datagram also carries `rare`, the highest rare record number among the lines:
+        once it is shipped, the ring's copies up to it may go."""
         batch: list[bytes] = []
         size = 0
         for line in lines:
             if len(line) > records.MAX_DATAGRAM:
-                self.dropped += 1  # one value under a key of tens of kilobytes: counted
+                self.drop(1, "too large for a datagram")  # a key of tens of kilobytes
                 continue
             if size + len(line) + 1 > records.MAX_DATAGRAM and batch:
-                self._backlog.append((b"\n".join(batch), -1 if last_q else 0, len(batch)))
+                self._backlog.append((b"\n".join(batch), -1 if last_q else 0, len(batch), 0))
                 batch, size = [], 0
             batch.append(line)
             size += len(line) + 1
         if batch or last_q:
-            self._backlog.append((b"\n".join(batch), last_q, len(batch)))
+            self._backlog.append((b"\n".join(batch), last_q, len(batch), rare))
 
     def flush_at_exit(self, timeout: float = 2.0) -> None:
         """The last flush: wait (briefly) for a busy receiver instead of dropping the tail.
@@ -219,19 +252,24 @@ class Sender:
             self.flush()
         if self.quiet:
             return
-        left = sum(n for _, q, n in self._backlog if not q) + len(self._queue)
+        left = sum(n for _, q, n, _ in self._backlog if not q) + len(self._queue)
         left += self.pending_values(ring=False)
         if left or self._backlog:
             # Giving up. Values the ring holds stay there for tm, which takes every number
             # above the last it received: so no later value may be shipped past them now
             self._ring_closed = True
-            self.dropped += left
+            self.drop(left, "receiver full at exit")
             self.dropped_total()  # into the ring's header first: tm reads it whatever happens
             self._backlog.clear()
             self._queue.clear()
             if left:
                 self.flush()  # only the count now: one short datagram
         self.at_exit_left = left
+
+    def drop(self, n: int, why: str) -> None:
+        """Count `n` records lost here, with the reason (the fact's note says each)."""
+        self.dropped += n
+        self.drop_reasons[why] = self.drop_reasons.get(why, 0) + n
 
     def dropped_total(self) -> int:
         """Records this process dropped (here) or refused (its ring full), kept in the ring's
@@ -257,7 +295,7 @@ class Sender:
     def _ship(self) -> None:
         sock = self._socket()
         while self._backlog and not self.quiet:
-            datagram, last_q, count = self._backlog[0]
+            datagram, last_q, count, rare = self._backlog[0]
             if datagram:
                 try:
                     sock.sendto(datagram, self.path)
@@ -283,19 +321,22 @@ class Sender:
                 except OSError:
                     if last_q:
                         break  # the ring's: never skip past it (tm would then skip it too)
-                    self.dropped += count
+                    self.drop(count, "send failed")
+                    rare = 0  # not shipped: the ring keeps its copies
                 else:
                     self._delivered_once = True
             self._missing_since = None
             self._backlog.popleft()
             if last_q > 0 and self.on_shipped is not None:
                 self.on_shipped(last_q)
+            if rare and self.rare_shipped is not None:
+                self.rare_shipped(rare)
         while len(self._backlog) > _MAX_BACKLOG:
-            datagram, last_q, count = self._backlog.popleft()
+            datagram, last_q, count, rare = self._backlog.popleft()
             if last_q:  # the ring still holds these: leave them to it rather than drop them
-                self._backlog.appendleft((datagram, last_q, count))
+                self._backlog.appendleft((datagram, last_q, count, rare))
                 break
-            self.dropped += count
+            self.drop(count, "receiver behind (backlog full)")
 
     def _socket(self) -> socket.socket:
         if self._sock is None:
@@ -320,6 +361,7 @@ class Sender:
         own pid; nothing of the parent's queue, whose records are the parent's to send."""
         self.pid = os.getpid()
         self.dropped = self._reported_dropped = 0
+        self.drop_reasons = {}
         self._ring_closed = False
         if self._sock is not None:
             try:
@@ -327,6 +369,7 @@ class Sender:
             except OSError:
                 pass
         self._sock = None
+        self.rare_shipped = None  # the parent's ring's: the child's ring sets its own
         self._thread = None
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()

@@ -237,8 +237,12 @@ class Engine:
         return model_flops.shape_of(self.facts)
 
     def no_agent(self) -> str | None:
-        """Why nothing counts steps and tokens (no agent said hello), or None when one did."""
+        """Why nothing counts steps and tokens (no agent said hello, or the agent saw no step
+        signal in the loop: the `step_signal` fact "none"), or None when they are counted."""
         if self.agent_seen:
+            unseen = self.facts.get("step_signal")
+            if unseen is not None and unseen.value == "none" and not self.clock.records:
+                return unseen.note
             return None
         reason = self.facts.value("observe_only")
         if reason is not None:

@@ -25,6 +25,15 @@ MEASURED_PARTS = (
     ("eval", "eval", "Eval"),
 )
 
+#: Why a phase whose probe was attached has no seconds: the probe saw none of it. The views
+#: say "not measured" with this reason rather than show a zero that reads as a timed one.
+NONE_SEEN = {
+    "data": "no DataLoader was iterated",
+    "checkpoint": "nothing was saved with torch.save, save_pretrained, safetensors or "
+    "torch.distributed.checkpoint",
+    "eval": "the model never went to eval() and back to train()",
+}
+
 
 def _part(
     name: str, label: str, seconds: float | None, measured: bool, n: int | None = None
@@ -134,10 +143,15 @@ class TimeLedger:
         if "data" in measured:
             data_rest = max(measured["data"] - self.before.get("data", 0.0), 0.0)
         parts = [_part("startup", "Startup and compile", startup, True)]
-        parts += [
-            _part(name, label, measured.get(name), name in measured, self.phase_n.get(name, 0))
-            for name, _probe, label in MEASURED_PARTS
-        ]
+        for name, probe, label in MEASURED_PARTS:
+            part = _part(name, label, measured.get(name), name in measured, self.phase_n.get(name, 0))
+            if name not in measured:
+                part["reason"] = data_reason if name == "data" and data_reason else (
+                    f"the {probe} probe did not attach"
+                )
+            elif not self.phase_n.get(name):
+                part["reason"] = NONE_SEEN[name]
+            parts.append(part)
         unmeasured = [p["label"] for p in parts if not p["measured"]]
         compute_label = "Compute"
         if unmeasured:

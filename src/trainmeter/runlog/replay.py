@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import checkpoint
 from . import engine_load as parts
 from .decode import Decoder, log_summary
 from .observers import ObserverSet
@@ -63,23 +64,40 @@ def replay(
     observers: Iterable[Any] = (),
     max_snapshots: int = MAX_SNAPSHOTS,
     min_interval_s: float = MIN_INTERVAL_S,
+    resume: bool = True,
 ) -> ReplayResult:
-    """Stream `events` through a fresh engine; return its final snapshot and what was skipped."""
+    """Stream `events` through a fresh engine; return its final snapshot and what was skipped.
+
+    With the default engine and `resume`, the replay starts from the checkpoint beside the log
+    when one can be trusted (`checkpoint.load`) and reads only what follows it, then leaves a
+    new checkpoint for the next look; the snapshot is the one a full replay gives."""
     warn = warn or WarnOnce()
-    missing = None
-    if engine_factory is None:
-        engine_factory, missing = parts.load_engine_factory(warn)
-    engine, reason = parts.make_engine(engine_factory, warn)
+    observers = list(observers)
+    # a checkpoint keeps the default pacing of snapshots: a replay paced otherwise reads it all
+    use_ckpt = resume and engine_factory is None and min_interval_s == MIN_INTERVAL_S
+    state = _resumed(events, observers) if use_ckpt else None
+    missing = reason = None
+    if state is None:
+        if engine_factory is None:
+            engine_factory, missing = parts.load_engine_factory(warn)
+        engine, reason = parts.make_engine(engine_factory, warn)
+        state = _State(engine, Decoder(), _interval(events, max_snapshots, min_interval_s), observers)
     recorder = Recorder(RunStore(warn), warn)
-    recorder.attach_engine(engine, missing or reason)
-    result = ReplayResult(snapshot={})
-    decoder = Decoder()
-    interval = _interval(events, max_snapshots, min_interval_s)
-    feed = _Observed(recorder, list(observers), warn, interval)
+    recorder.attach_engine(state.engine, missing or reason)
+    recorder.hello_pids, recorder.observe_only = state.hello_pids, state.observe_only
+    recorder.feed_errors = state.feed_errors
+    result = ReplayResult(snapshot={}, lines=state.lines)
+    decoder = state.decoder
+    feed = _Observed(recorder, state.observers, warn, state.interval)
+    feed.next_t = state.next_t
+    start = state.offset
     with open(events, "rb") as fh:
+        fh.seek(start)
+        consumed = start  # bytes of the log up to the end of the last whole line read
         rest = b""
         skipping = False  # inside a line too long to be a record: drop bytes up to its newline
         while block := fh.read(BLOCK):
+            consumed += len(block)
             lines = (rest + block).split(b"\n")
             rest = lines.pop()  # the part after the last newline: the next block's start
             if skipping:
@@ -99,6 +117,12 @@ def replay(
                     decoder.skip("line too long")
                 lines = kept
             feed(decoder.many(lines))
+        offset = consumed - len(rest)
+        if use_ckpt and not skipping and state.engine is not None and offset > start:
+            state.lines, state.offset, state.next_t = result.lines, offset, feed.next_t
+            state.feed_errors = recorder.feed_errors
+            state.observers = list(feed.observers.observers)
+            checkpoint.save(events, offset, [_name(o) for o in state.observers], state)
         if rest and not skipping:  # a last line without its newline (a crash cut it, or an editor)
             result.lines += 1
             feed(decoder.many([rest]))
@@ -111,6 +135,73 @@ def replay(
     result.snapshot["log"] = log_summary(result.lines, decoder.good, decoder.reasons)
     feed.finish(result.snapshot)
     return result
+
+
+class _State:
+    """What a replay carries from one line to the next, and a checkpoint keeps."""
+
+    def __init__(self, engine: Any, decoder: Decoder, interval: float, observers: list[Any]):
+        self.engine = engine
+        self.decoder = decoder
+        self.interval = interval
+        self.observers = observers
+        self.offset = 0  # log bytes covered
+        self.lines = 0
+        self.next_t: float | None = None
+        self.hello_pids: set[int] = set()
+        self.observe_only: list[str] = []
+        self.feed_errors = 0
+
+
+def save_finished(events: Path, recorder: Recorder) -> bool:
+    """At the end of a run: the live engine's state as the checkpoint of its sealed log.
+
+    The live engine was fed exactly the logged records, in order, each of them a good line
+    (`Recorder`), so it is the state a full replay reaches; the dashboard's history is not kept
+    (the live one is paced by the wall clock, a replay's by the run's records), so the first
+    `tm view` replays once and leaves a checkpoint with it."""
+    engine = recorder.engine
+    try:
+        size = events.stat().st_size
+    except OSError:
+        return False
+    if engine is None or not recorder.sealed:
+        return False
+    decoder = Decoder()
+    decoder.lines = decoder.good = recorder.written
+    decoder.ended = True
+    state = _State(engine, decoder, _interval(events, MAX_SNAPSHOTS), [])
+    state.offset, state.lines = size, recorder.written
+    state.hello_pids, state.observe_only = set(recorder.hello_pids), list(recorder.observe_only)
+    state.feed_errors = recorder.feed_errors
+    return checkpoint.save(events, size, [], state)
+
+
+def _name(obs: Any) -> str:
+    return f"{type(obs).__module__}.{type(obs).__qualname__}"
+
+
+def _resumed(events: Path, observers: list[Any]) -> _State | None:
+    """The checkpoint's state, with each of `observers` given its saved state; None when there
+    is no trusted checkpoint, or it lacks one of them (a view that needs the whole run)."""
+    found = checkpoint.load(events)
+    if found is None:
+        return None
+    _, _, state = found
+    if not isinstance(state, _State):
+        return None
+    saved = list(state.observers)
+    merged = []
+    for obs in observers:
+        match = next((s for s in saved if type(s) is type(obs)), None)
+        if match is None or not hasattr(obs, "__dict__"):
+            return None
+        saved.remove(match)
+        obs.__dict__.clear()
+        obs.__dict__.update(match.__dict__)
+        merged.append(obs)
+    state.observers = merged + saved  # saved views nobody asked for are kept up to date too
+    return state
 
 
 def _interval(events: Path, max_snapshots: int, min_interval_s: float = MIN_INTERVAL_S) -> float:

@@ -330,6 +330,43 @@ def _shebang_python(path: str) -> str | None:
     return None
 
 
+def _script_python(path: str) -> list[str] | None:
+    """The first Python command line a shell script runs (`python -I train.py`,
+    `/other/venv/bin/python train.py`), words from the interpreter on; None when none is
+    found. Read as text, never run: a line that does not split as shell words is skipped."""
+    import shlex
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(65536)
+    except OSError:
+        return None
+    for line in text.splitlines()[1:] if text.startswith("#!") else text.splitlines():
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        for i, word in enumerate(words):
+            if is_python(word, [word]):
+                return words[i:]
+    return None
+
+
+def _judge_command(command: list[str], env: Mapping[str, str], diagnose: Diagnose) -> str:
+    """Why this Python command line runs without the agent ("" when it would load it)."""
+    for letter in "ISE":
+        if letter in interpreter_flags(command):
+            return _FLAG_REASONS[letter]
+    program = command[0]
+    exe = program if os.sep in program else (shutil.which(program, path=env.get("PATH")) or "")
+    if not exe:
+        return ""
+    try:
+        return diagnose(exe, env) or ""
+    except Exception:  # noqa: BLE001 - a failed diagnosis says nothing
+        return ""
+
+
 def reason_without_hello(
     command: list[str],
     env: Mapping[str, str],
@@ -351,6 +388,12 @@ def reason_without_hello(
     if not is_python(exe, command):
         shebang = _shebang_python(exe) if path else None
         if shebang is None:
+            # a shell script: the Python it runs may have ended before the watcher saw it
+            inner = _script_python(exe) if path else None
+            if inner and env.get(ENV_DISABLE) != "1":
+                said = _judge_command(inner, env, diagnose)
+                if said:
+                    return f"{said} (the Python that {name} runs: {' '.join(inner[:4])})"
             return NOT_PYTHON.format(name=name)
         interpreter = shebang if os.sep in shebang else (shutil.which(shebang) or shebang)
     else:

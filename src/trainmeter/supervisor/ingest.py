@@ -20,6 +20,7 @@ import contextlib
 import os
 import shutil
 import socket
+import struct
 import sys
 import tempfile
 import threading
@@ -165,6 +166,7 @@ class Ingest:
         self.dir = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-", dir=socket_parent())
         self.path = os.path.join(self.dir, _SOCK_NAME)
         self.decoder = Decoder(from_socket=True)
+        self.values = None  # a `values.ValueLines`, made at the first values datagram
         self.received = 0  # good records
         self.datagrams = 0
         self.last_rx = time.monotonic()
@@ -296,7 +298,19 @@ class Ingest:
         self.datagrams += 1
         self.last_rx = time.monotonic()
         try:
-            for line, record in self.decoder.datagram(data):
+            if data[:1] == b"\x00":  # the values of a ring, as the ring holds them
+                from .values import ValueLines, slots_in
+
+                if self.values is None:
+                    self.values = ValueLines()
+                try:
+                    pairs = self.decoder.many(self.values.lines(data))
+                except (ValueError, struct.error):
+                    self.decoder.skip("values datagram unreadable", slots_in(data))
+                    return
+            else:
+                pairs = self.decoder.datagram(data)
+            for line, record in pairs:
                 self.received += 1
                 try:
                     self.sink(line, record)

@@ -12,7 +12,9 @@ records; the file still has them. So `tm`:
    delivered (`recover`), marked `"recovered": true`, before `run.end`.
 
 Each value carries its number, and the socket keeps order, so "above the highest received" is
-exactly "never delivered": nothing is logged twice. Steps are running totals: the missing part
+exactly "never delivered": nothing is logged twice. The rare records (hello, facts, phases,
+alerts) carry their own numbers (`r`); the ring keeps each until it was shipped, and `tm`
+logs those whose number it never received, in their order. Steps are running totals: the missing part
 is the ring's total less what the step records delivered. Values the agent refused because its
 ring was full are counted there and logged as `agent_dropped_records`.
 """
@@ -40,6 +42,8 @@ class Delivered:
         #: pid -> [highest n, tokens, real tokens, micro-batches] from its step records
         self.steps: dict[int, list[int]] = {}
         self.dropped_reported: dict[int, int] = {}
+        #: pid -> [n, numbers above n]: the rare records received (every one up to n)
+        self.rare: dict[int, list[Any]] = {}
 
     def see(self, record: dict[str, Any]) -> None:
         pid = record.get("pid")
@@ -47,6 +51,9 @@ class Delivered:
         if type(q) is int and q > self.last_q.get(pid, 0):  # type: ignore[arg-type]
             self.last_q[pid] = q  # type: ignore[index]
             return
+        r = record.get("r")
+        if type(r) is int:
+            self._see_rare(pid, r)  # type: ignore[arg-type]
         kind = record.get("kind")
         if kind == "fact":
             d = record.get("d") or {}
@@ -66,6 +73,22 @@ class Delivered:
             value = d.get(name)
             if type(value) is int:
                 totals[at] += value
+
+    def _see_rare(self, pid: int, r: int) -> None:
+        seen = self.rare.get(pid)
+        if seen is None:
+            seen = self.rare[pid] = [0, set()]
+        if r <= seen[0]:
+            return
+        above: set[int] = seen[1]
+        above.add(r)
+        while seen[0] + 1 in above:  # in order (the usual case) nothing stays in the set
+            seen[0] += 1
+            above.discard(seen[0])
+
+    def rare_received(self, pid: int, r: int) -> bool:
+        seen = self.rare.get(pid)
+        return seen is not None and (r <= seen[0] or r in seen[1])
 
     def wrap(self, sink: Callable[[bytes, dict[str, Any]], None]) -> Callable[..., None]:
         """The ingest sink, watched."""
@@ -166,7 +189,15 @@ def _missing(mm: mmap.mmap, delivered: Delivered) -> list[dict[str, Any]]:
     h = header["h"]
     pid = h[layout.H_PID]
     rank = h[layout.H_RANK] if h[layout.H_RANK] >= 0 else None
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = _missing_rare(mm, h, pid, delivered)
+    kept = {rec["r"] for rec in out}
+    floor = delivered.rare.get(pid, [0])[0]  # every number up to it was received
+    last = min(max(h[layout.H_RARE_LAST], 0), floor + layout.RARE_BYTES)  # a damaged header: bounded
+    rare_lost = sum(
+        1
+        for r in range(floor + 1, last + 1)
+        if r not in kept and not delivered.rare_received(pid, r)
+    )  # numbered, never delivered and not in the ring (its rare area was full)
     step = _missing_step(h, header["step_t"], delivered.steps.get(pid))
     if step is not None:
         out.append(records.make("step", step, t=header["step_t"], src="agent", rank=rank, pid=pid))
@@ -178,19 +209,39 @@ def _missing(mm: mmap.mmap, delivered: Delivered) -> list[dict[str, Any]]:
         h[layout.H_DROPPED_KEYS],
         h[layout.H_DROPPED_SENDER],
     )
-    if full + keys + sender > delivered.dropped_reported.get(pid, 0):
+    if full + keys + sender + rare_lost > delivered.dropped_reported.get(pid, 0):
         fact = {
             "key": "agent_dropped_records",
-            "value": full + keys + sender,
+            "value": full + keys + sender + rare_lost,
             "source": "detected",
             "note": (
                 f"{full} values refused with the agent's ring full (the receiver fell "
                 f"{layout.CAPACITY} values behind), {keys} with its key table full or not storable, "
-                f"{sender} records the sender could not deliver (receiver full at exit, or gone)"
+                f"{sender} records the sender could not deliver (receiver full at exit, or gone;"
+                f" those its ring kept are in the log, recovered), {rare_lost} rare records"
+                " neither delivered nor kept (the ring's area for them was full)"
             ),
         }
         t = out[-1]["t"] if out else header["step_t"]
         out.append(records.make("fact", fact, t=t, src="agent", rank=rank, pid=pid))
+    return out
+
+
+def _missing_rare(
+    mm: mmap.mmap, h: tuple[int, ...], pid: int, delivered: Delivered
+) -> list[dict[str, Any]]:
+    """The rare records the ring kept and the socket never delivered, in their order."""
+    out: list[dict[str, Any]] = []
+    for line in layout.read_rare(mm, h):
+        try:
+            record = records.decode(line.decode("utf-8"))
+        except (records.RecordError, UnicodeDecodeError):
+            continue  # a damaged entry: that one only
+        r = record.get("r")
+        if type(r) is not int or record.get("pid") != pid or delivered.rare_received(pid, r):
+            continue
+        record["recovered"] = True
+        out.append(record)
     return out
 
 

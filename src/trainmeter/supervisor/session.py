@@ -38,6 +38,9 @@ from .launcher import (
 )
 from .options import RunOptions
 
+#: A finished run's log shorter than this replays in a blink: `tm` leaves it no checkpoint.
+LIVE_CHECKPOINT_FROM = 1 << 20
+
 TYPE_CHECKING = False  # what only annotations need: imported by type checkers, not by a run
 if TYPE_CHECKING:
     from datetime import datetime
@@ -384,6 +387,8 @@ class Session:
         died = self.final.get("death")
         if isinstance(died, dict) and died.get("text"):
             end["cause"] = died["text"]  # `tm runs` reads it from meta.json
+        if self.store.path is not None and self.store.broken is None:
+            self._save_checkpoint(self.store.path / "events.jsonl")
         self.observers.finish(self.final)
         self.store.write_json(
             "meta.json",
@@ -406,6 +411,18 @@ class Session:
             except OSError:
                 pass
         self._reserve = []
+
+    def _save_checkpoint(self, events: Path) -> None:
+        """A long run's engine, kept beside its log: the next look at the run is at once.
+        A short log replays in a blink: no checkpoint, and nothing imported for one."""
+        try:
+            if os.stat(events).st_size < LIVE_CHECKPOINT_FROM:
+                return
+        except OSError:
+            return
+        from ..runlog.replay import save_finished
+
+        save_finished(events, self.recorder)
 
     def _explain_observe_only(self) -> None:
         """No process said hello: record why (once), and say it on stderr, however short the run.

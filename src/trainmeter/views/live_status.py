@@ -28,14 +28,26 @@ import time
 from typing import Any
 
 from .format import duration, percent, si
-from .memory_text import alert_numbers
-from .terminal import alerts, loss_text, mfu_text, number, plural, run_elapsed, train_loss
+from .memory_text import alert_numbers, now_figure
+from .terminal import (
+    alerts,
+    loss_text,
+    mfu_text,
+    number,
+    plural,
+    rate_window_label,
+    run_elapsed,
+    train_loss,
+)
 
 ESC = "\x1b"
 SAVE, RESTORE = ESC + "7", ESC + "8"
 ERASE_LINE = ESC + "[2K"
 RESET_REGION = ESC + "[r"
 MIN_ROWS = 4
+#: The priority of the rate's window beside tok/s ("(last 30 s)"): kept before OFU and the
+#: elapsed time, dropped before ETA, loss and MFU when the terminal is narrow.
+WINDOW = 4.5
 
 
 def region(rows: int) -> str:
@@ -72,6 +84,9 @@ def status_parts(snap: dict[str, Any], elapsed: float | None) -> list[tuple[floa
     tps = number(snap.get("tokens_per_s"))
     if tps is not None:
         parts.append((8, [(si(tps), "bold"), (" tok/s", "")]))
+        window = rate_window_label(snap)
+        if window:  # right after tok/s; dropped before MFU, loss and ETA when narrow
+            parts.append((WINDOW, [(f"({window})", "dim")]))
     mfu = mfu_text(snap)
     if mfu:
         if any(a.get("kind") == "mfu_impossible" for a in alerts(snap)):
@@ -87,6 +102,11 @@ def status_parts(snap: dict[str, Any], elapsed: float | None) -> list[tuple[floa
     eta = number(snap.get("eta_s"))
     if eta is not None:
         parts.append((5, [("ETA ", ""), (duration(eta), "bold")]))
+    memory = now_figure(snap)
+    if memory is not None:  # "mem 61.2/80.0 GiB" (reserved, fullest rank), "RSS 304 MiB" on CPU
+        warn = any(str(a.get("kind") or "").startswith("memory_") for a in alerts(snap))
+        parts.append((4.7, [(f"{memory[0]} ", "red" if warn else ""),
+                            (memory[1], "bold red" if warn else "bold")]))
     if elapsed is not None:
         parts.append((3, [(duration(elapsed), "dim")]))
     n = len(alerts(snap))
@@ -106,7 +126,8 @@ def status_text(snap: dict[str, Any], width: int, elapsed: float | None = None):
         text.append("tm  ", style="bold magenta")
         for i, (_, pieces) in enumerate(chosen):
             if i:
-                text.append(" " if chosen[i - 1][0] == 2 else "  ")  # the bar, then its %
+                # the bar, then its %; tok/s, then its window: one space
+                text.append(" " if chosen[i - 1][0] == 2 or chosen[i][0] == WINDOW else "  ")
             for piece, style in pieces:
                 text.append(piece, style=style or None)
         return text

@@ -70,6 +70,49 @@ def end_phrase(snap: dict[str, Any]) -> str | None:
     return None
 
 
+def _short(b: float, scale: float) -> str:
+    """Bytes in `scale` units, three figures at most: 61.2, 80.0, 304."""
+    v = b / scale
+    return f"{v:.1f}" if abs(v) < 99.95 else f"{v:.0f}"
+
+
+def _unit(b: float) -> tuple[float, str]:
+    for scale, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(b) >= scale:
+            return scale, unit
+    return 1.0, "B"
+
+
+def now_figure(snap: dict[str, Any]) -> tuple[str, str, str] | None:
+    """Memory now, for the live views: (label, figure, where). With a caching allocator, the
+    fullest rank's reserved bytes against its card, ('mem', '61.2/80.0 GiB', 'rank 3, 77%'),
+    because reserved memory is what runs out; without one (CPU), the largest process's
+    resident memory, ('RSS', '304 MiB', 'rank 0'). None when no rank has reported memory."""
+    rows = _rows(snap)
+    number = (int, float)
+    gpu = [(rank, row) for rank, row in rows.items() if isinstance(row.get("reserved_b"), number)
+           and not isinstance(row.get("reserved_b"), bool)]
+    where = "" if len(rows) == 1 else "rank {rank}"
+    if gpu:
+        rank, row = max(gpu, key=lambda r: r[1].get("reserved_share") or r[1]["reserved_b"])
+        reserved, total = row["reserved_b"], row.get("total_b")
+        if isinstance(total, number) and total > 0:
+            scale, unit = _unit(total)
+            figure = f"{_short(reserved, scale)}/{_short(total, scale)} {unit}"
+            bits = [where.format(rank=rank), f"{reserved / total:.0%}"]
+        else:
+            scale, unit = _unit(reserved)
+            figure, bits = f"{_short(reserved, scale)} {unit}", [where.format(rank=rank)]
+        return "mem", figure, ", ".join(b for b in bits if b)
+    cpu = [(rank, row) for rank, row in rows.items() if isinstance(row.get("rss_b"), number)
+           and not isinstance(row.get("rss_b"), bool)]
+    if cpu:
+        rank, row = max(cpu, key=lambda r: r[1]["rss_b"])
+        scale, unit = _unit(row["rss_b"])
+        return "RSS", f"{_short(row['rss_b'], scale)} {unit}", where.format(rank=rank)
+    return None
+
+
 def peak_per_gpu(snap: dict[str, Any]) -> list[dict[str, Any]]:
     """The passport's rows: each rank's device and its peak allocated and reserved bytes."""
     out = []

@@ -25,6 +25,7 @@ from typing import Any
 from ..redact import scrub_command, scrub_strings
 from ..snapread import finite_value as _num
 from .memory_text import peak_per_gpu
+from .passport_model import model_section
 
 PASSPORT_VERSION = 1
 
@@ -458,8 +459,11 @@ def _time_split(snap: dict[str, Any]) -> list[dict[str, Any]]:
     parts = []
     for part in _dict(snap.get("time")).get("parts") or []:
         if isinstance(part, dict) and _num(part.get("s")) is not None:
-            parts.append({"name": part.get("name"), "label": part.get("label"),
-                          "s": _num(part.get("s")), "measured": bool(part.get("measured"))})
+            entry = {"name": part.get("name"), "label": part.get("label"),
+                     "s": _num(part.get("s")), "measured": bool(part.get("measured"))}
+            if part.get("reason") and not _num(part.get("s")):  # a zero nobody timed
+                entry["not_measured"] = str(part["reason"])
+            parts.append(entry)
     return parts
 
 
@@ -492,6 +496,7 @@ def build_passport(snap: dict[str, Any], scrub: list[str] | None = None) -> dict
         "software": _software(snap),
         "training": b.numbers,
         "time_split": _time_split(snap),
+        "model": model_section(snap),
         "series": _series(snap),
         "memory": peak_per_gpu(snap),
         "facts": {

@@ -13,6 +13,7 @@ from typing import Any
 from .format import duration, fixed, percent
 from .markdown_safe import md_safe
 from .memory_text import peak_text
+from .passport_model import model_markdown
 
 
 def fmt(value: float | list[float] | None, unit: str = "") -> str:
@@ -86,6 +87,15 @@ def value_text(name: str, entry: dict[str, Any]) -> str:
     return text
 
 
+def absent_by_reason(absent: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """The missing numbers grouped by their reason, in first-seen order: one line per reason
+    reads shorter than the same sentence repeated under each key."""
+    groups: dict[str, list[str]] = {}
+    for name, reason in absent.items():
+        groups.setdefault(str(reason), []).append(str(name))
+    return list(groups.items())
+
+
 def render_markdown(passport: dict[str, Any]) -> str:
     """The compute section of a model card, derivations folded underneath. Every text from
     the run is escaped first (`markdown_safe`): the card is pasted where Markdown renders."""
@@ -119,6 +129,7 @@ def render_markdown(passport: dict[str, Any]) -> str:
     for row in passport.get("memory") or []:
         lines.append(f"| Peak memory, {peak_text(row)} |")
     lines.append("")
+    lines += model_markdown(passport.get("model"), fmt)
     series = passport.get("series", {})
     if series:
         lines += ["### Final values", "", "| Series | Final value | At step | Points |",
@@ -142,6 +153,9 @@ def render_markdown(passport: dict[str, Any]) -> str:
     if split and wall:
         lines += ["### Where the time went", "", "| Part | Time | Share |", "| --- | --- | --- |"]
         for part in split:
+            if part.get("not_measured"):
+                lines.append(f"| {part.get('label')} | not measured: {part['not_measured']} | |")
+                continue
             share = part["s"] / wall if wall else None
             mark = "" if part.get("measured") else " (remainder)"
             lines.append(f"| {part.get('label')}{mark} | {duration(part['s'])} | {fmt(share, 'fraction')} |")
@@ -149,7 +163,8 @@ def render_markdown(passport: dict[str, Any]) -> str:
     lines += _md_waterfall(passport.get("waterfall"))
     if absent:
         lines += ["### Not computed", ""]
-        lines += [f"- **{name}**: {reason}" for name, reason in absent.items()]
+        lines += [f"- {', '.join(f'**{n}**' for n in names)}: {reason}"
+                  for reason, names in absent_by_reason(absent)]
         lines.append("")
     lines += ["<details>", "<summary>How each number was computed</summary>", ""]
     cited: dict[str, str] = {}  # a peak's citation is printed once, then referred to

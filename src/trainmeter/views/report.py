@@ -266,6 +266,10 @@ def _time_html(passport: dict[str, Any]) -> str:
     for i, part in enumerate(split):
         share = part["s"] / wall
         color = f"var({_PART_COLORS[i % len(_PART_COLORS)]})"
+        if part.get("not_measured"):
+            rows.append(f'<tr><td><span class="sw" style="background:{color}"></span>{_e(part.get("label"))}'
+                        f'</td><td colspan=2>not measured: {_e(part["not_measured"])}</td></tr>')
+            continue
         bar.append(f'<div style="width:{share * 100:.2f}%;background:{color}"></div>')
         rows.append(f'<tr><td><span class="sw" style="background:{color}"></span>{_e(part.get("label"))}'
                     f'</td><td class=n>{_e(fmt(part["s"], "s"))}</td><td class=n>{share * 100:.1f}%</td></tr>')
@@ -335,7 +339,10 @@ def _passport_html(passport: dict[str, Any]) -> str:
     absent = passport.get("absent") or {}
     if absent:
         out += ["<h2>Not computed</h2>", "<ul>"]
-        out += [f"<li><b>{_e(k)}</b>: {_e(v)}</li>" for k, v in absent.items()]
+        from .passport_md import absent_by_reason
+
+        out += [f"<li>{', '.join(f'<b>{_e(n)}</b>' for n in names)}: {_e(why)}</li>"
+                for why, names in absent_by_reason(absent)]
         out.append("</ul>")
     out += ["<details><summary>How each number was computed</summary>"]
     for name, entry in numbers.items():

@@ -60,6 +60,22 @@ def train_loss(snap: dict[str, Any]) -> float | None:
     return number(entry.get("value")) if isinstance(entry, dict) else None
 
 
+def rate_window_label(snap: dict[str, Any]) -> str | None:
+    """Which window the rates are over, in a few words: 'last 30 s' while the run goes on (the
+    trailing window, or its actual seconds while the run is shorter), 'steady' once it has
+    ended (end of warm-up to the last step); None without a `rate_window` (see docs/rates.md)."""
+    window = snap.get("rate_window")
+    if not isinstance(window, dict):
+        return None
+    if window.get("kind") == "steady":
+        return "steady"
+    seconds, span = number(window.get("seconds")), number(window.get("span_s"))
+    if window.get("kind") != "trailing" or seconds is None:
+        return None
+    shown = span if span is not None and seconds >= span else seconds
+    return f"last {shown:.0f} s" if shown >= 10 else f"last {shown:.2g} s"
+
+
 def alerts(snap: dict[str, Any]) -> list[dict[str, Any]]:
     return [a for a in snap.get("alerts") or [] if isinstance(a, dict)]
 

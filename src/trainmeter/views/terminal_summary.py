@@ -110,8 +110,9 @@ def _part_legend(part: dict[str, Any], total: float | None) -> Any:
     glyph, style = PART_STYLE.get(str(part.get("name")), _OTHER_PART)
     label = part.get("label") or part.get("name")
     s = number(part.get("s"))
-    if s is None:
-        return _text((glyph, style), f" {label}: ", ("not measured", "dim"))
+    if s is None or (not s and part.get("reason")):  # a zero nobody timed is not a measured one
+        why = f" ({part['reason']})" if part.get("reason") else ""
+        return _text((glyph, style), f" {label}: ", (f"not measured{why}", "dim"))
     share = f" {percent(s / total)}" if total else ""
     how = "" if part.get("measured", True) else " (the rest)"
     count = f", {part['n']}×" if isinstance(part.get("n"), int) and part["n"] else ""

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from .format import duration, ms, percent, si, si_unit
-from .terminal import alerts, loss_text, number, run_elapsed, train_loss
+from .memory_text import now_figure
+from .terminal import alerts, loss_text, number, rate_window_label, run_elapsed, train_loss
 from .terminal_summary import LADDER_COLUMNS, PART_STYLE, _text, bar, time_bar
 
 SHORT_LADDER = ("util", "SM", "tensor", "OFU", "MFU")  # GPU-Util, SM/tensor active, OFU, MFU
@@ -34,6 +35,24 @@ def sparkline(values: list[float], width: int) -> str:
     if hi - lo <= 1e-6 * max(abs(hi), abs(lo)):  # flat, give or take rounding
         return SPARKS[3] * len(cells)
     return "".join(SPARKS[min(int((v - lo) / (hi - lo) * 8), 7)] for v in cells)
+
+
+def _window_sub(snap: dict[str, Any], step_time: float | None) -> str:
+    """Under tokens/s: the window the rate is over first ('last 30 s', 'steady'), then the
+    step time over the same window; the window stays when the tile is too narrow for both."""
+    bits = [rate_window_label(snap), ms(step_time) if step_time is not None else None]
+    return ", ".join(b for b in bits if b)
+
+
+def _memory_tile(snap: dict[str, Any]) -> tuple[str, str | None, str, str]:
+    """Memory now: reserved against the card on the fullest rank ('61.2/80.0 GiB' over
+    'reserved, 77%'), or the process's resident memory on CPU ('304 MiB' over 'RSS')."""
+    figure = now_figure(snap)
+    if figure is None:
+        return ("memory", None, "", "memory")
+    label, value, where = figure
+    first = "reserved" if label == "mem" else "RSS"
+    return ("memory", value, ", ".join(b for b in (first, where) if b), "memory")
 
 
 class TopScreen:
@@ -126,13 +145,14 @@ class TopScreen:
             ("progress", percent(progress) if progress is not None else None,
              f"ETA {duration(eta)}" if eta is not None else f"{si(steps)} steps", "progress"),
             ("tokens/s", si(tps) if tps is not None else None,
-             ms(step_time) if step_time is not None else "", "tokens_per_s"),
+             _window_sub(snap, step_time), "tokens_per_s"),
             ("MFU", mfu_shown, mfu_sub, "mfu"),
             ("OFU", percent(ofu) if ofu is not None else None, "counters" if ofu is not None else "", "ofu"),
             ("loss", loss_text(loss) if loss is not None else None, "train", ""),
             ("goodput", percent(goodput) if goodput is not None else None, "of wall time", "goodput"),
             ("energy", si_unit(joules, "J") if joules is not None else None,
              f"{si_unit(jpt, 'J')}/tok" if jpt is not None else "", "energy"),
+            _memory_tile(snap),
         ]
         table = Table(box=None, expand=True, show_header=True, header_style="dim", padding=(0, 1),
                       show_edge=False, pad_edge=False)

@@ -287,6 +287,7 @@ def on_adopt(root: Any) -> None:
     global _structure, _seq_fed, _tokens_shape, _seq_sent
     _remove_seq_hook()
     _seq_fed, _tokens_shape, _seq_sent = None, None, False
+    tok.batch_axis = 0  # until this root's sequence layer says otherwise
     chain = unwrap_chain(root)
     _structure = structure.read(chain[-1], _torch)
     module = _structure.seq_module
@@ -339,7 +340,7 @@ def _settle_seq_len() -> None:
         axis = 0 if st.seq_first else 1
         tok.batch_axis = 1 - axis
         layout = "(T, B)" if st.seq_first else "(B, T)"
-        note = f"token tensor read as {layout}, the layout of its first {layer} (compiled model)"
+        note = f"token tensor read as {layout}, the layout of its first {layer}"
         _fact("seq_len", int(shape[axis]), note)
         return
     _fact("seq_len", int(shape[1]), f"second dimension of the first token tensor ({st.reason})")

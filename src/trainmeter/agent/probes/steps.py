@@ -14,14 +14,14 @@ How the model's forward is found, cheaply:
   optimizers in one iteration (a GAN's generator and discriminator, an actor and a critic) make
   one step: a step begins when an optimizer steps that already stepped in the current one, and
   the others that follow join it (unless those of the current step are gone: an optimizer made
-  anew, each epoch say, replaces the old one and begins a step). The same optimizer stepping again with no root forward since
-  may mean the model was replaced: discovery starts again (it re-adopts the same root in place if
-  nothing changed), and nothing is counted.
+  anew, each epoch say, replaces the old one and begins a step). The same optimizer stepping
+  again with no root forward since may mean the model was replaced: discovery starts again (it
+  re-adopts the same root in place if nothing changed), and nothing is counted.
 - With no `torch.optim.Optimizer` in the process (weights updated by hand,
   `p.data.add_(p.grad, alpha=-lr)`, a functional optimizer, an optimizer class of the user's own),
   each backward pass through the root's output is the step: a pre-hook on the output's `grad_fn`
   (a node of that call's autograd graph, freed with it; nothing is attached to the model). One
-  backward call counts once. The `step_signal` fact says which signal counted the steps.
+  backward call counts once (`step_signal`, which also names the signal in a fact).
 - Forwards with gradients off (`torch.no_grad`, `inference_mode`: evaluation) are never
   micro-batches, and never adopt a root.
 
@@ -33,7 +33,8 @@ trace), so they add no graph break, no guard and no recompile, and `fullgraph=Tr
 (A non-strict `torch.export` of the root in training mode runs it eagerly: that call counts as a
 micro-batch of the next step.)
 A root compiled in place is counted from outside its compiled call instead: `nn.Module.compile`
-is wrapped so the module's `_compiled_call_impl` goes through `_compiled_pre` first, eagerly.
+is wrapped so the module's `_compiled_call_impl` goes through `_compiled_pre` first, eagerly
+(`compile_support`, which also says why a step compiled with the optimizer is not counted).
 
 Nothing is sent from the hot path: the step hook publishes the running totals in one
 `struct.pack_into` into the header of the process's ring (`agent.ring`, shared memory that
@@ -46,20 +47,19 @@ process killed mid-write never sees a step whose tokens are missing.
 
 from __future__ import annotations
 
-import functools
+import atexit
 import os
 import struct
-import sys
 import time
 import warnings
 import weakref
 from collections import namedtuple
 from collections.abc import Callable
 
-from .. import importhook
 from .. import ring as ring_module
 from ..sender import get_sender
-from . import guard
+from . import compile_support, guard
+from . import step_signal as signal
 from . import tokens as tok
 
 TYPE_CHECKING = False  # typing costs milliseconds in every Python the run starts
@@ -77,11 +77,6 @@ _real_on = True
 #: The optimizers that stepped in the step in progress: id() -> a weak reference (holding the
 #: optimizer would keep its state alive; a dead one was replaced, and is no partner)
 _cycle: dict[int, Any] = {}
-#: True while no torch.optim.Optimizer was made in this process: steps then come from backward
-#: passes through the root's output (see the module docstring)
-_by_backward = True
-_last_task = -1  # the autograd graph task of the last backward-counted step
-_signal_sent = ""
 
 _any_tokens = False
 
@@ -151,9 +146,7 @@ _compiling: Callable[[], bool] = bool
 _tensor_cls: Any = None  # torch.Tensor, for the fast path of `_root_call`
 #: torch.is_grad_enabled once attached: a forward with gradients off is evaluation
 _grad_on: Callable[[], bool] = bool  # bool() is False: nothing counts before attach
-_graph_task: Callable[[], int] = int  # torch._C._current_graph_task_id (-1 outside backward)
 _ids_dtype: Any = None  # the dtype of the token tensors seen first and alone
-_comptime: Any = None  # torch._dynamo.comptime.comptime: runs a function at compile time
 _discovery: list[Any] = []  # handles of the two global forward hooks, while discovering
 _root_hook: list[Any] = []  # the root's class patch, and its first call's forward hook
 _step_hook: list[Any] = []
@@ -232,8 +225,8 @@ def _first_call(module: Any, args: Any, kwargs: Any, result: Any = _NO_RESULT) -
             _root_hook.pop().remove()
         if result is not _NO_RESULT and module.training and module is _root:
             _micro(module, args, kwargs)
-            if _by_backward:
-                _watch_backward(result)
+            if signal.by_backward:
+                signal.watch(result)
     except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
 
@@ -320,8 +313,8 @@ def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
             )
         else:
             out = inner(module, *args, **kwargs)
-        if counted and _by_backward:
-            _watch_backward(out)
+        if counted and signal.by_backward:
+            signal.watch(out)
         return out
 
     __call__.__trainmeter_original__ = inner  # type: ignore[attr-defined]
@@ -352,35 +345,6 @@ def _compiled_pre(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
             _micro(module, args, kwargs)
     except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
-
-
-def _shim(module: Any, compiled_call: Any) -> Any:
-    ref = weakref.ref(module)  # the module holds the shim: no cycle through it
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        owner = ref()
-        if owner is not None:
-            _compiled_pre(owner, args, kwargs)
-        return compiled_call(*args, **kwargs)
-
-    call.__trainmeter_original__ = compiled_call  # type: ignore[attr-defined]
-    return call
-
-
-def _wrap_compile(original: Any) -> Any:
-    @functools.wraps(original)
-    def compile(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, *args, **kwargs)
-        try:
-            compiled_call = self.__dict__.get("_compiled_call_impl")
-            if compiled_call is not None and not hasattr(compiled_call, "__trainmeter_original__"):
-                self._compiled_call_impl = _shim(self, compiled_call)
-        except Exception as exc:  # noqa: BLE001 - promise 1
-            _fail(exc)
-        return result
-
-    compile.__trainmeter_original__ = original  # type: ignore[attr-defined]
-    return compile
 
 
 def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -430,85 +394,25 @@ def _real(tokens: Any, kwargs: dict[str, Any]) -> int | None:
         return None
 
 
-# ---- the step signal when there is no optimizer: backward passes through the root -----------
+# ---- when no optimizer marks the step (see `step_signal`) ---------------------------------
 
 
-def _first_grad_fn(out: Any) -> Any:
-    """The autograd node of the first output tensor that has one (a tensor, or one inside a
-    tuple, list or dict such as a Hugging Face ModelOutput); None when there is none."""
-    if isinstance(out, _tensor_cls):
-        return out.grad_fn
-    items = out.values() if isinstance(out, dict) else out if isinstance(out, (tuple, list)) else ()
-    for item in items:
-        if isinstance(item, _tensor_cls) and item.grad_fn is not None:
-            return item.grad_fn
-    return None
+def _backward_step() -> None:
+    """A backward pass through the root's output, with no optimizer in the process."""
+    if _n_micro != _c_micro:
+        signal.say("backward")
+        _commit()
 
 
-def _watch_backward(out: Any) -> None:
-    """Hook the backward of this root call's output (the node dies with its graph)."""
-    try:
-        node = _first_grad_fn(out)
-        if node is not None:
-            node.register_prehook(_on_backward)
-    except Exception as exc:  # noqa: BLE001 - promise 1
-        _fail(exc)
-
-
-def _on_backward(grad_outputs: Any) -> None:
-    """A backward pass reached the root's output: with no optimizer in the process, that is the
-    step (once per backward call, and only after a root forward since the last step)."""
-    global _last_task
-    if _compiling() or not _by_backward:
+def _at_exit() -> None:
+    """The process ends with training forwards seen and no step: say why steps are absent."""
+    if _n_steps or _root is None or _n_micro == 0 or signal.said():
         return
-    try:
-        task = _graph_task()
-        if task == _last_task and task >= 0:
-            return
-        _last_task = task
-        if _n_micro != _c_micro:
-            _signal("backward")
-            _commit()
-    except Exception as exc:  # noqa: BLE001 - promise 1
-        _fail(exc)
-
-
-_SIGNALS = {
-    "optimizer": "optimizer.step() of torch.optim optimizers; several in one iteration count once",
-    "backward": (
-        "backward passes through the model's output: no torch.optim optimizer was made (weights "
-        "updated by hand or by an optimizer of another kind); with gradient accumulation each "
-        "micro-batch's backward counts as a step"
-    ),
-}
-
-
-def _signal(kind: str) -> None:
-    """Say once (per change) which signal counts the steps: the provenance of `steps`."""
-    global _signal_sent
-    if _signal_sent == kind:
-        return
-    _signal_sent = kind
-    sender = get_sender()
-    if sender is not None:
-        d = {"key": "step_signal", "value": kind, "source": "detected", "note": _SIGNALS[kind]}
-        sender.send("fact", d)
-
-
-def _optimizer_made() -> None:
-    """A torch.optim.Optimizer exists: its steps are the steps from now on."""
-    global _by_backward
-    _by_backward = False
-
-
-def _wrap_optimizer_init(original: Any) -> Any:
-    @functools.wraps(original)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        _optimizer_made()
-        original(self, *args, **kwargs)
-
-    __init__.__trainmeter_original__ = original  # type: ignore[attr-defined]
-    return __init__
+    signal.say(
+        "none",
+        f"training-mode forwards of {type(_root).__name__} with gradients on were seen, but no "
+        "optimizer step and no backward pass through its output: no step can be counted",
+    )
 
 
 def _commit() -> None:
@@ -532,15 +436,13 @@ def _weak(optimizer: Any) -> Any:
 
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
-    global _by_backward
     if _compiling():
         # a compiled optimizer step: this hook is being traced, and counting here would need a
         # graph break. Say so once, at compile time, instead of counting nothing silently
-        if _comptime is not None:
-            _comptime(_compiled_step)
+        compile_support.note_compiled_step()
         return
     try:
-        _by_backward = False  # an optimizer that steps (even one made before we attached)
+        signal.optimizer_made()  # an optimizer that steps (even one made before we attached)
         key = id(optimizer)
         if key not in _cycle and any(ref() is not None for ref in _cycle.values()):
             _cycle[key] = _weak(optimizer)  # another optimizer of the same iteration
@@ -553,26 +455,10 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
             return
         _cycle.clear()
         _cycle[key] = _weak(optimizer)
-        _signal("optimizer")
+        signal.say("optimizer")
         _commit()
     except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
-
-
-def _bind_comptime(dynamo: Any) -> None:
-    global _comptime
-    module = sys.modules.get("torch._dynamo.comptime")
-    _comptime = getattr(module, "comptime", None)
-
-
-def _compiled_step(ctx: Any = None) -> None:
-    """Run by dynamo at compile time (`comptime`), never in the compiled step itself."""
-    reason = (
-        "optimizer.step() runs inside torch.compile, where the step hook cannot run without a "
-        "graph break: optimizer steps and tokens are not counted"
-    )
-    guard.off("steps", reason)
-    guard.off("tokens", "the steps probe it rides on is off")
 
 
 # ---- the sender side ---------------------------------------------------------------------
@@ -635,22 +521,13 @@ def _forget_after_fork() -> None:
     _sent = _mine()
 
 
-def _compiling_check(torch: Any) -> Callable[[], bool]:
-    """The cheapest test dynamo folds to a constant True while it traces: torch's
-    `is_dynamo_compiling` (a bare `return False` when not tracing, half the cost of
-    `is_compiling`, which also asks TorchScript). Both are in dynamo's table of tracing-state
-    functions; older torch has only the second."""
-    compiler = getattr(torch, "compiler", None)
-    return (
-        getattr(compiler, "is_dynamo_compiling", None)
-        or getattr(compiler, "is_compiling", None)
-        or bool
-    )
+#: kept for the benchmarks, which set up `_compiling` as attach() does
+_compiling_check = compile_support.compiling_check
 
 
 def attach(torch: Any) -> list[str]:
     """Start discovery and hook every optimizer; return the probe names that attached."""
-    global _nn_module, _compiling, _tensor_cls, _grad_on, _graph_task
+    global _nn_module, _compiling, _tensor_cls, _grad_on
     from torch.nn.modules import module as nn_module
     from torch.optim import optimizer as optim_module
 
@@ -664,16 +541,8 @@ def attach(torch: Any) -> list[str]:
     _compiling = _compiling_check(torch)
     _tensor_cls = torch.Tensor
     _grad_on = torch.is_grad_enabled
-    _graph_task = getattr(torch._C, "_current_graph_task_id", _graph_task)
-    opt_cls = optim_module.Optimizer
-    if not hasattr(opt_cls.__init__, "__trainmeter_original__"):
-        opt_cls.__init__ = _wrap_optimizer_init(opt_cls.__init__)
-    # dynamo is imported only when the user compiles: take its `comptime` then, not before
-    importhook.when_imported("torch._dynamo", _bind_comptime)
-    module_cls = torch.nn.Module
-    compile_method = getattr(module_cls, "compile", None)
-    if compile_method is not None and not hasattr(compile_method, "__trainmeter_original__"):
-        module_cls.compile = _wrap_compile(compile_method)
+    signal.bind(torch, _compiling, _backward_step, _fail)
+    compile_support.install(torch, _compiled_pre, _fail)
     _start_discovery()
     _step_hook.append(optim_module.register_optimizer_step_post_hook(_after_step))
     sender = get_sender()
@@ -685,6 +554,7 @@ def attach(torch: Any) -> list[str]:
             _bind(ring)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_forget_after_fork)
+    atexit.register(_at_exit)  # after the sender's: runs first, before its last flush
     return ["steps", "tokens"]
 
 

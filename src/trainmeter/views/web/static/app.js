@@ -95,6 +95,19 @@
     var a = S.snap.absent || {};
     return a[name];
   }
+  // A reason short enough for a tile, still a whole phrase: one that fits three lines is kept
+  // whole; a longer one loses its asides in parentheses and all after a ";", then keeps its
+  // leading "a: b: c" clauses while they fit. The whole reason is in the tile's tooltip and in
+  // the explanation its click opens.
+  var SHORT_REASON = 56, FITS_TILE = 80;
+  function shortReason(reason) {
+    var r = String(reason || ""), prev;
+    if (r.length <= FITS_TILE) return r;
+    do { prev = r; r = r.replace(/\s*\([^()]*\)/g, ""); } while (r !== prev);
+    var clauses = r.split(";")[0].split(": "), out = clauses[0];
+    for (var i = 1; i < clauses.length && (out + ": " + clauses[i]).length <= SHORT_REASON; i++) out += ": " + clauses[i];
+    return out.trim();
+  }
   function fmtUnit(v, unit) {
     if (typeof v === "string") return v;
     if (!isNum(v)) return v == null ? "—" : String(v);
@@ -250,13 +263,35 @@
   }
 
   // ---------------------------------------------------------------- tiles
+  // Which window the rates are over (docs/rates.md), as the terminal views say it:
+  // "last 30 s" while the run goes on, "steady" once it has ended.
+  function rateWindowLabel(w) {
+    if (!w || typeof w !== "object") return null;
+    if (w.kind === "steady") return "steady";
+    if (w.kind !== "trailing" || !isNum(w.seconds)) return null;
+    var shown = isNum(w.span_s) && w.seconds >= w.span_s ? w.span_s : w.seconds;
+    return "last " + (shown >= 10 ? shown.toFixed(0) : String(Number(shown.toPrecision(2)))) + " s";
+  }
+
+  // A number known only as a range over the FLOPs conventions (none chosen): "601k–748k".
+  function spanOf(rng, f) {
+    if (!rng || rng.length !== 2 || !isNum(rng[0]) || !isNum(rng[1])) return null;
+    var lo = f(rng[0]), hi = f(rng[1]);
+    return lo === hi ? lo : lo + "–" + hi;
+  }
+  // The conventions a range spans, lowest first: "range over hf, megatron, titan, all_params".
+  function conventionsNote(conv) {
+    var names = Object.keys(conv || {}).sort(function (a, b) { return conv[a] - conv[b]; });
+    return "no convention chosen: range over " + (names.length ? names.join(", ") : "every convention");
+  }
+
   function tileSpecs() {
     var snap = S.snap;
     var mfu = snap.mfu || {}, ofu = snap.ofu || {}, energy = snap.energy || {}, time = snap.time || {};
     var alertKinds = (snap.alerts || []).map(function (a) { return a.kind || ""; }).join(" ");
     var tiles = [];
     tiles.push({
-      id: "tokens_per_s", label: "Tokens / s", explain: "tokens_per_s",
+      id: "tokens_per_s", label: "Tokens / s" + (rateWindowLabel(snap.rate_window) ? " (" + rateWindowLabel(snap.rate_window) + ")" : ""), explain: "tokens_per_s",
       raw: snap.tokens_per_s, value: isNum(snap.tokens_per_s) ? si(snap.tokens_per_s, "") : null,
       sub: isNum(snap.tokens_per_s) ? (snap.padding && isNum(snap.padding.share) ? "real tokens only; " + pct(snap.padding.share) + " of the batch was padding" : (snap.tokens_counted ? "tokens counted: " + snap.tokens_counted : "")) : null,
       absent: absentReason("tokens_per_s"),
@@ -277,10 +312,11 @@
       sub: isNum(snap.steps) ? count(snap.steps) + " steps so far" : null,
       absent: absentReason("step_time_s"),
     });
+    var mfuRange = spanOf(mfu.range, pct);
     tiles.push({
       id: "mfu", label: "MFU", explain: "mfu",
-      raw: mfu.value, value: isNum(mfu.value) ? pct(mfu.value) : null,
-      sub: isNum(mfu.value) ? (mfu.convention || "") + " convention" + (mfu.peak ? " · " + mfu.peak : "") : null,
+      raw: mfu.value, value: isNum(mfu.value) ? pct(mfu.value) : mfuRange,
+      sub: isNum(mfu.value) ? (mfu.convention || "") + " convention" + (mfu.peak ? " · " + mfu.peak : "") : (mfuRange ? conventionsNote(snap.conventions) : null),
       absent: absentReason("mfu"), alerting: /mfu_impossible/.test(alertKinds),
     });
     if (smp && noTokens) {
@@ -319,11 +355,12 @@
       sub: isNum(memPeak) ? (isNum(mem.total_b) ? pct(memPeak / mem.total_b) + " of " + bytes(mem.total_b) : "no caching allocator on " + (mem.device || "this device")) + (isNum(mem.alloc_retries) ? " · " + mem.alloc_retries + " retries · " + (mem.ooms || 0) + " OOMs" : "") : null,
       absent: absentReason("memory"), alerting: /memory_/.test(alertKinds),
     });
-    var fpt = snap.flops_per_token;
+    var fpt = snap.flops_per_token || {};
+    var fptRange = isNum(fpt.value) ? null : spanOf(fpt.range, function (v) { return si(v, ""); });
     tiles.push({
       id: "flops_per_token", label: "FLOPs / token", explain: "flops_per_token",
-      raw: fpt && fpt.value, value: fpt && isNum(fpt.value) ? si(fpt.value, "") : null,
-      sub: fpt && isNum(fpt.value) ? (fpt.convention || "") + ": " + (fpt.formula || "") : null,
+      raw: fpt.value, value: isNum(fpt.value) ? si(fpt.value, "") : fptRange,
+      sub: isNum(fpt.value) ? (fpt.convention || "") + ": " + (fpt.formula || "") : (fptRange ? conventionsNote(snap.conventions) : null),
       absent: absentReason("flops_per_token"),
     });
     return tiles;
@@ -360,7 +397,7 @@
       box.appendChild(el("button", { class: cls, "data-explain": t.explain, "data-tile": t.id, "data-value": isNum(t.raw) ? String(t.raw) : null, type: "button" }, [
         el("div", { class: "label" }, [t.label, el("span", { class: "q", text: "?" })]),
         el("div", { class: "value num", text: absent ? "n/a" : t.value }),
-        el("div", { class: "sub", "data-reason": absent ? "1" : null, title: absent ? (t.absent || null) : null, text: absent ? (t.absent || "not measured in this run") : (t.sub || "") }),
+        el("div", { class: "sub", "data-reason": absent ? "1" : null, title: absent ? (t.absent || null) : null, text: absent ? (t.absent ? shortReason(t.absent) : "not measured in this run") : (t.sub || "") }),
         absent ? null : sparkline(t.id),
       ]));
     });
@@ -581,8 +618,16 @@
     t.parts.forEach(function (p, i) {
       var color = "var(" + (PART_COLORS[p.name] || ("--c" + ((i % 6) + 1))) + ")";
       var share = total > 0 && isNum(p.s) ? p.s / total : 0;
+      var untimed = p.reason && !p.s;  // a zero nobody timed: say why, not "0.00 ms 0%"
+      if (untimed) {
+        legend.appendChild(el("div", { class: "item", "data-part": p.name, "data-reason": "1" }, [
+          el("span", { class: "sw", style: "background:" + color }),
+          el("div", null, [el("div", { class: "lbl", text: p.label }), el("div", { class: "est", title: p.reason, text: "not measured: " + p.reason })]),
+        ]));
+        return;
+      }
       if (share > 0) bar.appendChild(el("div", { style: "width:" + (share * 100) + "%;background:" + color, title: p.label + ": " + dur(p.s) + " (" + pct(share) + ")" }));
-      legend.appendChild(el("div", { class: "item" }, [
+      legend.appendChild(el("div", { class: "item", "data-part": p.name }, [
         el("span", { class: "sw", style: "background:" + color }),
         el("div", null, [
           el("div", { class: "lbl", text: p.label + (p.n ? " ×" + p.n : "") }),
@@ -1045,6 +1090,54 @@
     var longest = Math.max.apply(null, values.map(function (v) { return String(v).length; }));
     return 18 + longest * 7;
   }
+  // Round ticks in a unit a person reads: 1, 2 or 5 × 10^k of B/KiB/MiB/GiB for bytes, of ms or
+  // s for seconds (0/100/200/300 MiB, not 95.4/191/286/381 MiB). The unit is picked from the
+  // top of the axis, and the axis title names it, so ticks in ms sit under "milliseconds".
+  var ROUND_TICKS = { B: 1, "B/s": 1, s: 1, W: 1 };
+  function axisUnit(unit, top) {
+    var a = Math.abs(top) || 0;
+    if (unit === "B" || unit === "B/s") {
+      var names = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
+      while (a >= 1024 && i < names.length - 1) { a /= 1024; i++; }
+      var name = names[i] + (unit === "B/s" ? "/s" : "");
+      return { div: Math.pow(1024, i), name: name, title: (unit === "B/s" ? "bytes/s (" : "bytes (") + name + ")" };
+    }
+    if (unit === "s") return a < 1 ? { div: 1e-3, name: "ms", title: "milliseconds" } : { div: 1, name: "s", title: "seconds" };
+    return { div: 1, name: unit, title: AXIS_UNITS[unit] || unit };
+  }
+  // The round step nearest to span / n from a little below, so a short axis still gets ~n ticks.
+  function niceStep(span, n) {
+    var raw = 0.7 * span / Math.max(n, 1), pow = Math.pow(10, Math.floor(Math.log10(raw)));
+    var m = [1, 2, 5, 10];
+    for (var i = 0; i < m.length; i++) if (m[i] * pow >= raw * (1 - 1e-9)) return m[i] * pow;
+    return 10 * pow;
+  }
+  // {unit, step (in that unit), ticks (in the axis's own unit)} for the range lo..hi.
+  function roundTicks(unit, lo, hi, n) {
+    var au = axisUnit(unit, Math.max(Math.abs(lo), Math.abs(hi)));
+    var a = lo / au.div, b = hi / au.div;
+    if (!(b > a)) return { unit: au, step: 1, ticks: [lo] };
+    var step = niceStep(b - a, n), ticks = [];
+    for (var k = Math.ceil(a / step - 1e-9); k * step <= b + step * 1e-9; k++) ticks.push(k * step * au.div);
+    return { unit: au, step: step, ticks: ticks };
+  }
+  function tickLabel(v, t) {
+    var dec = t.step >= 1 ? 0 : Math.min(6, Math.ceil(-Math.log10(t.step) - 1e-9));
+    return (v / t.unit.div).toFixed(dec) + " " + t.unit.name;
+  }
+  function tickCount(u) { return Math.max(2, Math.floor(u.bbox.height / (window.devicePixelRatio || 1) / 32)); }
+  function yTicks(u, unit) { var sc = u.scales.y; return roundTicks(unit, sc.min, sc.max, tickCount(u)); }
+  function roundAxis(axis, unit) {
+    axis.splits = function (u) { return yTicks(u, unit).ticks; };
+    axis.values = function (u, vals) {
+      var t = yTicks(u, unit), labels = vals.map(function (v) { return tickLabel(v, t); });
+      var card = u.root.closest ? u.root.closest("[data-chart]") : null;
+      if (card) { card.setAttribute("data-y-ticks", labels.join("|")); card.setAttribute("data-y-title", t.unit.title); }
+      return labels;
+    };
+    axis.label = function (u) { return yTicks(u, unit).unit.title; };
+    axis.labelSize = 20;
+  }
   var UNIT_TITLES = {};
   function yFormatter(unit) {
     return function (v) {
@@ -1094,6 +1187,7 @@
     var axisY = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, size: axisSize, values: function (u, vals) { return vals.map(yFormatter(spec.unit)); } };
     var yTitle = AXIS_UNITS[spec.unit] || (spec.id === "loss" ? "loss" : "");
     if (yTitle) { axisY.label = yTitle; axisY.labelSize = 20; }
+    if (!log && ROUND_TICKS[spec.unit]) roundAxis(axisY, spec.unit);
     var opts = {
       width: Math.max(280, holder.clientWidth - 4),
       height: CHART_H,
