@@ -310,3 +310,37 @@ def test_status_shows_memory_now_gpu_and_cpu() -> None:
     cpu = {"steps": 20, "memory": {"ranks": {"0": {"device": "cpu", "rss_b": 304 * mib}}}}
     assert status_text(cpu, 200).plain == "tm  20 steps  RSS 304 MiB"
     assert "RSS" not in status_text({"steps": 20}, 200).plain  # no reading: nothing, not zero
+
+
+class _Writes:
+    """A text stream that keeps each write() call apart."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.calls.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_tms_own_lines_are_one_write_each(tmp_path: Path) -> None:
+    """The training shares the terminal: a line of tm's written in two parts (print writes the
+    newline apart) lets the training's output land inside it (the cause of this file's flake,
+    'training says 1trainmeter: dashboard http://...'). Each line is one write."""
+    from trainmeter.runlog.warn import WarnOnce
+    from trainmeter.supervisor.session import Session
+    from trainmeter.views.web.live import WebDashboard
+
+    out = _Writes()
+    WarnOnce(out)("k", "a warning")
+    Session.say(SimpleNamespace(stderr=out), "the end line")  # type: ignore[arg-type]
+    web = WebDashboard(0, tmp_path, stderr=out)
+    try:
+        assert out.calls == [
+            "trainmeter: a warning\n", "the end line\n", f"trainmeter: dashboard {web.url}\n"
+        ]
+    finally:
+        web.close()

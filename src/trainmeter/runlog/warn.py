@@ -25,7 +25,8 @@ class WarnOnce:
             self._seen.add(key)
         try:
             stream = self._stream or sys.stderr
-            print(f"trainmeter: {message or key}", file=stream, flush=True)
+            stream.write(f"trainmeter: {message or key}\n")  # one write: never split by the
+            stream.flush()  # training's own output on the same terminal
         except Exception:  # noqa: BLE001 - a closed stderr is no reason to stop a run
             pass
 

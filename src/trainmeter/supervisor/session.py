@@ -465,7 +465,9 @@ class Session:
 
     def say(self, line: str) -> None:
         try:
-            print(line, file=self.stderr or sys.stderr, flush=True)
+            stream = self.stderr or sys.stderr
+            stream.write(line + "\n")  # one write: the training's output cannot split the line
+            stream.flush()
         except Exception:  # noqa: BLE001 - a closed stderr must not change the exit status
             pass
 
