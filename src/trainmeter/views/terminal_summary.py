@@ -14,7 +14,7 @@ import io
 import re
 from typing import Any
 
-from ..snapread import get, get_dict
+from ..snapread import get, get_dict, get_number
 from .format import duration, fixed, ms, percent, si, si_unit
 from .insight_text import advice_lines, samples_lines, waterfall_lines, waterfall_title
 from .memory_text import alert_numbers, death_lines, memory_lines
@@ -139,7 +139,7 @@ def header(snap: dict[str, Any], source: str | None) -> list[Any]:
             head.append(("  finished", "green"))
     elif snap:
         head.append(("  running (or cut short)", "yellow"))
-    elapsed = number((snap.get("time") or {}).get("elapsed_s"))
+    elapsed = get_number(snap, "time.elapsed_s")
     if elapsed is not None:
         head.append(f"  {duration(elapsed)}")
     started = number(run.get("unix_time"))
@@ -344,7 +344,7 @@ def gpus(snap: dict[str, Any]) -> list[Any]:
         out.append(_text("observed ", (si_unit(observed["value"], "FLOP"), "bold"), note))
     intensity = snap.get("arithmetic_intensity")
     if isinstance(intensity, dict) and number(intensity.get("value")) is not None:
-        ridge = number((snap.get("peak") or {}).get("ridge"))
+        ridge = get_number(snap, "peak.ridge")
         bound = ""
         if ridge is not None:
             side = "memory-bound" if intensity["value"] < ridge else "compute-bound"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..snapread import get, get_dict
+from ..snapread import get, get_dict, get_number
 from .format import duration, ms, percent, si, si_unit
 from .memory_text import now_figure
 from .terminal import alerts, loss_text, number, rate_window_label, run_elapsed, train_loss
@@ -136,7 +136,7 @@ class TopScreen:
             mfu_shown, mfu_sub = None, ""
         ofu = number(get(snap, "ofu.value"))
         energy = get_dict(snap, "energy") or {}
-        goodput = number((snap.get("time") or {}).get("goodput"))
+        goodput = get_number(snap, "time.goodput")
         loss = train_loss(snap)
         steps = number(snap.get("steps"))
         tps = number(snap.get("tokens_per_s"))
@@ -212,7 +212,7 @@ class TopScreen:
                 table.add_row(str(gpu), *cells)
             left: Any = Panel(table, title="utilization ladder", title_align="left", border_style="blue")
         else:
-            why = (snap.get("absent") or {}).get("ladder") or "no GPU counters"
+            why = get(snap, "absent.ladder") or "no GPU counters"
             left = Panel(_text((str(why), "dim")), title="utilization ladder", title_align="left",
                          border_style="blue")
         split = get_dict(snap, "time") or {}
