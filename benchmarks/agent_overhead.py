@@ -64,12 +64,13 @@ TOGGLE = (
 import statistics
 from torch.optim import optimizer as optim_module
 from trainmeter.agent.probes import steps
+from trainmeter.agent.probes.step_state import state
 n = int(sys.argv[1])
 block(200)  # the root is found, the counted step is behind us
 assert steps.root() is model
 def hooks_on():
-    steps._root_hook.append(steps._CallPatch(type(model)))  # what adopting the root does
-    steps._step_hook.append(optim_module.register_optimizer_step_post_hook(steps._after_step))
+    state.root_hook.append(steps._CallPatch(type(model)))  # what adopting the root does
+    state.step_hook.append(optim_module.register_optimizer_step_post_hook(steps._after_step))
 steps.detach()
 on, off = [], []
 for i in range(16):  # on-off, then off-on: the order of a pair biases neither side
@@ -139,6 +140,7 @@ def hook_cost(n: int = 20000) -> None:
     from torch import nn
 
     from trainmeter.agent.probes import steps, tokens
+    from trainmeter.agent.probes.step_state import state
 
     class Root(nn.Module):  # a forward that costs nothing: only the mechanism is left
         def __init__(self) -> None:
@@ -149,14 +151,14 @@ def hook_cost(n: int = 20000) -> None:
             return x
 
     tokens.bind(torch)
-    steps._nn_module = torch.nn.modules.module
-    steps._compiling = steps._compiling_check(torch)  # as attach() sets them
-    steps._tensor_cls = torch.Tensor
+    state.nn_module = torch.nn.modules.module
+    state.compiling = steps._compiling_check(torch)  # as attach() sets them
+    state.tensor_cls = torch.Tensor
     model = Root()
     ids = torch.zeros(4, 8, dtype=torch.long)
     x = torch.zeros(2, 4)
-    steps._root = model
-    steps._first_done = True
+    state.root = model
+    state.first_done = True
 
     def call_root(m: nn.Module) -> float:
         with torch.no_grad():
@@ -174,7 +176,7 @@ def hook_cost(n: int = 20000) -> None:
         steps._after_step(None, (), {})
     direct = (time.perf_counter() - t0) / n * 1e6 - bare
     patch.remove()
-    steps._root = None
+    state.root = None
     print(
         f"-- the agent's mechanism per step: {direct:.2f} µs for a counted root call and the step "
         f"hook beyond a bare call; a counted root call costs {counted - bare:.2f} µs more than a "

@@ -94,14 +94,15 @@ def main() -> None:
 
     import torch  # noqa: F401 - the step probe binds to torch's optimizer module
 
-    from trainmeter.agent.probes import steps
+    from trainmeter.agent.probes import step_totals, steps
+    from trainmeter.agent.probes.step_state import state
 
-    steps._root = None  # every call commits a step (no root: nothing to compare with)
-    steps._compiling = steps._compiling_check(torch)  # as attach() sets it
+    state.root = None  # every call commits a step (no root: nothing to compare with)
+    state.compiling = steps._compiling_check(torch)  # as attach() sets it
     hook = steps._after_step
     ring_now = ring.current()
     assert ring_now is not None
-    steps._bind(ring_now)
+    step_totals.bind_ring(ring_now)
     opt = object()
     hcost = []
     for _rep in range(args.repeats):
@@ -110,7 +111,7 @@ def main() -> None:
             hook(opt, (), {})
         hcost.append((time.perf_counter() - t0) / n * 1e6 - base[-1])
     rows.append(("step hook (totals + ring header)", hcost))
-    pack, mm, at = steps._pack_totals, ring_now.mm, steps._TOTALS_AT
+    pack, mm, at = step_totals._pack_totals, ring_now.mm, step_totals._TOTALS_AT
     wcost = []
     for _rep in range(args.repeats):
         t0 = time.perf_counter()

@@ -286,11 +286,12 @@ bare = per_call(nothing)
 """
 
 HOOKS_OURS = HOOKS_COMMON + r"""
-from trainmeter.agent.probes import steps
+from trainmeter.agent.probes import root_finder, steps
+from trainmeter.agent.probes.step_state import state
 steps.attach(torch)
-steps._adopt(model)  # what discovery does at the first training forward
-steps._remove(steps._root_hook[1:])  # the first call's one-off hook
-steps._root_hook[1:] = []
+root_finder.adopt(model)  # what discovery does at the first training forward
+root_finder.remove(state.root_hook[1:])  # the first call's one-off hook
+state.root_hook[1:] = []
 model(ids); steps._after_step(None, (), {})  # the first step: the dtype of the tokens is seen
 assert steps.pending_micro() == 0 and steps.totals().steps == 1
 with_agent = per_call(steps._after_step)

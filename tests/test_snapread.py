@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from trainmeter.snapread import finite, finite_value, get, get_number
+from trainmeter.snapread import finite, finite_value, get, get_dict, get_number
 
 
 @pytest.mark.parametrize(
@@ -32,6 +32,15 @@ def test_get_walks_a_dotted_path_and_never_raises() -> None:
     assert get(snap, "mfu.value.deeper") is None  # a number has no keys
     assert get(snap, "nothing.here", "n/a") == "n/a" and get(None, "mfu") is None
     assert get_number(snap, "mfu.value") == 0.42 and get_number(snap, "mfu.convention") is None
+
+
+def test_get_dict_is_the_object_at_a_path_or_none() -> None:
+    snap = {"run": {"name": "r", "argv": ["a"]}, "mfu": 0.4, "time": {}, "node": {"cpu": None}}
+    assert get_dict(snap, "run") == {"name": "r", "argv": ["a"]}
+    assert get_dict(snap, "time") == {}  # an empty object is still an object
+    assert get_dict(snap, "mfu") is None  # a number where an object was expected
+    assert get_dict(snap, "run.argv") is None and get_dict(snap, "node.cpu") is None
+    assert get_dict(snap, "missing") is None and get_dict(None, "run") is None
 
 
 def test_the_run_list_and_the_node_merge_no_longer_pass_nan_through() -> None:

@@ -43,6 +43,13 @@ def get(snap: Any, path: str, default: Any = None) -> Any:
     return node
 
 
+def get_dict(snap: Any, path: str) -> dict[str, Any] | None:
+    """The object (a dict) at `path`, or None when a level is missing or it is not an object:
+    `get_dict(snap, "run") or {}` for a section read field by field."""
+    node = get(snap, path)
+    return node if isinstance(node, dict) else None
+
+
 def get_number(snap: Any, path: str) -> float | None:
     """`finite(get(snap, path))`: the finite number at `path`, or None."""
     return finite(get(snap, path))

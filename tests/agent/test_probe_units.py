@@ -12,6 +12,7 @@ nn = torch.nn
 
 from trainmeter.agent import boot  # noqa: E402
 from trainmeter.agent.probes import device, flops, guard, model, phases, steps, tokens  # noqa: E402
+from trainmeter.agent.probes.step_state import state  # noqa: E402
 from trainmeter.agent.state import STATE  # noqa: E402
 
 tokens.bind(torch)
@@ -250,18 +251,18 @@ def test_phase_seconds_are_sent_at_the_step_they_preceded(monkeypatch):
     monkeypatch.setattr(phases, "_mark_step", 0)
     monkeypatch.setattr(phases, "_mark", None)
     monkeypatch.setattr(phases, "_mark_sent", None)
-    monkeypatch.setattr(steps, "_n_steps", 0)
-    monkeypatch.setattr(steps, "_t", 0.0)
+    monkeypatch.setattr(state, "n_steps", 0)
+    monkeypatch.setattr(state, "t", 0.0)
 
     phases.add("data", 0.25)  # the first batch
     phases.drain()  # flushed before step 1: the flush's time is right
     assert sends.take() == [("data", 0.25, 1, None)]
     phases.add("data", 0.5)  # a second wait, still before step 1
-    steps._n_steps, steps._t = 1, 100.0  # step 1, and no flush in between
+    state.n_steps, state.t = 1, 100.0  # step 1, and no flush in between
     phases.drain()
     assert sends.take() == [("data", 0.5, 1, 100.0)]  # before step 1, by its time
     phases.add("data", 0.125)  # batch 2: the first add since step 1 marks the totals
-    steps._n_steps, steps._t = 2, 200.0
+    state.n_steps, state.t = 2, 200.0
     phases.add("data", 0.0625)  # batch 3 marks again (at step 2), then adds
     phases.add("eval", 2.0)
     phases.drain()
@@ -273,7 +274,7 @@ def test_phase_seconds_are_sent_at_the_step_they_preceded(monkeypatch):
     ]
     phases.drain()
     assert sends.take() == []  # nothing moved, the mark already sent: nothing twice
-    steps._n_steps, steps._t = 3, 300.0
+    state.n_steps, state.t = 3, 300.0
     phases.add("checkpoint", 1.0)  # after step 3: marks (nothing new before it), then adds
     phases.drain()
     assert sends.take() == [("checkpoint", 1.0, 1, None)]

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from trainmeter.agent.probes import step_signal, steps  # noqa: E402
+from trainmeter.agent.probes import step_signal, step_state, steps  # noqa: E402
 
 
 class Net(nn.Module):
@@ -28,27 +28,27 @@ class SubNet(Net):
     pass
 
 
-_STATE = ("_root", "_first_done", "_ids_dtype", "_depth", "_n_steps", "_n_tokens", "_n_real")
-_STATE += ("_n_missing", "_n_micro", "_c_micro", "_t", "_sent", "_hdr")
+_STATE = ("root", "first_done", "ids_dtype", "depth", "n_steps", "n_tokens", "n_real")
+_STATE += ("n_missing", "n_micro", "c_micro", "t", "sent", "hdr")
 
 
 @pytest.fixture
 def probe():
-    """The step probe attached for one test, then taken off with every global put back (other
+    """The step probe attached for one test, then taken off with its counts put back (other
     tests in this process read the step count)."""
-    saved = {k: getattr(steps, k) for k in _STATE}
-    header = bytes(steps._hdr)
-    cycle = dict(steps._cycle)
+    saved = {k: getattr(step_state.state, k) for k in _STATE}
+    header = bytes(step_state.state.hdr)
+    cycle = dict(step_state.state.cycle)
     by_backward = step_signal.by_backward
     before = steps.totals()
     steps.attach(torch)
     yield lambda: _since(before)
     steps.detach()
     for k, v in saved.items():
-        setattr(steps, k, v)
-    steps._hdr[: len(header)] = header
-    steps._cycle.clear()
-    steps._cycle.update(cycle)
+        setattr(step_state.state, k, v)
+    step_state.state.hdr[: len(header)] = header
+    step_state.state.cycle.clear()
+    step_state.state.cycle.update(cycle)
     step_signal.by_backward = by_backward
 
 

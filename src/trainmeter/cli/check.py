@@ -18,6 +18,7 @@ import json
 import sys
 from typing import Any
 
+from ..snapread import get
 from .args import UsageError, parse_amount, parse_fraction
 
 USAGE = """\
@@ -65,7 +66,7 @@ def mfu_of(snap: dict[str, Any]) -> tuple[float, str] | str:
         return float(mfu["value"]), str(mfu.get("convention"))
     if mfu.get("range"):
         return "MFU is a range over conventions: run with --convention to check it"
-    samples = (snap.get("samples") or {}).get("mfu") or {}
+    samples = get(snap, "samples.mfu") or {}
     if isinstance(samples.get("value"), (int, float)):
         return float(samples["value"]), "counted"
     return absent.get("mfu", "not measured")
@@ -73,7 +74,7 @@ def mfu_of(snap: dict[str, Any]) -> tuple[float, str] | str:
 
 def data_wait_of(snap: dict[str, Any]) -> float | str:
     """Data wait as a share of the training time (compute + data wait), or why it is absent."""
-    parts = {p.get("name"): p for p in (snap.get("time") or {}).get("parts") or []}
+    parts = {p.get("name"): p for p in get(snap, "time.parts") or []}
     data, compute = parts.get("data") or {}, parts.get("compute") or {}
     if not parts:
         absent = snap.get("absent") or {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..snapread import get, get_dict
 from .runarg import run_command, split_args
 
 USAGE = """\
@@ -41,7 +42,7 @@ def _mfu(value: float | None, convention: str | None) -> str:
 
 def mfu_range(snap: dict) -> list[float] | None:
     """[low, high] over the FLOPs conventions when none was chosen, else None."""
-    span = (snap.get("mfu") or {}).get("range") if isinstance(snap.get("mfu"), dict) else None
+    span = get(snap, "mfu.range")
     if isinstance(span, list) and len(span) == 2 and all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in span
     ):
@@ -50,7 +51,7 @@ def mfu_range(snap: dict) -> list[float] | None:
 
 
 def counted_utilization(snap: dict) -> float | None:
-    counted = snap.get("counted") if isinstance(snap.get("counted"), dict) else {}
+    counted = get_dict(snap, "counted") or {}
     value = counted.get("utilization")
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 

@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..snapread import get
+
 USAGE = """\
 usage: tm view [RUN ...] [--port N]
   RUN       a run directory, or a name or prefix under .trainmeter/runs (default: the latest);
@@ -105,7 +107,7 @@ def _load_job(run_dirs: list[Path]) -> tuple[dict[str, Any], Any, str]:
 
     snap = replay_job(run_dirs)
     lead = run_dirs[0]
-    for node in (snap.get("job") or {}).get("node_list") or []:
+    for node in get(snap, "job.node_list") or []:
         if 0 in (node.get("ranks") or []):
             lead = Path(node["run_dir"])
             break

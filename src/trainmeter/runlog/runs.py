@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..snapread import finite_value as _number
+from ..snapread import get_dict
 from .store import runs_root
 
 STAMP_LEN = len("YYYYmmdd-HHMMSS-")
@@ -144,10 +145,10 @@ def _pid_alive(pid: Any) -> bool:
 
 def status_of(meta: dict[str, Any], snap: dict[str, Any], events: Path) -> str:
     """`ok`, `exit N`, `signal N`, `running`, or `no end` (killed before `tm` could close it)."""
-    run = snap.get("run") if isinstance(snap.get("run"), dict) else {}
+    run = get_dict(snap, "run") or {}
     exit_status = meta.get("exit_status", run.get("exit_status"))
     sig = meta.get("signal", run.get("signal"))
-    death = snap.get("death") if isinstance(snap.get("death"), dict) else {}
+    death = get_dict(snap, "death") or {}
     if meta.get("cause") or death.get("text"):  # why it died, in words
         return str(meta.get("cause") or death.get("text"))
     if sig:
@@ -176,7 +177,7 @@ def run_info(run_dir: Path, replay_missing: bool = True) -> RunInfo:
     snap = snap or {}
     info = RunInfo(path=run_dir, name=str(meta.get("name") or run_name(run_dir)), snapshot=snap)
     info.start_utc = meta.get("start_utc") or _stamp_time(run_dir)
-    time_part = snap.get("time") if isinstance(snap.get("time"), dict) else {}
+    time_part = get_dict(snap, "time") or {}
     info.duration_s = _number(meta.get("elapsed_s")) or _number(time_part.get("elapsed_s"))
     info.status = status_of(meta, snap, events)
     info.steps = _number(snap.get("steps"))

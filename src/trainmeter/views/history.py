@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import finite as _number
+from ..snapread import get_number
 
 #: The x axes a series can be drawn against.
 AXES = ("step", "tokens", "flops", "time")
@@ -321,7 +322,7 @@ class History:
             self.flops_per_token = _number(fpt.get("value"))
             conv = fpt.get("convention")
             self.flops_convention = conv if isinstance(conv, str) else None
-        elapsed = _number((snap.get("time") or {}).get("elapsed_s"))
+        elapsed = get_number(snap, "time.elapsed_s")
         if now is not None and _number(now) is not None:
             if self.t0 is None and elapsed is not None:
                 self.t0 = float(now) - elapsed

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..snapread import get
 from .format import duration, ms, percent, si
 from .terminal_summary import summary_text
 
 
 def job_text(snap: dict[str, Any]) -> str:
     job = snap.get("job") or {}
-    gpus = (snap.get("n_gpus") or {}).get("value")
+    gpus = get(snap, "n_gpus.value")
     head = (
         f"job {job.get('run_id') or '(no run id)'}: {job.get('nodes')} nodes"
         f" of {job.get('nodes_expected')}, {job.get('world_size')} ranks"
@@ -32,7 +33,7 @@ def job_text(snap: dict[str, Any]) -> str:
         )
     offsets = {
         n.get("node_rank"): n.get("start_offset_s")
-        for n in (snap.get("time") or {}).get("nodes") or []
+        for n in get(snap, "time.nodes") or []
     }
     for node in job.get("node_list") or []:
         mfu = node.get("mfu")
@@ -51,7 +52,7 @@ def job_text(snap: dict[str, Any]) -> str:
         if not node.get("finished"):
             parts.append("no run.end")
         lines.append(", ".join(parts) + f"  ({node.get('run_dir')})")
-    skew = (snap.get("time") or {}).get("first_step_skew_s")
+    skew = get(snap, "time.first_step_skew_s")
     if isinstance(skew, (int, float)):
         lines.append(f"first steps {skew * 1000:.0f} ms apart by the nodes' wall clocks")
     lines.append(summary_text({k: v for k, v in snap.items() if k != "job"}))  # job: above

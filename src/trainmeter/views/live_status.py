@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any
 
+from ..snapread import get_dict
 from .format import duration, percent, si
 from .memory_text import alert_numbers, now_figure
 from .terminal import (
@@ -64,7 +65,7 @@ def status_parts(snap: dict[str, Any], elapsed: float | None) -> list[tuple[floa
     parts: list[tuple[float, list[tuple[str, str]]]] = []
     steps = number(snap.get("steps")) or 0
     progress = number(snap.get("progress"))
-    budget = snap.get("budget") if isinstance(snap.get("budget"), dict) else None
+    budget = get_dict(snap, "budget")
     if progress is not None:
         cells = 10
         full = int(min(max(progress, 0.0), 1.0) * cells)
@@ -93,7 +94,7 @@ def status_parts(snap: dict[str, Any], elapsed: float | None) -> list[tuple[floa
             parts.append((7, [(mfu, "bold red"), (" impossible", "red")]))
         else:
             parts.append((7, [(mfu, "bold cyan")]))
-    ofu = snap.get("ofu") if isinstance(snap.get("ofu"), dict) else None
+    ofu = get_dict(snap, "ofu")
     if ofu and number(ofu.get("value")) is not None:
         parts.append((4, [(f"OFU {percent(ofu['value'])}", "cyan")]))
     loss = train_loss(snap)
@@ -238,7 +239,7 @@ class LiveStatus:
     def _announce(self, snap: dict[str, Any]) -> None:
         from rich.text import Text
 
-        facts = snap.get("facts") if isinstance(snap.get("facts"), dict) else {}
+        facts = get_dict(snap, "facts") or {}
         observe = facts.get("observe_only")
         if isinstance(observe, dict) and observe.get("value") and not self._observe_only_said:
             self._observe_only_said = True

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..snapread import get_dict
+
 
 def size(b: Any) -> str:
     """Bytes in binary units, as the allocator and `nvidia-smi` count them: '3.40 GiB'."""
@@ -18,8 +20,8 @@ def size(b: Any) -> str:
 
 
 def _rows(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    mem = snap.get("memory") if isinstance(snap.get("memory"), dict) else {}
-    rows = mem.get("ranks") if isinstance(mem.get("ranks"), dict) else {}
+    mem = get_dict(snap, "memory") or {}
+    rows = get_dict(mem, "ranks") or {}
     return {k: v for k, v in rows.items() if isinstance(v, dict)}
 
 
@@ -47,7 +49,7 @@ def rank_line(rank: str, row: dict[str, Any]) -> str:
         bits.append(f"{row['alloc_retries']:.0f} retries, {row.get('ooms', 0):.0f} OOMs")
     if "rss_b" in row:
         bits.append(f"RSS {size(row['rss_b'])} (peak {size(row.get('rss_peak_b'))})")
-    missing = row.get("missing") if isinstance(row.get("missing"), dict) else {}
+    missing = get_dict(row, "missing") or {}
     reasons = sorted(set(missing.values()))
     if reasons and "allocated_b" not in row:
         bits.append("allocator numbers absent: " + "; ".join(reasons))
@@ -61,7 +63,7 @@ def memory_lines(snap: dict[str, Any]) -> list[str]:
 
 def end_phrase(snap: dict[str, Any]) -> str | None:
     """For the end-of-run line: 'mem peak 71.20 GiB of 79.65 GiB' (GPU), 'RSS peak 1.20 GiB'."""
-    mem = snap.get("memory") if isinstance(snap.get("memory"), dict) else {}
+    mem = get_dict(snap, "memory") or {}
     if mem.get("reserved_peak_b") is not None:
         total = mem.get("total_b")
         return f"mem peak {size(mem['reserved_peak_b'])}" + (f" of {size(total)}" if total else "")
@@ -143,15 +145,15 @@ def peak_text(row: dict[str, Any]) -> str:
 
 def death_lines(snap: dict[str, Any]) -> list[str]:
     """The measured details under the cause of death, for `tm summary`."""
-    death = snap.get("death") if isinstance(snap.get("death"), dict) else {}
+    death = get_dict(snap, "death") or {}
     out = []
-    exc = death.get("exception") if isinstance(death.get("exception"), dict) else {}
+    exc = get_dict(death, "exception") or {}
     if exc:
         where = f" at {exc['where']}" if exc.get("where") else ""
         thread = f" in thread {exc['thread']}" if exc.get("thread") not in (None, "MainThread") else ""
         first = str(exc.get("message") or "").strip().splitlines()[:1]
         out.append(f"{exc.get('type')}{thread}{where}: {first[0][:160] if first else ''}")
-    oom = death.get("oom") if isinstance(death.get("oom"), dict) else {}
+    oom = get_dict(death, "oom") or {}
     if oom:
         head = f"tried to allocate {size(oom.get('tried_b'))}"
         if "free_b" in oom:
@@ -165,7 +167,7 @@ def death_lines(snap: dict[str, Any]) -> list[str]:
                 if "reserved_unallocated_b" in oom else ""]
         tail = [t for t in tail if t]
         out.append(head + (f"; {', '.join(tail)}" if tail else ""))
-    timeout = death.get("timeout") if isinstance(death.get("timeout"), dict) else {}
+    timeout = get_dict(death, "timeout") or {}
     if timeout:
         out.append(f"collective {timeout.get('collective') or '?'} on {timeout.get('backend') or '?'}")
     if death.get("stack_file"):

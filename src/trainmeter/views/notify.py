@@ -29,6 +29,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from ..snapread import get_dict
+
 ATTEMPT_TIMEOUT_S = 2.0
 BACKOFF_S = (0.5, 1.0, 2.0, 4.0)  # waits before the 2nd, 3rd, 4th and 5th attempt
 EXIT_WAIT_S = 2.0
@@ -96,7 +98,7 @@ class Notifier:
     def on_finish(self, snap: dict[str, Any]) -> None:
         """The alerts not yet posted, the cause of death, the end line; then a bounded wait."""
         self.on_snapshot(snap, 0.0)
-        death = snap.get("death") if isinstance(snap.get("death"), dict) else None
+        death = get_dict(snap, "death")
         if death and death.get("text"):
             self.put(_body("death", snap, f"died: {death['text']}", death=death))
         from .terminal import summary_line

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..snapread import get
 from .format import duration, fixed, percent
 from .markdown_safe import md_safe
 from .memory_text import peak_text
@@ -149,7 +150,7 @@ def render_markdown(passport: dict[str, Any]) -> str:
                 lines.append(f"| {label} | {fmt(row['planned'], unit)} | {fmt(row['actual'], unit)} |")
         lines.append("")
     split = passport.get("time_split") or []
-    wall = (numbers.get("wall_time_s") or {}).get("value")
+    wall = get(numbers, "wall_time_s.value")
     if split and wall:
         lines += ["### Where the time went", "", "| Part | Time | Share |", "| --- | --- | --- |"]
         for part in split:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..snapread import get_dict
+
 #: (symbol in the formulas, fact key, words)
 SHAPE = (
     ("L", "n_layers", "layers"),
@@ -21,7 +23,7 @@ SHAPE = (
 
 
 def _fact(snap: dict[str, Any], key: str) -> dict[str, Any] | None:
-    facts = snap.get("facts") if isinstance(snap.get("facts"), dict) else {}
+    facts = get_dict(snap, "facts") or {}
     fact = facts.get(key)
     if isinstance(fact, dict) and isinstance(fact.get("value"), (int, float)):
         return fact
@@ -37,9 +39,9 @@ def model_section(snap: dict[str, Any]) -> dict[str, Any] | None:
         if fact is not None:
             shape.append({"symbol": symbol, "name": words, "value": fact["value"],
                           "source": fact.get("source")})
-    conventions = snap.get("conventions") if isinstance(snap.get("conventions"), dict) else {}
-    formulas = snap.get("convention_formulas") if isinstance(snap.get("convention_formulas"), dict) else {}
-    fpt = snap.get("flops_per_token") if isinstance(snap.get("flops_per_token"), dict) else {}
+    conventions = get_dict(snap, "conventions") or {}
+    formulas = get_dict(snap, "convention_formulas") or {}
+    fpt = get_dict(snap, "flops_per_token") or {}
     chosen = fpt.get("convention") if fpt.get("value") is not None else None
     table = {
         str(name): {"flops_per_token": value, "formula": formulas.get(name)}

@@ -20,6 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..snapread import get
+
 VENDOR = Path(__file__).resolve().parent / "web" / "static" / "vendor"
 CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
@@ -243,7 +245,7 @@ def _headline_html(passport: dict[str, Any]) -> str:
         entry = numbers.get(name) or {}
         if entry.get("value") is None:
             continue
-        if name == "samples_per_s" and (numbers.get("tokens_per_s") or {}).get("value") is not None:
+        if name == "samples_per_s" and get(numbers, "tokens_per_s.value") is not None:
             continue  # one throughput: tokens when the run has them
         text = fmt(entry["value"], entry.get("unit", ""))
         tiles.append(f'<div class="tile" data-headline="{_e(name)}"><div class="k">{_e(LABELS.get(name, name))}'
@@ -259,7 +261,7 @@ def _time_html(passport: dict[str, Any]) -> str:
     from .passport_md import fmt
 
     split = passport.get("time_split") or []
-    wall = ((passport.get("training") or {}).get("wall_time_s") or {}).get("value")
+    wall = get(passport, "training.wall_time_s.value")
     if not split or not wall:
         return ""
     bar, rows = [], []

@@ -14,6 +14,7 @@ import io
 import re
 from typing import Any
 
+from ..snapread import get, get_dict, get_number
 from .format import duration, fixed, ms, percent, si, si_unit
 from .insight_text import advice_lines, samples_lines, waterfall_lines, waterfall_title
 from .memory_text import alert_numbers, death_lines, memory_lines
@@ -123,11 +124,11 @@ def _part_legend(part: dict[str, Any], total: float | None) -> Any:
 
 
 def header(snap: dict[str, Any], source: str | None) -> list[Any]:
-    run = snap.get("run") if isinstance(snap.get("run"), dict) else {}
+    run = get_dict(snap, "run") or {}
     head = [(str(run.get("name") or "run"), "bold")]
     if run.get("exit_status") is not None or snap.get("time", {}).get("finished"):
         status = run.get("exit_status")
-        death = snap.get("death") if isinstance(snap.get("death"), dict) else {}
+        death = get_dict(snap, "death") or {}
         if death.get("text"):
             head.append((f"  {death['text']}", "red"))
         elif run.get("signal"):
@@ -138,7 +139,7 @@ def header(snap: dict[str, Any], source: str | None) -> list[Any]:
             head.append(("  finished", "green"))
     elif snap:
         head.append(("  running (or cut short)", "yellow"))
-    elapsed = number((snap.get("time") or {}).get("elapsed_s"))
+    elapsed = get_number(snap, "time.elapsed_s")
     if elapsed is not None:
         head.append(f"  {duration(elapsed)}")
     started = number(run.get("unix_time"))
@@ -152,9 +153,9 @@ def header(snap: dict[str, Any], source: str | None) -> list[Any]:
     lines = [_text(*head)]
     node = node_text(snap)  # one node of a multi-node job (views/node_text.py)
     if node:
-        job = snap.get("job") if isinstance(snap.get("job"), dict) else {}
+        job = get_dict(snap, "job") or {}
         lines.append(_text((f"{node}, job {job.get('run_id') or '(no run id)'}", "bold")))
-    observe = (snap.get("facts") or {}).get("observe_only") if isinstance(snap.get("facts"), dict) else None
+    observe = get(snap, "facts.observe_only")
     if isinstance(observe, dict) and observe.get("value"):
         lines.append(_text(("observe-only: ", "bold yellow"), str(observe["value"])))
     if isinstance(run.get("argv"), list) and run["argv"]:
@@ -220,8 +221,8 @@ def _spread(snap: dict[str, Any]) -> str:
 def _chosen_by(snap: dict[str, Any], fpt: dict[str, Any]) -> str:
     """Where the choice and the value came from, each in its own word: a --convention flag is
     `declared` even when the shape it is applied to was detected."""
-    facts = snap.get("facts") if isinstance(snap.get("facts"), dict) else {}
-    conv = facts.get("convention") if isinstance(facts.get("convention"), dict) else {}
+    facts = get_dict(snap, "facts") or {}
+    conv = get_dict(facts, "convention") or {}
     words = []
     if conv.get("source"):
         words.append(f"convention {conv['source']}")
@@ -232,10 +233,10 @@ def _chosen_by(snap: dict[str, Any], fpt: dict[str, Any]) -> str:
 
 
 def flops(snap: dict[str, Any]) -> list[Any]:
-    conventions = snap.get("conventions") if isinstance(snap.get("conventions"), dict) else {}
+    conventions = get_dict(snap, "conventions") or {}
     formulas = snap.get("convention_formulas") or {}
-    fpt = snap.get("flops_per_token") if isinstance(snap.get("flops_per_token"), dict) else {}
-    counted = snap.get("counted") if isinstance(snap.get("counted"), dict) else {}
+    fpt = get_dict(snap, "flops_per_token") or {}
+    counted = get_dict(snap, "counted") or {}
     if not conventions and not fpt and not counted:
         return []
     chosen = fpt.get("convention") if number(fpt.get("value")) is not None else None
@@ -263,7 +264,7 @@ def flops(snap: dict[str, Any]) -> list[Any]:
         span = f" ({si(rng[0])}..{si(rng[1])})" if isinstance(rng, list) and len(rng) == 2 else ""
         out.append(_text(("no convention chosen", "yellow"), f"{span}: MFU is the range over all of "
                          "them; --convention picks one"))
-    params = fpt.get("params") if isinstance(fpt.get("params"), dict) else {}
+    params = get_dict(fpt, "params") or {}
     if number(params.get("active")) is not None and number(params.get("total")) is not None:
         out.append(_text("mixture of experts: ", (si(params["active"]), "bold"),
                          f" parameters active per token, of {si(params['total'])} in all"))
@@ -274,12 +275,12 @@ def flops(snap: dict[str, Any]) -> list[Any]:
 
 
 def mfu(snap: dict[str, Any]) -> list[Any]:
-    entry = snap.get("mfu") if isinstance(snap.get("mfu"), dict) else None
+    entry = get_dict(snap, "mfu")
     if entry is None:
         return []
     out: list[Any] = []
     text = mfu_text(snap)
-    peak = snap.get("peak") if isinstance(snap.get("peak"), dict) else {}
+    peak = get_dict(snap, "peak") or {}
     n = entry.get("n_gpus")
     peak_flops = number(peak.get("bf16_dense_flops"))
     against = f"{n} × " if n else ""
@@ -291,7 +292,7 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
     out.append(_text((text or "MFU", "bold"),
                      ("   impossible: see the alert above", "bold red") if impossible else ""))
     out.append(_text("peak: ", against, (f" ({label})" if label else "", "bold")))
-    at = entry.get("at_precision") if isinstance(entry.get("at_precision"), dict) else {}
+    at = get_dict(entry, "at_precision") or {}
     if number(at.get("value")) is not None:
         out.append(_text((percent(at["value"]), "bold"), f" {at.get('label') or ''}"))
     elif entry.get("precision") not in (None, "bf16") and entry.get("precision_note"):
@@ -303,7 +304,7 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
             cells.append((f"{name} {percent(value)}", "bold" if name == entry.get("convention") else ""))
             cells.append("  ")
         out.append(_text("by convention: ", *cells[:-1]))
-    counted = snap.get("counted") if isinstance(snap.get("counted"), dict) else {}
+    counted = get_dict(snap, "counted") or {}
     if number(counted.get("utilization")) is not None:
         out.append(_text(f"counted FLOPs use {percent(counted['utilization'])} of the peak "
                          "(not model FLOPs: recompute included)"))
@@ -315,10 +316,10 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
 
 def gpus(snap: dict[str, Any]) -> list[Any]:
     out: list[Any] = []
-    ladder = snap.get("ladder") if isinstance(snap.get("ladder"), dict) else None
+    ladder = get_dict(snap, "ladder")
     if ladder:
         rows: list[list[Any]] = []
-        per_gpu = ladder.get("gpus") if isinstance(ladder.get("gpus"), dict) else {}
+        per_gpu = get_dict(ladder, "gpus") or {}
         for gpu, values in [*per_gpu.items(), ("mean", ladder.get("mean") or {})]:
             name = f"GPU {gpu}" if gpu != "mean" else "all (mean)"
             cells = []
@@ -327,11 +328,11 @@ def gpus(snap: dict[str, Any]) -> list[Any]:
                 cells.append(percent(v) if v is not None else "-")
             rows.append([name, *cells])
         out.append(_grid(rows, header=["", *(label for _, label in LADDER_COLUMNS)]))
-    ofu = snap.get("ofu") if isinstance(snap.get("ofu"), dict) else None
+    ofu = get_dict(snap, "ofu")
     if ofu and number(ofu.get("value")) is not None:
         line = [("OFU ", "bold"), (percent(ofu["value"]), "bold"),
                 f" ({ofu.get('convention')}, {ofu.get('source')})"]
-        gap = snap.get("mfu_ofu_gap") if isinstance(snap.get("mfu_ofu_gap"), dict) else None
+        gap = get_dict(snap, "mfu_ofu_gap")
         if gap and number(gap.get("value")) is not None:
             line.append(f"   OFU - MFU gap {100 * gap['value']:.1f} points")
         if ofu.get("note"):
@@ -343,14 +344,14 @@ def gpus(snap: dict[str, Any]) -> list[Any]:
         out.append(_text("observed ", (si_unit(observed["value"], "FLOP"), "bold"), note))
     intensity = snap.get("arithmetic_intensity")
     if isinstance(intensity, dict) and number(intensity.get("value")) is not None:
-        ridge = number((snap.get("peak") or {}).get("ridge"))
+        ridge = get_number(snap, "peak.ridge")
         bound = ""
         if ridge is not None:
             side = "memory-bound" if intensity["value"] < ridge else "compute-bound"
             bound = f", ridge {ridge:.0f}: {side}"
         out.append(_text(f"arithmetic intensity {intensity['value']:.3g} "
                          f"{intensity.get('unit', 'FLOP/byte')}{bound}"))
-    counters = snap.get("gpus") if isinstance(snap.get("gpus"), dict) else {}
+    counters = get_dict(snap, "gpus") or {}
     rows = []
     for gpu, row in counters.items():
         if not isinstance(row, dict):
@@ -373,18 +374,18 @@ def gpus(snap: dict[str, Any]) -> list[Any]:
         rows.append([f"GPU {gpu}", str(row.get("name") or ""), ", ".join(bits)])
     if rows:
         out.append(_grid(rows))
-    devices = snap.get("n_gpus") if isinstance(snap.get("n_gpus"), dict) else None
+    devices = get_dict(snap, "n_gpus")
     if devices and devices.get("source") == "assumed":
         out.append(_text(("GPU count assumed from the visible devices", "dim")))
     return out
 
 
 def energy(snap: dict[str, Any]) -> list[Any]:
-    entry = snap.get("energy") if isinstance(snap.get("energy"), dict) else None
+    entry = get_dict(snap, "energy")
     if not entry or number(entry.get("joules")) is None:
         return []
     line = [(si_unit(entry["joules"], "J"), "bold")]
-    per_gpu = entry.get("per_gpu") if isinstance(entry.get("per_gpu"), dict) else {}
+    per_gpu = get_dict(entry, "per_gpu") or {}
     if per_gpu:
         line.append(" (" + ", ".join(f"GPU {g} {si_unit(j, 'J')}" for g, j in per_gpu.items()) + ")")
     if number(entry.get("joules_per_token")) is not None:
@@ -397,7 +398,7 @@ def energy(snap: dict[str, Any]) -> list[Any]:
 
 def budget(snap: dict[str, Any], width: int) -> list[Any]:
     out: list[Any] = []
-    declared = snap.get("budget") if isinstance(snap.get("budget"), dict) else None
+    declared = get_dict(snap, "budget")
     progress = number(snap.get("progress"))
     if declared:
         line = [("budget ", ""), (f"{si(declared.get('value'))} {declared.get('unit')}", "bold"),
@@ -416,19 +417,19 @@ def budget(snap: dict[str, Any], width: int) -> list[Any]:
         rest = f", {si_unit(remaining, 'FLOP')} to go" if remaining is not None else ""
         out.append(_text(f"FLOPs {si_unit(snap.get('flops_spent'), 'FLOP')} of "
                          f"{si_unit(required, 'FLOP')}{rest}"))
-    plan = snap.get("plan") if isinstance(snap.get("plan"), dict) else None
+    plan = get_dict(snap, "plan")
     if plan:
         rows: list[list[Any]] = []
-        if isinstance(plan.get("mfu"), dict):
-            p = plan["mfu"]
+        p = get_dict(plan, "mfu")
+        if p is not None:
             measured = number(p.get("measured"))
             rows.append(["MFU", percent(p["planned"]) if number(p.get("planned")) is not None else "?",
                          percent(measured) if measured is not None else "-", p.get("convention") or ""])
-        if isinstance(plan.get("tokens_per_s"), dict):
-            p = plan["tokens_per_s"]
+        p = get_dict(plan, "tokens_per_s")
+        if p is not None:
             rows.append(["tokens/s", si(p.get("planned")), si(p.get("measured")), ""])
-        if isinstance(plan.get("hours"), dict):
-            p = plan["hours"]
+        p = get_dict(plan, "hours")
+        if p is not None:
             projected = number(p.get("projected"))
             planned = number(p.get("planned"))
             rows.append(["hours", f"{planned:.3g}" if planned is not None else "?",
@@ -440,7 +441,7 @@ def budget(snap: dict[str, Any], width: int) -> list[Any]:
 
 
 def time_split(snap: dict[str, Any], width: int) -> list[Any]:
-    split = snap.get("time") if isinstance(snap.get("time"), dict) else None
+    split = get_dict(snap, "time")
     if not split:
         return []
     parts = [p for p in split.get("parts") or [] if isinstance(p, dict)]
@@ -458,8 +459,8 @@ def time_split(snap: dict[str, Any], width: int) -> list[Any]:
 
 
 def ranks(snap: dict[str, Any]) -> list[Any]:
-    entry = snap.get("ranks") if isinstance(snap.get("ranks"), dict) else None
-    if not entry or not isinstance(entry.get("step_time_s"), dict):
+    entry = get_dict(snap, "ranks")
+    if not entry or get_dict(entry, "step_time_s") is None:
         return []
     slowest, fastest = str(entry.get("slowest")), str(entry.get("fastest"))
     rows = []
@@ -474,7 +475,7 @@ def ranks(snap: dict[str, Any]) -> list[Any]:
 
 
 def series(snap: dict[str, Any]) -> list[Any]:
-    entries = snap.get("series") if isinstance(snap.get("series"), dict) else {}
+    entries = get_dict(snap, "series") or {}
     rows = []
     for name, entry in sorted(entries.items()):
         if not isinstance(entry, dict):
@@ -498,7 +499,7 @@ def warnings(snap: dict[str, Any]) -> list[Any]:
 
 
 def facts(snap: dict[str, Any]) -> list[Any]:
-    entries = snap.get("facts") if isinstance(snap.get("facts"), dict) else {}
+    entries = get_dict(snap, "facts") or {}
     rows = []
     for key, fact in sorted(entries.items()):
         if not isinstance(fact, dict):
@@ -522,7 +523,7 @@ def facts(snap: dict[str, Any]) -> list[Any]:
 
 def node(snap: dict[str, Any]) -> list[Any]:
     out = []
-    host = snap.get("host") if isinstance(snap.get("host"), dict) else None
+    host = get_dict(snap, "host")
     if host:
         bits = []
         if number(host.get("procs")) is not None:
@@ -532,16 +533,16 @@ def node(snap: dict[str, Any]) -> list[Any]:
         if number(host.get("rss_b")) is not None:
             bits.append(f"{si_unit(host['rss_b'], 'B')} resident")
         out.append(_text(("training tree: ", "dim"), ", ".join(bits)))
-    n = snap.get("node") if isinstance(snap.get("node"), dict) else None
+    n = get_dict(snap, "node")
     if n:
         bits = []
-        cpu = n.get("cpu") if isinstance(n.get("cpu"), dict) else {}
+        cpu = get_dict(n, "cpu") or {}
         if number(cpu.get("idle")) is not None:
             bits.append(f"CPU {percent(1 - cpu['idle'])} busy of {n.get('cores', '?')} cores")
-        mem = n.get("memory") if isinstance(n.get("memory"), dict) else {}
+        mem = get_dict(n, "memory") or {}
         if number(mem.get("total_b")) and number(mem.get("available_b")) is not None:
             bits.append(f"memory {si_unit(mem['total_b'] - mem['available_b'], 'B')} of {si_unit(mem['total_b'], 'B')}")
-        disk = n.get("disk") if isinstance(n.get("disk"), dict) else {}
+        disk = get_dict(n, "disk") or {}
         if number(disk.get("free_b")) is not None:
             bits.append(f"disk {si_unit(disk['free_b'], 'B')} free")
         if isinstance(n.get("load"), list) and n["load"]:
@@ -555,7 +556,7 @@ def absent(snap: dict[str, Any], width: int = 100) -> list[Any]:
     keys on a line, wrapped between keys), the reason wrapped beneath them, never cut short."""
     import textwrap
 
-    reasons = snap.get("absent") if isinstance(snap.get("absent"), dict) else {}
+    reasons = get_dict(snap, "absent") or {}
     groups: dict[str, list[str]] = {}
     for name, why in sorted(reasons.items()):
         groups.setdefault(" ".join(str(why).split()), []).append(str(name))
@@ -585,8 +586,8 @@ def explain(snap: dict[str, Any]) -> list[Any]:
     """Each derived number with its formula, and each input with its value and provenance."""
     from rich.padding import Padding
 
-    entries = snap.get("explain") if isinstance(snap.get("explain"), dict) else {}
-    mfu_entry = snap.get("mfu") if isinstance(snap.get("mfu"), dict) else {}
+    entries = get_dict(snap, "explain") or {}
+    mfu_entry = get_dict(snap, "mfu") or {}
     out: list[Any] = []
 
     def indented(*parts: Any) -> Any:

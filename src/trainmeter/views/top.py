@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..snapread import get, get_dict, get_number
 from .format import duration, ms, percent, si, si_unit
 from .memory_text import now_figure
 from .terminal import alerts, loss_text, number, rate_window_label, run_elapsed, train_loss
@@ -101,7 +102,7 @@ class TopScreen:
     def _title(self, snap: dict[str, Any], source: str, state: str, width: int):
         from rich.table import Table
 
-        run = snap.get("run") if isinstance(snap.get("run"), dict) else {}
+        run = get_dict(snap, "run") or {}
         grid = Table.grid(expand=True, padding=(0, 1))
         grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
         grid.add_column(justify="right", no_wrap=True)
@@ -120,10 +121,10 @@ class TopScreen:
         from rich.panel import Panel
         from rich.table import Table
 
-        absent = snap.get("absent") if isinstance(snap.get("absent"), dict) else {}
+        absent = get_dict(snap, "absent") or {}
         progress = number(snap.get("progress"))
         eta = number(snap.get("eta_s"))
-        mfu = snap.get("mfu") if isinstance(snap.get("mfu"), dict) else {}
+        mfu = get_dict(snap, "mfu") or {}
         mfu_value, rng = number(mfu.get("value")), mfu.get("range")
         if mfu_value is not None:
             mfu_shown, mfu_sub = percent(mfu_value), str(mfu.get("convention"))
@@ -133,9 +134,9 @@ class TopScreen:
             mfu_shown, mfu_sub = f"{percent(rng[0])[:-1]}-{percent(rng[1])}", "by convention"
         else:
             mfu_shown, mfu_sub = None, ""
-        ofu = number((snap.get("ofu") or {}).get("value")) if isinstance(snap.get("ofu"), dict) else None
-        energy = snap.get("energy") if isinstance(snap.get("energy"), dict) else {}
-        goodput = number((snap.get("time") or {}).get("goodput"))
+        ofu = number(get(snap, "ofu.value"))
+        energy = get_dict(snap, "energy") or {}
+        goodput = get_number(snap, "time.goodput")
         loss = train_loss(snap)
         steps = number(snap.get("steps"))
         tps = number(snap.get("tokens_per_s"))
@@ -196,13 +197,13 @@ class TopScreen:
         from rich.panel import Panel
         from rich.table import Table
 
-        ladder = snap.get("ladder") if isinstance(snap.get("ladder"), dict) else None
+        ladder = get_dict(snap, "ladder")
         if ladder:
             table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
             table.add_column("GPU", no_wrap=True)
             for label in SHORT_LADDER:
                 table.add_column(label, justify="right", no_wrap=True)
-            per_gpu = ladder.get("gpus") if isinstance(ladder.get("gpus"), dict) else {}
+            per_gpu = get_dict(ladder, "gpus") or {}
             for gpu, values in [*per_gpu.items(), ("mean", ladder.get("mean") or {})]:
                 cells = []
                 for key, _ in LADDER_COLUMNS:
@@ -211,10 +212,10 @@ class TopScreen:
                 table.add_row(str(gpu), *cells)
             left: Any = Panel(table, title="utilization ladder", title_align="left", border_style="blue")
         else:
-            why = (snap.get("absent") or {}).get("ladder") or "no GPU counters"
+            why = get(snap, "absent.ladder") or "no GPU counters"
             left = Panel(_text((str(why), "dim")), title="utilization ladder", title_align="left",
                          border_style="blue")
-        split = snap.get("time") if isinstance(snap.get("time"), dict) else {}
+        split = get_dict(snap, "time") or {}
         parts = [p for p in split.get("parts") or [] if isinstance(p, dict)]
         rows: list[Any] = []
         bar_width = max((width * 2 // 5 if width < 110 else width // 2) - 6, 10)
@@ -249,9 +250,9 @@ class TopScreen:
         from rich.panel import Panel
         from rich.table import Table
 
-        ranks = snap.get("ranks") if isinstance(snap.get("ranks"), dict) else None
+        ranks = get_dict(snap, "ranks")
         rank_rows: list[Any] = []
-        if ranks and isinstance(ranks.get("step_time_s"), dict):
+        if ranks and get_dict(ranks, "step_time_s") is not None:
             times = ranks["step_time_s"]
             slowest = max((number(v) or 0.0) for v in times.values()) or 1.0
             for rank, s in times.items():

@@ -108,7 +108,7 @@ def on_step(n: int) -> None:
         if isinstance(_compiled, str) and _compiled != "wrapper":
             _unavailable(_compiled)
         elif _compiled == "wrapper":
-            steps.capture = _captured
+            steps.capture_next(_captured)
         elif _dynamo_frames():
             _unavailable(
                 "torch.compile is in use outside the model; counting a live step could "

@@ -306,7 +306,7 @@ def _remove_seq_hook() -> None:
 def _on_seq_input(module: Any, args: Any, kwargs: Any) -> None:
     """The first call of the sequence layer: read T from its input's shape, then leave."""
     global _seq_fed
-    if steps._compiling():
+    if steps.compiling():
         return
     _remove_seq_hook()
     if _structure is not None and _structure.seq_first is not None:

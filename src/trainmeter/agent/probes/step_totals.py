@@ -1,0 +1,133 @@
+"""The step probe's running totals: counted by the training thread, published in the ring.
+
+Nothing is sent from the hot path: `commit` (one more step) publishes the running totals in one
+`struct.pack_into` into the header of the process's ring (`agent.ring`, shared memory that
+outlives the process, so the steps a killed process finished are still there for `tm`). One C
+call is one assignment as far as other threads can tell: the sender thread reads the totals
+whole (`totals()`, a `Totals`) and turns the difference since its last look into one `step`
+record per flush (`drain`), with no lock. The step count sits last in memory, so even a reader
+of a process killed mid-write never sees a step whose tokens are missing.
+
+The training thread counts in plain ints (`state.n_micro`, `state.n_tokens` ...): each root call
+adds its micro-batch and tokens at once, and `commit` only advances `state.n_steps` and
+publishes, so what is published is always whole steps. Until there is a ring, the totals go to
+a scratch buffer of the same layout. Standard library only.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections import namedtuple
+
+from .. import ring as ring_module
+from ..sender import get_sender
+from .step_state import call, state, step_listeners
+
+TYPE_CHECKING = False  # typing costs milliseconds in every Python the run starts
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Running totals of this process, published whole by the step hook: steps, tokens (padding
+#: included), real (padding excluded, summed over micro-batches whose padding could be read),
+#: real_missing (micro-batches whose padding could not be read), micro, and t (monotonic time
+#: of the last step). A `collections.namedtuple`: `typing.NamedTuple` would import `typing`.
+Totals = namedtuple("Totals", "steps tokens real real_missing micro t")
+
+_monotonic = time.monotonic
+_pack_totals = ring_module.TOTALS.pack_into
+_unpack_totals = ring_module.TOTALS.unpack_from
+_TOTALS_AT = ring_module.TOTALS_AT
+
+state.sent = Totals(0, 0, 0, 0, 0, 0.0)
+
+
+def totals() -> Totals:
+    """The running totals as the step hook last published them (any thread)."""
+    tokens, real, missing, micro, t, steps = _unpack_totals(state.hdr, _TOTALS_AT)
+    return Totals(steps, tokens, real, missing, micro, t)
+
+
+def step_count() -> int:
+    """Optimizer steps this process committed (the training thread's own count)."""
+    return state.n_steps
+
+
+def last_step_t() -> float:
+    """`time.monotonic()` when this process committed its last step (0.0 before the first)."""
+    return state.t
+
+
+def mine() -> Totals:
+    """The training thread's own counters (private memory, safe after fork), the micro-batches
+    of the step in progress included."""
+    s = state
+    return Totals(s.n_steps, s.n_tokens, s.n_real, s.n_missing, s.n_micro, s.t)
+
+
+def pending_micro() -> int:
+    """Micro-batches of the step in progress (training thread)."""
+    return state.n_micro - state.c_micro
+
+
+def commit() -> None:
+    """The micro-batches since the last step are one more step: publish the totals."""
+    s = state
+    s.c_micro = micro = s.n_micro
+    s.n_steps = n = s.n_steps + 1
+    # the one publication: a single C call, steps last in memory (see agent.ring)
+    s.t = t = _monotonic()
+    _pack_totals(s.hdr, _TOTALS_AT, s.n_tokens, s.n_real, s.n_missing, micro, t, n)
+    if step_listeners:
+        for listener in tuple(step_listeners):
+            call(listener, n)
+
+
+def mark_tokens() -> None:
+    """Say in the ring header that this process counts tokens (once, at the first tensor)."""
+    state.hdr[ring_module.H_ANY_TOKENS * 8] = 1  # the low byte of a little-endian int64
+
+
+def drain() -> None:
+    """Sender thread: one `step` record for the steps committed since the last call."""
+    c, s = totals(), state.sent
+    if c.steps == s.steps:
+        return
+    sender = get_sender()
+    if sender is None:
+        return
+    d: dict[str, Any] = {"k": c.steps - s.steps, "n": c.steps, "micro": c.micro - s.micro}
+    if state.any_tokens:
+        d["tokens"] = c.tokens - s.tokens
+        if c.real_missing == s.real_missing and c.micro > s.micro:
+            d["real_tokens"] = c.real - s.real
+    sender.send("step", d, t=c.t)
+    state.sent = c
+
+
+def bind_ring(ring: Any) -> None:
+    """A new ring (at attach, or in a forked child): publish the totals there from now on. What
+    this process inherited at fork is its base, so `tm` counts only this process's steps."""
+    c = totals()  # whole steps: the step in progress is not the base's
+    base = struct.Struct(f"<{ring_module.H_BASE_MICRO - ring_module.H_BASE_STEPS + 1}q")
+    base.pack_into(
+        ring.mm, ring_module.H_BASE_STEPS * 8, c.steps, c.tokens, c.real, c.real_missing, c.micro
+    )
+    _pack_totals(ring.mm, _TOTALS_AT, c.tokens, c.real, c.real_missing, c.micro, c.t, c.steps)
+    state.hdr = ring.mm
+    if state.any_tokens:
+        mark_tokens()
+
+
+def forget_after_fork() -> None:
+    """A forked child (a DataLoader worker) must not resend its parent's unsent steps."""
+    s = state
+    # the parent's step in progress is not the child's: its micro-batches so far become part
+    # of what the child inherited, and the child's totals start from there
+    s.c_micro = s.n_micro
+    ring = ring_module.active
+    if ring is None or s.hdr is not ring.mm:  # never write into the parent's ring
+        c = mine()
+        s.hdr = bytearray(ring_module.HEADER_BYTES)
+        _pack_totals(s.hdr, _TOTALS_AT, c.tokens, c.real, c.real_missing, c.micro, c.t, c.steps)
+    s.sent = mine()
