@@ -12,7 +12,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 
 from trainmeter.agent import taps  # noqa: E402
-from trainmeter.agent.probes import steps  # noqa: E402
+from trainmeter.agent.probes import step_state  # noqa: E402
 from trainmeter.agent.taps import tensorboard as tb_tap  # noqa: E402
 
 
@@ -71,7 +71,7 @@ def test_add_scalar_forwarded_and_recorded(tmp_path: Path, collector) -> None:
 
 def test_step_falls_back_to_optimizer_steps(tmp_path: Path, collector, monkeypatch) -> None:
     taps.install_all()
-    monkeypatch.setattr(steps, "_n_steps", 41)  # optimizer steps the step probe counted
+    monkeypatch.setattr(step_state.state, "n_steps", 41)  # optimizer steps the step probe counted
     writer = SummaryWriter(log_dir=str(tmp_path))
     writer.add_scalar("loss", 2.0)
     writer.close()
@@ -134,7 +134,7 @@ def test_step_given_as_tensors(tmp_path: Path, collector, cuda_like, monkeypatch
     import torch
 
     taps.install_all()
-    monkeypatch.setattr(steps, "_n_steps", 12)
+    monkeypatch.setattr(step_state.state, "n_steps", 12)
     writer = SummaryWriter(log_dir=str(tmp_path))
     writer.add_scalar("loss", 1.0, torch.tensor(5))  # a CPU step tensor is read
     fake_step = cuda_like()
