@@ -68,16 +68,22 @@ def watch(watcher: SilentPythonWatcher, tree: list[int], hello: set[int] = froze
     return facts + watcher.tick(tree, set(hello))
 
 
-def children_of(pid: int) -> list[int]:
+def children_of(pid: int, *, execs: bool = True) -> list[int]:
+    """The children of `pid`; with `execs`, once each has exec'd its own program: a child caught
+    between fork and exec still shows its parent's command line (the race CI once lost)."""
     import psutil
 
+    parent = psutil.Process(pid).cmdline() if execs else None
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        kids = [p.pid for p in psutil.Process(pid).children()]
-        if kids:
-            return kids
-        time.sleep(0.05)
-    raise AssertionError(f"pid {pid} started no child")
+        kids = psutil.Process(pid).children()
+        try:
+            if kids and all(k.cmdline() not in ([], parent) for k in kids):
+                return [k.pid for k in kids]
+        except psutil.Error:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"pid {pid} started no child that exec'd")
 
 
 # ---- the pure parts ------------------------------------------------------------------------
@@ -175,7 +181,7 @@ def test_pythons_that_said_hello_and_their_forks_are_quiet(spawn) -> None:
     # a parent that forks (like a DataLoader worker): the child runs without a new interpreter
     code = "import os, time\nif os.fork() == 0:\n    time.sleep(60)\nelse:\n    time.sleep(60)"
     parent = spawn([sys.executable, "-c", code])
-    (child,) = children_of(parent.pid)
+    (child,) = children_of(parent.pid, execs=False)  # a fork: it keeps the parent's argv
     asked: list[str] = []
     watcher = SilentPythonWatcher(
         agent_env(), clock=later(), diagnose=lambda exe, env: asked.append(exe)
@@ -243,3 +249,58 @@ def test_a_process_without_its_command_line_yet_is_looked_at_again(monkeypatch, 
     assert watcher.tick([proc.pid], set()) == []  # not judged on an empty command line
     facts = watch(watcher, [proc.pid])
     assert [f["value"][:22] for f in facts] == ["python started with -I"]
+
+
+def test_a_child_caught_before_its_exec_is_looked_at_again(monkeypatch, spawn) -> None:
+    """Between a shell's fork and the child's exec, /proc shows the child as a second copy of
+    the shell. Judged then, the root would be called "not a Python program" and the child a
+    helper, and the child's -I would never be named; the watcher must look again."""
+    import psutil
+
+    shell = spawn(["/bin/sh", "-c", f"{sys.executable} -I -c '{SLEEP}'; true"])
+    (python,) = children_of(shell.pid)
+    real_cmdline, real_exe = psutil.Process.cmdline, psutil.Process.exe
+    shell_argv = real_cmdline(psutil.Process(shell.pid))
+    shell_exe = real_exe(psutil.Process(shell.pid))
+    reads = {"cmdline": 0, "exe": 0}
+
+    def cmdline(self):  # type: ignore[no-untyped-def]
+        if self.pid == python:
+            reads["cmdline"] += 1
+            if reads["cmdline"] == 1:
+                return list(shell_argv)  # as read before the exec
+        return real_cmdline(self)
+
+    def exe(self):  # type: ignore[no-untyped-def]
+        if self.pid == python:
+            reads["exe"] += 1
+            if reads["exe"] == 1:
+                return shell_exe
+        return real_exe(self)
+
+    monkeypatch.setattr(psutil.Process, "cmdline", cmdline)
+    monkeypatch.setattr(psutil.Process, "exe", exe)
+    watcher = SilentPythonWatcher(agent_env(), clock=later())
+    assert watcher.tick([shell.pid, python], set()) == []  # neither judged on the fork
+    facts = watch(watcher, [shell.pid, python])
+    assert [f["value"][:22] for f in facts] == ["python started with -I"]
+
+
+def test_a_subshell_that_never_execs_does_not_hold_the_root_verdict(spawn) -> None:
+    """A pipe's `while` loop stays a fork of the shell for good: after a few looks it is a
+    helper like any other, and the root without a Python under it is still reported."""
+    shell = spawn(["/bin/sh", "-c", "while true; do sleep 1; done | cat"])
+    import psutil
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        tree = [shell.pid] + [p.pid for p in psutil.Process(shell.pid).children(recursive=True)]
+        if len(tree) >= 3:
+            break
+        time.sleep(0.05)
+    watcher = SilentPythonWatcher(agent_env(), clock=later())
+    facts: list = []
+    for _ in range(6):
+        tree = [shell.pid] + [p.pid for p in psutil.Process(shell.pid).children(recursive=True)]
+        facts += watcher.tick(tree, set())
+    assert [f["value"][:30] for f in facts] == ["the command is not a Python pr"]

@@ -40,6 +40,7 @@ from .python_check import why_silent
 GRACE_S = 2.0  # a Python without hello after this long is looked at
 ROOT_GRACE_S = 3.0  # a non-Python root with no Python under it after this long is reported
 UNKNOWN_GRACE_S = 10.0  # a silent Python with no known reason, when nobody said hello at all
+FORK_LOOKS = 3  # ticks a child that still shows its parent's command line is looked at again
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)*)?[a-z]?$")
 _NOTE_MAX = 240
 
@@ -174,6 +175,8 @@ class SilentPythonWatcher:
         self._saw_hello = False
         self._asked: dict[str, list[Any]] = {}  # exe -> [finished?, reason]; one thread each
         self._lock = threading.Lock()
+        self._fork_looks: dict[int, int] = {}  # pid -> ticks it still showed its parent's argv
+        self._unexeced: set[int] = set()  # this tick: children not yet past their exec
 
     # ---- the supervisor's call ------------------------------------------------------------
 
@@ -187,6 +190,7 @@ class SilentPythonWatcher:
         procs = [p for p in map(self._read, tree_pids) if p is not None]
         if any(is_python(p.exe, p.cmdline) for p in procs):
             self._saw_python = True  # before judging the root: the tree is seen as a whole
+        self._unexeced = {p.pid for p in procs if self._before_exec(p, tree_pids)}
         found: list[dict[str, Any]] = []
         for proc in procs:
             if proc.pid in self._done or proc.pid in hello_pids:
@@ -202,21 +206,43 @@ class SilentPythonWatcher:
     # ---- judging one process --------------------------------------------------------------
 
     def _read(self, pid: int) -> _Proc | None:
+        """The process as /proc shows it now; read again every tick until it is judged, since a
+        child read between its fork and its exec still shows its parent's program."""
         proc = self._procs.get(pid)
-        if proc is None:
+        if proc is None or pid not in self._done:
             try:
                 proc = _Proc(pid)
             except Exception:  # noqa: BLE001 - gone, a zombie, or not readable: nothing to say
-                return None
+                return self._procs.get(pid) if pid in self._done else None
             self._procs[pid] = proc
         return proc
+
+    def _before_exec(self, proc: _Proc, tree: list[int]) -> bool:
+        """A child that is not a Python and still shows its parent's command line: a shell's
+        fork caught before its exec (`sh -c "python -I train.py"` for a moment looks like a
+        second `sh`). Looked at again for a few ticks before it counts as a helper; a subshell
+        that never execs (a `while` loop in a pipe) is then judged as what it is."""
+        if proc.pid in self._done or proc.pid == tree[0] or proc.ppid not in tree:
+            return False
+        if is_python(proc.exe, proc.cmdline):
+            return False
+        parent = self._procs.get(proc.ppid)
+        if parent is None or parent.cmdline != proc.cmdline:
+            return False
+        looks = self._fork_looks.get(proc.pid, 0) + 1
+        self._fork_looks[proc.pid] = looks
+        return looks <= FORK_LOOKS
 
     def _judge(self, proc: _Proc, now: float, tree: list[int]) -> str | None:
         """A reason; "" when judged with nothing to report; None to look again next tick."""
         age = now - proc.create_time
         if not is_python(proc.exe, proc.cmdline):
+            if proc.pid in self._unexeced:
+                return None  # between fork and exec: what it runs is not known yet
             if proc.pid != self._root:
                 return ""  # a helper binary under a Python: not ours to judge
+            if self._unexeced and not (self._saw_python or self._saw_hello):
+                return None  # a child is about to exec, perhaps into a Python
             if self._saw_python or self._saw_hello or age < self.root_grace_s:
                 return "" if (self._saw_python or self._saw_hello) else None
             name = os.path.basename(proc.cmdline[0] if proc.cmdline else proc.exe) or "?"
