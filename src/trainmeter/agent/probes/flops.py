@@ -46,7 +46,7 @@ _counter_cls: Any = None
 _mode: Any = None
 _start: tuple[int, int] = (0, 0)  # (tokens committed, eval spans) when the window opened
 _compiled: str | None = None  # how the model is compiled: None, "wrapper", or a reason
-_batch: int | None = None  # the first micro-batch's leading dimension
+_batch: int | None = None  # the first micro-batch's batch size (along the batch axis)
 _tokens_shape: tuple[int, ...] = ()  # the first token tensor's shape, to read its batch again
 _captured: list[Any] = []
 _tries = 0
@@ -122,8 +122,9 @@ on_step.probe = "flops"  # type: ignore[attr-defined]
 
 
 def _send_samples() -> None:
-    """Samples per step on this rank: the first batch's leading dimension x the micro-batches
-    of the first step (only shapes are read)."""
+    """Samples per step on this rank: the first batch's batch size (dim 0, or dim 1 once the
+    model probe has found the input sequence-first) x the micro-batches of the first step (only
+    shapes are read)."""
     global _batch
     if len(_tokens_shape) > tok.batch_axis:  # the model probe may have learnt the layout since
         _batch = int(_tokens_shape[tok.batch_axis])
@@ -131,7 +132,8 @@ def _send_samples() -> None:
     if micro > 0:
         sender = get_sender()
         if sender is not None:
-            note = f"leading dimension {_batch} of the first batch x {micro} micro-batch(es)"
+            axis = "dim 1, sequence-first" if tok.batch_axis == 1 else "dim 0"
+            note = f"batch size {_batch} of the first batch ({axis}) x {micro} micro-batch(es)"
             d = {"key": "samples_per_step", "value": _batch * micro, "source": "detected"}
             sender.send("fact", {**d, "note": note})
 

@@ -74,7 +74,8 @@ def real(tokens: Any, kwargs: dict[str, Any] | None) -> int | None:
 
 
 def leading(tokens: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> int | None:
-    """Samples in a forward call: the token tensor's leading dimension, else that of the first
+    """Samples in a forward call: the token tensor's size along the batch axis (dim 1 once the
+    input is known to be sequence-first), else the leading dimension of the first
     tensor among the positional arguments (or inside a dict, list or tuple given as one), else
     among the keyword arguments; None when no tensor has one. Only `shape` is read."""
     if tokens is not None:
