@@ -22,4 +22,5 @@ for _ in range(3):
     opt.step()
     opt.zero_grad()
 print(f"rank {rank} done", flush=True)
+dist.barrier()  # both ranks tear gloo down together: one gone first can abort the other's exit
 dist.destroy_process_group()

@@ -45,6 +45,7 @@ for _ in range(2):
     opt.step()
     opt.zero_grad()
 print(f"rank {rank} done", flush=True)
+dist.barrier()  # both ranks tear gloo down together: one gone first can abort the other's exit
 dist.destroy_process_group()
 # Leave without interpreter finalization: a gloo rank can abort there (SIGABRT, "terminate
 # called without an active exception", a known torch teardown race seen here under load), which

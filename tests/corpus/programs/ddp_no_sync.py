@@ -60,6 +60,7 @@ for step in range(STEPS):
     opt.step()
     opt.zero_grad()
     truth.loss(step, loss)
+dist.barrier()  # both ranks tear gloo down together: one gone first can abort the other's exit
 dist.destroy_process_group()
 truth.report(
     net,

@@ -27,4 +27,5 @@ for _ in range(STEPS):
     emit(train_loss=loss.item())
     time.sleep(0.1 * (1 + rank))  # rank 1 is the straggler: its own step records, slower
 print(f"rank {rank} done, world {os.environ['WORLD_SIZE']}")
+dist.barrier()  # both ranks tear gloo down together: one gone first can abort the other's exit
 dist.destroy_process_group()

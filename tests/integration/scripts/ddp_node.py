@@ -44,6 +44,7 @@ while True:
     step += 1
     time.sleep(0.05 + 0.02 * rank)  # the highest rank is the slowest to come back
 print(f"rank {rank} done after {step} steps", flush=True)
+dist.barrier()  # both ranks tear gloo down together: one gone first can abort the other's exit
 dist.destroy_process_group()
 # Leave without interpreter finalization: a gloo rank can abort there (SIGABRT, "terminate
 # called without an active exception", a known torch teardown race seen here under load), which
