@@ -61,6 +61,25 @@ def test_parquet_reads_back_in_pandas(example_run: ExampleRun, tmp_path: Path) -
     _check_frame(frame, example_run)
 
 
+def test_parquet_to_stdout_reads_back(example_run: ExampleRun, tmp_path: Path) -> None:
+    """`-o -` writes the Parquet bytes to stdout (not a file named `-`), the count to stderr."""
+    import io
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyarrow")
+    result = subprocess.run(
+        [sys.executable, "-m", "trainmeter", "export", "parquet", "-o", "-"],
+        cwd=example_run.cwd, env=tm_env(), capture_output=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    assert not (example_run.cwd / "-").exists()
+    assert result.stdout[:4] == b"PAR1"
+    assert b"-> stdout" in result.stderr
+    frame = pd.read_parquet(io.BytesIO(result.stdout))
+    _check_frame(frame, example_run)
+
+
 def test_parquet_without_pyarrow_says_how(example_run: ExampleRun, tmp_path: Path) -> None:
     blocker = tmp_path / "block"
     blocker.mkdir()

@@ -62,9 +62,14 @@ def _main(argv: list[str]) -> int:
         if fmt == "wandb":
             return _wandb(run_dir, table, opts)
         target = Path(opts.get("-o") or opts.get("--output") or f"{run_dir.name}.{fmt}")
-        if fmt == "csv" and str(target) == "-":  # `-o -`: to stdout, as Unix tools do
-            write_csv(table, sys.stdout)
-            sys.stdout.flush()
+        if str(target) == "-":  # `-o -`: to stdout, as Unix tools do
+            if fmt == "csv":
+                write_csv(table, sys.stdout)
+                sys.stdout.flush()
+            else:
+                sys.stdout.flush()
+                write_parquet(table, sys.stdout.buffer)
+                sys.stdout.buffer.flush()
             print(f"{len(table.rows)} rows, {len(table.columns)} columns -> stdout", file=sys.stderr)
             return 0
         (write_csv if fmt == "csv" else write_parquet)(table, target)

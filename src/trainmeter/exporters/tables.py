@@ -7,7 +7,8 @@ the step it had reached. A cell nobody measured stays empty (None, NaN in pandas
 
 `write_csv` needs nothing; `write_parquet` needs pyarrow (the `parquet` extra) and says so when it
 is missing. The same rows feed the W&B export. Rows past the latest few thousand wait in a
-temporary file (`RowStore`), so exporting a long run takes the same memory as a short one.
+temporary file (`RowStore`), and both formats are written as the rows are read (Parquet a row
+group at a time), so exporting a long run takes the same memory as a short one.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import marshal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..snapread import finite as _finite
 from ..snapread import get_number
@@ -57,6 +58,7 @@ class ExportError(Exception):
 
 #: Rows kept in memory while a table is built; older ones go to a temporary SQLite file.
 MAX_OPEN_ROWS = 4096
+PARQUET_ROW_GROUP = 8192  # rows in one Parquet row group: the rows a Parquet export holds
 
 
 class RowStore:
@@ -283,7 +285,8 @@ def _write_csv(table: RunTable, fh: Any) -> None:
         )
 
 
-def write_parquet(table: RunTable, target: Path) -> None:
+def write_parquet(table: RunTable, target: Path | BinaryIO) -> None:
+    """The table as Parquet into a file, or a binary stream (stdout for `-o -`)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -292,8 +295,18 @@ def write_parquet(table: RunTable, target: Path) -> None:
             "Parquet needs pyarrow, which is not installed: pip install 'trainmeter[parquet]'"
             " (or export csv)"
         ) from None
-    rows = list(table.records())  # Parquet is written whole: the table is held here
-    arrays = {"step": pa.array([r["step"] for r in rows], pa.int64())}
-    for col in table.columns[1:]:
-        arrays[col] = pa.array([r[col] for r in rows], pa.float64())
-    pq.write_table(pa.table(arrays), target)
+    columns = table.columns
+    schema = pa.schema(
+        [pa.field("step", pa.int64())] + [pa.field(c, pa.float64()) for c in columns[1:]]
+    )
+    # Written a row group at a time, as the rows are read: memory stays flat however long the
+    # run (the whole table at once took one Python dict a step, then the arrays on top)
+    with pq.ParquetWriter(target, schema) as writer:
+        batch: list[dict[str, Any]] = []
+        for row in table.records():
+            batch.append(row)
+            if len(batch) >= PARQUET_ROW_GROUP:
+                writer.write_batch(pa.RecordBatch.from_pylist(batch, schema=schema))
+                batch.clear()
+        if batch or not len(table.rows):
+            writer.write_batch(pa.RecordBatch.from_pylist(batch, schema=schema))
