@@ -7,7 +7,7 @@ first  no process group: rank 1 steps until torchrun stops it; rank 0 waits unti
        argv[2] steps, then SIGKILLs itself before its own first step (the rank an OOM killer
        picked), and torchrun SIGTERMs rank 1.
 
-Each rank prints `STEP <rank> <n>` after its n-th optimizer step, the truth the log is held to.
+Each rank writes `STEP <rank> <n>` after its n-th optimizer step, the truth the log is held to.
 """
 
 import os
@@ -44,7 +44,7 @@ while how == "first" or n < steps:
     model(x).pow(2).mean().backward()
     opt.step()
     n += 1
-    print("STEP", rank, n, flush=True)
+    os.write(1, f"STEP {rank} {n}\n".encode())  # one write: the ranks' lines never interleave
     if how == "whole" and rank == 0 and n == steps:
         for pid in (pids[1], os.getppid(), os.getpid()):
             os.kill(pid, signal.SIGKILL)
