@@ -46,6 +46,7 @@ CASES = {
     "vit_torchvision_shape": "optimizer",
     "vit_timm_shape": "optimizer",
     "lightning_demo_transformer": "optimizer",
+    "timm_task_ema": "optimizer",
 }
 NEEDS = {
     "hf_gpt2_loop": "transformers",
