@@ -47,6 +47,7 @@ CASES = {
     "vit_timm_shape": "optimizer",
     "lightning_demo_transformer": "optimizer",
     "timm_task_ema": "optimizer",
+    "litgpt_meta_flops": "optimizer",
 }
 NEEDS = {
     "hf_gpt2_loop": "transformers",
