@@ -48,6 +48,7 @@ CASES = {
     "lightning_demo_transformer": "optimizer",
     "timm_task_ema": "optimizer",
     "litgpt_meta_flops": "optimizer",
+    "torchtitan_meta_init": "optimizer",
 }
 NEEDS = {
     "hf_gpt2_loop": "transformers",
