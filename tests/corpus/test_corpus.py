@@ -49,6 +49,7 @@ CASES = {
     "timm_task_ema": "optimizer",
     "litgpt_meta_flops": "optimizer",
     "torchtitan_meta_init": "optimizer",
+    "nanogpt_zero_amp": "optimizer",
 }
 NEEDS = {
     "hf_gpt2_loop": "transformers",
