@@ -50,12 +50,14 @@ CASES = {
     "litgpt_meta_flops": "optimizer",
     "torchtitan_meta_init": "optimizer",
     "nanogpt_zero_amp": "optimizer",
+    "hf_trainer_llama": "optimizer",
 }
 NEEDS = {
     "hf_gpt2_loop": "transformers",
     "hf_bert_padding": "transformers",
     "accelerate_accum": "accelerate",
     "lightning_demo_transformer": "lightning",
+    "hf_trainer_llama": "transformers",
 }
 #: truth key -> the fact `tm` records it as
 FACTS = {
