@@ -392,6 +392,7 @@ def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
     inner = chain[-1]
     if _structure is None:
         on_adopt(root)  # a root adopted before this probe attached
+        parts.reset()  # its first forward has run: too late to watch its children
     left_out = tuple(parts.left_out())
     total, embedding, frozen = count_params(root, left_out)
     note = f"parameters of {type(inner).__name__}, tied weights once"
