@@ -46,12 +46,19 @@ CASES = {
     "vit_torchvision_shape": "optimizer",
     "vit_timm_shape": "optimizer",
     "lightning_demo_transformer": "optimizer",
+    "timm_task_ema": "optimizer",
+    "litgpt_meta_flops": "optimizer",
+    "torchtitan_meta_init": "optimizer",
+    "nanogpt_zero_amp": "optimizer",
+    "hf_trainer_llama": "optimizer",
+    "imagenet_resnet_dataparallel": "optimizer",
 }
 NEEDS = {
     "hf_gpt2_loop": "transformers",
     "hf_bert_padding": "transformers",
     "accelerate_accum": "accelerate",
     "lightning_demo_transformer": "lightning",
+    "hf_trainer_llama": "transformers",
 }
 #: truth key -> the fact `tm` records it as
 FACTS = {
@@ -139,6 +146,7 @@ def _seen(summary: dict) -> dict:
     for key, fact in FACTS.items():
         seen[key] = facts.get(fact, {}).get("value")
     seen["signal"] = facts.get("step_signal", {}).get("value")
+    seen["shape_unknown"] = facts.get("shape_unknown", {}).get("value")
     return seen
 
 
@@ -164,6 +172,11 @@ def test_tm_sees_what_the_program_counted(corpus: dict[str, dict], name: str) ->
     for key in FACTS:
         if key in truth:
             assert seen[key] == truth[key], f"{key}: tm {seen[key]}, truth {truth[key]}"
+    absent = truth.get("absent", [])  # what the model has no such number for
+    for key in absent:
+        assert seen[key] is None, f"{key}: tm made up {seen[key]}"
+    if {"L", "d"} & set(absent):
+        assert seen["shape_unknown"], "L or d absent with no reason given"
 
 
 def _table(results: dict[str, dict]) -> str:

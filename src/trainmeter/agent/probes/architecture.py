@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..sender import get_sender
-from . import model, steps
+from . import model, parts, steps
 
 EXPERT_KEYS = ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts")
 TOP_K_KEYS = ("num_experts_per_tok", "moe_router_topk", "moe_topk", "top_k")
@@ -193,6 +193,8 @@ def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
     """Send the facts that refine the FLOPs count, once per root module."""
     chain = model.unwrap_chain(root)
     inner = chain[-1]
+    if parts.left_out():
+        root = inner  # the model a task module holds, without its EMA copy or teacher
     _fact("n_lookup_params", lookup_params(root), "every nn.Embedding weight, tied ones too")
     vectors = vector_params(root)
     if vectors is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..sender import get_sender
-from . import steps, structure
+from . import parts, steps, structure
 from . import tokens as tok
 
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
@@ -41,6 +41,8 @@ def unwrap_chain(module: Any, limit: int = 8) -> list[Any]:
                 break
         if inner is None:
             inner = _lightning_inner(chain[-1])
+        if inner is None:
+            inner = parts.inner_of(chain[-1])  # a task module's model (see `parts`)
         if inner is None or inner in chain:
             break
         chain.append(inner)
@@ -166,15 +168,18 @@ def _fsdp1_full_sizes(root: Any) -> tuple[dict[int, int], set[int]]:
     return sizes, tied
 
 
-def count_params(root: Any) -> tuple[int, int, int]:
+def count_params(root: Any, skip: tuple[Any, ...] = ()) -> tuple[int, int, int]:
     """(N, E, frozen): each weight once (by identity, and by storage when it has one); E holds
     embedding tables that no other module also registers (a table tied to the output head is
-    a matmul weight, so it stays in N − E)."""
+    a matmul weight, so it stays in N − E). Modules in `skip` (children found not to be part
+    of the model: `parts`) are left out."""
     full, tied = _fsdp1_full_sizes(root)
+    left_out = {id(m) for s in skip for m in s.modules()}
+    modules = [m for m in root.modules() if id(m) not in left_out]
     seen_ids: set[int] = set()
     seen_ptrs: set[Any] = set()
     total = frozen = 0
-    for p in root.parameters():
+    for p in (p for m in modules for p in m.parameters(recurse=False)):
         ptr = _ptr(p)
         if id(p) in seen_ids or (ptr and ptr in seen_ptrs):
             continue
@@ -189,7 +194,7 @@ def count_params(root: Any) -> tuple[int, int, int]:
     tables: dict[int, Any] = {}
     other_ids: set[int] = set()
     other_ptrs: set[Any] = set()
-    for module in root.modules():
+    for module in modules:
         if isinstance(module, lookup_types):
             weight = getattr(module, "weight", None)
             if weight is not None:
@@ -291,11 +296,35 @@ def on_adopt(root: Any) -> None:
     chain = unwrap_chain(root)
     _structure = structure.read(chain[-1], _torch)
     module = _structure.seq_module
-    if module is not None and not _compiled(chain) and not _compiled(list(root.modules())):
-        _seq_hook.append(module.register_forward_pre_hook(_on_seq_input, with_kwargs=True))
+    if not _compiled(chain) and not _compiled(list(root.modules())):
+        parts.watch(chain[-1], _torch.is_grad_enabled, steps.compiling)
+        if module is not None:
+            _seq_hook.append(module.register_forward_pre_hook(_on_seq_input, with_kwargs=True))
+    else:
+        parts.reset()
 
 
 on_adopt.probe = "model"  # type: ignore[attr-defined]
+
+
+def _settle_parts(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
+    """First of the first-forward listeners: leave out the frozen children that did not run
+    (`parts`), so that every probe after this one reads the model without them."""
+    global _structure
+    left_out = parts.settle(unwrap_chain(root)[-1])
+    if not left_out or _structure is None:
+        return
+    old = _structure.seq_module
+    _structure = structure.read(unwrap_chain(root)[-1], _torch, tuple(left_out))
+    if _seq_hook and old is not _structure.seq_module:
+        # the hooked layer was in a part left out and never ran: read T at the next forward
+        _remove_seq_hook()
+        if _structure.seq_module is not None:
+            hook = _structure.seq_module.register_forward_pre_hook(_on_seq_input, with_kwargs=True)
+            _seq_hook.append(hook)
+
+
+_settle_parts.probe = "model"  # type: ignore[attr-defined]
 
 
 def _remove_seq_hook() -> None:
@@ -363,8 +392,14 @@ def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
     inner = chain[-1]
     if _structure is None:
         on_adopt(root)  # a root adopted before this probe attached
-    total, embedding, frozen = count_params(root)
-    _fact("n_params", total, f"parameters of {type(inner).__name__}, tied weights once")
+        parts.reset()  # its first forward has run: too late to watch its children
+    left_out = tuple(parts.left_out())
+    total, embedding, frozen = count_params(root, left_out)
+    note = f"parameters of {type(inner).__name__}, tied weights once"
+    if left_out:
+        names = ", ".join(sorted({type(m).__name__ for m in left_out}))
+        note += f" (not the frozen {names} it holds, never run with gradients on)"
+    _fact("n_params", total, note)
     _fact("n_embedding_params", embedding, "nn.Embedding tables used only as lookups")
     _fact("n_frozen_params", frozen, "parameters with requires_grad=False")
     _tokens_shape = tuple(tokens.shape) if tokens is not None else ()
@@ -398,5 +433,6 @@ def attach(torch: Any) -> list[str]:
     global _torch
     _torch = torch
     steps.adopted.append(on_adopt)
+    steps.first_forward.insert(0, _settle_parts)
     steps.first_forward.append(on_first_forward)
     return ["model"]

@@ -67,8 +67,11 @@ def post(module: Any, args: Any, *rest: Any) -> None:
 
 def adopt(module: Any, hooks: bool = True) -> bool:
     """Make the module of this outermost training-mode call the root, unless it has no
-    parameters (a loss module). Adopting before its forward runs keeps torch.compile from
-    tracing the global hooks and recompiling once they are gone."""
+    parameters (a loss module) or its parameters are on the meta device: a copy of the model
+    built there only to count its FLOPs or its memory before training (litgpt's
+    `measure_flops`, Lightning's throughput utilities) holds no values and is never trained.
+    Adopting before its forward runs keeps torch.compile from tracing the global hooks and
+    recompiling once they are gone."""
     s = state
     if module is s.root and s.root_hook:
         # the root again, after a step without its forward: its class counted this call
@@ -77,7 +80,8 @@ def adopt(module: Any, hooks: bool = True) -> bool:
         return True
     if module in s.rejected:
         return False
-    if next(iter(module.parameters()), None) is None:
+    first = next(iter(module.parameters()), None)
+    if first is None or getattr(first, "is_meta", False):
         s.rejected.add(module)
         return False
     end()

@@ -51,12 +51,15 @@ def is_attention(module: Any, torch: Any) -> bool:
     return next(iter(module.parameters()), None) is not None
 
 
-def _outermost_attention(root: Any, torch: Any) -> list[tuple[Any, Any]]:
-    """(attention module, its parent) in module order, none nested in another."""
+def _outermost_attention(root: Any, torch: Any, skip: set[int]) -> list[tuple[Any, Any]]:
+    """(attention module, its parent) in module order, none nested in another, none inside a
+    module of `skip` (ids)."""
     found: list[tuple[Any, Any]] = []
 
     def walk(module: Any) -> None:
         for child in module.children():
+            if id(child) in skip:
+                continue
             if is_attention(child, torch):
                 found.append((child, module))
             else:
@@ -75,17 +78,20 @@ def _width(attention: Any, torch: Any) -> int | None:
     return None
 
 
-def _rnn(root: Any, torch: Any) -> Any:
+def _rnn(root: Any, torch: Any, skip: set[int]) -> Any:
+    inside = {id(m) for s in root.modules() if id(s) in skip for m in s.modules()}
     for module in root.modules():
-        if isinstance(module, torch.nn.RNNBase):
+        if isinstance(module, torch.nn.RNNBase) and id(module) not in inside:
             return module
     return None
 
 
-def read(root: Any, torch: Any) -> Structure:
-    """The structure of `root` (the innermost model, wrappers already looked through)."""
+def read(root: Any, torch: Any, skip: tuple[Any, ...] = ()) -> Structure:
+    """The structure of `root` (the innermost model, wrappers already looked through), leaving
+    out the modules in `skip` (children found not to be part of the model: `parts`)."""
     out = Structure()
-    attention = _outermost_attention(root, torch)
+    skipped = {id(m) for m in skip}
+    attention = _outermost_attention(root, torch, skipped)
     if attention:
         blocks = {
             id(att if type(parent).__name__ in _CONTAINERS else parent): None
@@ -107,7 +113,7 @@ def read(root: Any, torch: Any) -> Structure:
         else:
             out.seq_first = getattr(first, "batch_first", True) is False
         return out
-    rnn = _rnn(root, torch)
+    rnn = _rnn(root, torch, skipped)
     if rnn is not None:
         out.seq_module = rnn
         out.seq_first = not rnn.batch_first
