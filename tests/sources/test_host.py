@@ -13,16 +13,17 @@ from trainmeter.sources.host import HostSampler
 
 # The child says "go" once started and then waits for the test's line on stdin (no CPU), so the
 # baseline sample lands after its start-up and before it burns, however slow the machine; then
-# it busy-loops for 2 s of wall time and prints the CPU seconds it spent burning, measured by
-# itself.
+# it busy-loops until it has spent 1 CPU second (not a span of wall time: on a loaded machine
+# 2 s of wall time bought it too little CPU to measure) and prints the CPU seconds it spent
+# burning, measured by itself.
 BURNER = (
     "import sys, time\n"
     "print('go', flush=True)\n"
     "sys.stdin.readline()\n"
-    "c0 = time.process_time(); t0 = time.monotonic()\n"
+    "c0 = time.process_time()\n"
     "print('burn', flush=True)\n"
-    "while time.monotonic() - t0 < 2.0: pass\n"
-    "print(time.process_time() - c0, time.monotonic() - t0, flush=True)\n"
+    "while time.process_time() - c0 < 1.0: pass\n"
+    "print(time.process_time() - c0, flush=True)\n"
 )
 # The root starts the burner (which shares its stdin), waits for it (so the burner is reaped into
 # the root's children_* times), then lingers until the test's second line, so the test samples
@@ -76,8 +77,7 @@ def test_busy_child_cpu_is_counted_and_survives_its_reap():
     finally:
         root.kill()
         root.wait()
-    burn_cpu, burn_wall = map(float, out.split())
-    assert burn_wall >= 2.0 and burn_cpu > 0.3
+    burn_cpu = float(out)
     # ... and its CPU seconds did not vanish: they moved into the root's children_* times.
     # The tree's growth matches what the burner measured itself (its startup CPU fell before
     # `first`; the sleeping root adds almost nothing).
