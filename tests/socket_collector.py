@@ -94,7 +94,10 @@ class SocketCollector:
         """After the program ended: stop receiving, drain the socket, read the rings (once)."""
         if self._thread is not None:
             self._stop.set()
-            self._thread.join(5)
+            # it looks at the stop flag every 50 ms; a join cut short on a loaded machine would
+            # leave it receiving while the drain below does too (records out of order)
+            self._thread.join(60)
+            assert not self._thread.is_alive(), "the receiving thread did not stop"
             self._thread = None
             self.sock.setblocking(False)
         self.receive_now()

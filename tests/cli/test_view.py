@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -42,7 +43,8 @@ def test_serves_a_replayed_run_with_its_history(tmp_path: Path, capsys) -> None:
     thread.start()
     try:
         url = None
-        for _ in range(200):
+        deadline = time.monotonic() + 60  # a deadline, not 200 tries of 50 ms
+        while time.monotonic() < deadline:
             err = capsys.readouterr().err
             if "http://" in err:
                 url = err.split(" at ")[1].split(" ")[0]

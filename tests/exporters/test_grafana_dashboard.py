@@ -105,7 +105,7 @@ def _free_port() -> int:
 def _promql(port: int, expr: str) -> list[dict]:
     url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
     try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
+        with urllib.request.urlopen(url, timeout=30) as resp:
             body = json.loads(resp.read())
     except urllib.error.HTTPError as exc:  # a bad expression: 400 with the parser's message
         raise AssertionError(f"{expr}: {exc.read().decode()}") from None

@@ -82,7 +82,14 @@ def test_attach_shows_and_records_no_spelling(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL,
     )
     try:
-        time.sleep(0.2)
+        # attach reads the command line once: wait until the target shows its own (with the
+        # secrets), not the copy of pytest's a process has between its fork and its exec
+        import psutil
+
+        deadline = time.monotonic() + 60
+        while psutil.Process(target.pid).cmdline()[-len(_all_args()):] != _all_args():
+            assert time.monotonic() < deadline, "the target never showed its arguments"
+            time.sleep(0.02)
         out = run_tm(
             ["attach", str(target.pid), "--interval", "0.2", "--duration", "1", "--no-web"],
             tmp_path,

@@ -1,7 +1,9 @@
 """Each reason a run is watched from outside only, produced for real under `tm`.
 
-The four runs are started together (each mostly sleeps, long enough for tm's watcher to see a
-Python that never said hello), then each test reads its own run directory.
+The four runs are started together; each waits (no CPU) until tm's watcher has written its
+`observe_only` fact to the log, then ends, and each test reads its own run directory. (A fixed
+sleep raced the watcher on a loaded machine: a run that ended first was judged at its end, with
+the end's note instead of the process's command line.)
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,41 +22,75 @@ from .conftest import SCRIPTS
 
 pytestmark = pytest.mark.slow
 
-SLEEP_S = "6"
 CASES = ("isolated", "other_venv", "shell_root", "no_pythonpath")
+STOP = "stop"  # the file each run waits for, in its working directory
 
 
 def command(case: str, bare_python: str) -> list[str]:
     sleeper = str(SCRIPTS / "sleeper.py")
     return {
-        "isolated": [sys.executable, "-I", sleeper, SLEEP_S],
-        "other_venv": [bare_python, sleeper, SLEEP_S],
+        "isolated": [sys.executable, "-I", sleeper, STOP],
+        "other_venv": [bare_python, sleeper, STOP],
         "shell_root": ["./job.sh"],
-        "no_pythonpath": ["env", "-u", "PYTHONPATH", sys.executable, sleeper, SLEEP_S],
+        "no_pythonpath": ["env", "-u", "PYTHONPATH", sys.executable, sleeper, STOP],
     }[case]
+
+
+def _reported(workdir: Path) -> bool:
+    """Whether the run's log holds an `observe_only` fact yet (the live watcher's)."""
+    dirs = run_dirs(workdir)
+    if not dirs or not (dirs[-1] / "events.jsonl").exists():
+        return False
+    for line in (dirs[-1] / "events.jsonl").read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:  # the line being written
+            continue
+        if record.get("kind") == "fact" and record["d"].get("key") == "observe_only":
+            return True
+    return False
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, bare_venv: Path) -> dict[str, Path]:
     """All four `tm -- ...` runs, in parallel; returns each one's working directory."""
     started: dict[str, tuple[Path, subprocess.Popen]] = {}
-    for case in CASES:
-        workdir = tmp_path_factory.mktemp(case)
-        if case == "shell_root":
-            job = workdir / "job.sh"
-            job.write_text(f"#!/bin/sh\nsleep {SLEEP_S}\necho '{{\"shell\": true}}'\n")
-            job.chmod(0o755)
-        argv = [sys.executable, "-m", "trainmeter", "--no-web", "--"]
-        argv += command(case, str(bare_venv / "bin" / "python"))
-        proc = subprocess.Popen(
-            argv,
-            cwd=workdir,
-            env=tm_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        started[case] = (workdir, proc)
+    try:
+        for case in CASES:
+            workdir = tmp_path_factory.mktemp(case)
+            if case == "shell_root":
+                job = workdir / "job.sh"
+                job.write_text(
+                    "#!/bin/sh\n"
+                    f"i=0; while [ ! -e {STOP} ] && [ $i -lt 1500 ]; do sleep 0.2; i=$((i+1)); done\n"
+                    "echo '{\"shell\": true}'\n"
+                )
+                job.chmod(0o755)
+            argv = [sys.executable, "-m", "trainmeter", "--no-web", "--"]
+            argv += command(case, str(bare_venv / "bin" / "python"))
+            proc = subprocess.Popen(
+                argv,
+                cwd=workdir,
+                env=tm_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            started[case] = (workdir, proc)
+        deadline = time.monotonic() + 240
+        waiting = dict(started)
+        while waiting:
+            for case, (workdir, proc) in list(waiting.items()):
+                if _reported(workdir):
+                    (workdir / STOP).touch()
+                    del waiting[case]
+                else:
+                    assert proc.poll() is None, f"{case}: tm ended before its watcher spoke"
+            assert time.monotonic() < deadline, f"no observe_only fact from {sorted(waiting)}"
+            time.sleep(0.1)
+    finally:
+        for workdir, _ in started.values():
+            (workdir / STOP).touch()
     out: dict[str, Path] = {}
     for case, (workdir, proc) in started.items():
         stdout, stderr = proc.communicate(timeout=120)

@@ -43,7 +43,7 @@ def free_ports(n: int) -> list[int]:
     return ports
 
 
-def get(url: str, timeout: float = 5) -> bytes:
+def get(url: str, timeout: float = 30) -> bytes:
     with urllib.request.urlopen(url, timeout=timeout) as resp:
         return resp.read()
 
@@ -89,7 +89,13 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
         pytest.skip("prometheus is not installed (apt-get install prometheus)")
     rdzv, m0, m1, prom = free_ports(4)
     logs: list = []
-    env = tm_env(TRAINMETER_FAKE_NVML=str(NVML), SECONDS_TO_TRAIN="18", OMP_NUM_THREADS="1")
+    # the ranks train until the test has read what it checks live (a fixed 18 s could run out
+    # on a loaded machine before the last panel query); 600 s is a bound, never reached
+    stop = tmp_path / "stop"
+    env = tm_env(
+        TRAINMETER_FAKE_NVML=str(NVML), SECONDS_TO_TRAIN="600", STOP_FILE=str(stop),
+        OMP_NUM_THREADS="1",
+    )
     nodes = []
     for node, port in ((0, m0), (1, m1)):
         cwd = tmp_path / f"node{node}"
@@ -138,13 +144,13 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
                 return both
             return None
 
-        wait_for("both nodes to step steadily", steady, 120, nodes)
+        wait_for("both nodes to step steadily", steady, 240, nodes)
         # the job's tokens/s through Prometheus, against the nodes' own values read just before
         # its last scrape; both nodes' series must be in it (count 2)
         expr = f'sum(trainmeter_tokens_per_second{{run="{JOB}"}})'
         count = f'count(trainmeter_tokens_per_second{{run="{JOB}"}})'
         wait_for(
-            "both nodes in prometheus", lambda: promql(prom, count)[0]["value"][1] == "2", 30, nodes
+            "both nodes in prometheus", lambda: promql(prom, count)[0]["value"][1] == "2", 60, nodes
         )
         own = [scrape(p) for p in (m0, m1)]
         time.sleep(1.2)  # one scrape interval: Prometheus now holds values at least this fresh
@@ -181,6 +187,7 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
         with pytest.raises(urllib.error.HTTPError, match="404"):
             get(f"http://127.0.0.1:{m0}/")
     finally:
+        stop.touch()  # the training ends now, at the same step on every rank
         server.terminate()
         server.wait(timeout=30)
         for p in nodes:

@@ -159,12 +159,41 @@ def test_attach_watches_and_detaches_on_sigint(tmp_path):
     assert summary["host"]["rss_b"] >= 120 * 2**20  # the engine read our sample.host
 
 
+# A target that lives until the test closes its stdin: a fixed lifetime raced tm's start-up on
+# a loaded machine (attach found no process, or too few samples).
+UNTIL_STDIN = "import sys; print('ready', flush=True); sys.stdin.read()"
+
+
+def _target() -> subprocess.Popen:
+    target = subprocess.Popen(
+        [sys.executable, "-c", UNTIL_STDIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert target.stdout.readline().strip() == "ready"
+    return target
+
+
 def test_attach_stops_when_the_process_exits(tmp_path):
-    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
-    start = time.monotonic()
-    res = run_tm(["attach", str(target.pid), "--interval", "0.2", "-q"], cwd=tmp_path, timeout=60)
-    target.wait()
-    assert res.returncode == 0 and "exited" in res.stderr
+    target = _target()
+    tm = subprocess.Popen(
+        [sys.executable, "-m", "trainmeter", "attach", str(target.pid), "--interval", "0.2", "-q"],
+        cwd=tmp_path, env=tm_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        while "watching pid" not in (line := tm.stderr.readline()):  # attached, sampling
+            assert line, "tm attach ended before it watched"
+        target.stdin.close()  # the target exits now
+        target.wait(timeout=60)
+        start = time.monotonic()
+        _, err = tm.communicate(timeout=60)
+    finally:
+        target.kill()
+        target.wait()
+        if tm.poll() is None:
+            tm.kill()
+            tm.wait()
+    assert tm.returncode == 0 and "exited" in err, err
+    # it samples every 0.2 s: it noticed the exit rather than running on until killed
     assert time.monotonic() - start < 30
     assert _events(tmp_path)[-1]["d"]["attach_end"] == "exited"
 
@@ -188,40 +217,51 @@ def test_attach_on_a_terminal_redraws_one_status_line(tmp_path):
     a second; the line is ended once, when tm attach stops."""
     import fcntl
     import pty
+    import select
     import struct
     import termios
 
-    target = subprocess.Popen(
-        [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(1.6)"],
-        stdout=subprocess.PIPE, text=True,
-    )
+    target = _target()
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 160, 0, 0))
-    try:
-        assert target.stdout.readline().strip() == "ready"
-        res = subprocess.run(
-            [sys.executable, "-m", "trainmeter", "attach", str(target.pid), "--interval", "0.2"],
-            cwd=tmp_path, env=tm_env(TERM="xterm", COLUMNS="200"), stdout=slave,
-            stderr=subprocess.PIPE, text=True, timeout=120,
-        )
-        assert res.returncode == 0, res.stderr
-        os.close(slave)
-        out = b""
-        while True:
+    out = b""
+
+    def read(until) -> None:  # the pty's output until `until(out)` or its other end is gone
+        nonlocal out
+        deadline = time.monotonic() + 60
+        while not until(out):
+            assert time.monotonic() < deadline, repr(out)
+            if not select.select([master], [], [], 0.5)[0]:
+                continue
             try:
                 chunk = os.read(master, 65536)
             except OSError:  # EIO: the pty's other end is closed and drained
-                break
+                return
             if not chunk:
-                break
+                return
             out += chunk
+
+    try:
+        tm = subprocess.Popen(
+            [sys.executable, "-m", "trainmeter", "attach", str(target.pid), "--interval", "0.2"],
+            cwd=tmp_path, env=tm_env(TERM="xterm", COLUMNS="200"), stdout=slave,
+            stderr=subprocess.PIPE, text=True,
+        )
+        os.close(slave)
+        # several samples while the target runs, however long tm took to start
+        read(lambda got: got.count(b"\r\x1b[2K[attach ") >= 3)
+        target.stdin.close()  # the target exits: tm attach stops and ends its line
+        target.wait(timeout=60)
+        read(lambda got: False)
+        _, err = tm.communicate(timeout=60)
+        assert tm.returncode == 0, err
     finally:
         os.close(master)
         target.kill()
         target.wait()
     text = out.decode()
     draws = text.count("\r\x1b[2K[attach ")
-    assert draws >= 3, repr(text)  # several samples in 1.6 s at 0.2 s
+    assert draws >= 3, repr(text)  # several samples, each a redraw
     # the pty turns "\n" into "\r\n": one line end in all, after the last draw
     assert text.count("\n") == 1 and text.endswith("\r\n") and "no GPU" in text
     assert text.index("\n") > text.rindex("\x1b[2K")

@@ -61,6 +61,20 @@ def later(seconds: float = 30.0):
     return lambda: time.time() + seconds
 
 
+def born(pid: int) -> float:
+    """The process's start as the watcher reads it: a clock set from it gives the process an
+    exact age, however long a loaded machine took to start it or to answer a diagnosis."""
+    import psutil
+
+    return psutil.Process(pid).create_time()
+
+
+def aged(pid: int, seconds: float):
+    """A clock at which `pid` is exactly `seconds` old, whenever it is read."""
+    start = born(pid)
+    return lambda: start + seconds
+
+
 def watch(watcher: SilentPythonWatcher, tree: list[int], hello: set[int] = frozenset()) -> list:
     """Ticks until the background diagnoses are in (a tick never waits for them itself)."""
     facts = watcher.tick(tree, set(hello))
@@ -74,7 +88,7 @@ def children_of(pid: int, *, execs: bool = True) -> list[int]:
     import psutil
 
     parent = psutil.Process(pid).cmdline() if execs else None
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         kids = psutil.Process(pid).children()
         try:
@@ -170,10 +184,10 @@ def test_python_too_old(spawn, old_python: str) -> None:
 
 def test_young_python_waits_for_its_grace(spawn) -> None:
     proc = spawn([sys.executable, "-I", "-c", SLEEP])
-    now = [time.time()]
+    now = [born(proc.pid) + 0.5]  # not the wall clock: a slow start must not age it past 2 s
     watcher = SilentPythonWatcher(agent_env(), clock=lambda: now[0])
     assert watcher.tick([proc.pid], set()) == []  # just started: it may still say hello
-    now[0] += 2.5
+    now[0] += 2.0  # 2.5 s old: past the 2 s grace
     assert len(watcher.tick([proc.pid], set())) == 1
 
 
@@ -192,9 +206,11 @@ def test_pythons_that_said_hello_and_their_forks_are_quiet(spawn) -> None:
 
 def test_unknown_reason_only_when_nobody_said_hello(spawn) -> None:
     proc = spawn([sys.executable, "-c", SLEEP])  # a Python that would load the agent fine
-    quiet = SilentPythonWatcher(agent_env(), clock=later(5))
+    # ages from the process's start, not the wall clock: the diagnosis `watch` waits for runs
+    # the interpreter, which on a loaded machine took long enough to age it past 10 s
+    quiet = SilentPythonWatcher(agent_env(), clock=aged(proc.pid, 5))
     assert watch(quiet, [proc.pid]) == []  # 5 s: not long enough to call it unknown
-    late = SilentPythonWatcher(agent_env(), clock=later(30))
+    late = SilentPythonWatcher(agent_env(), clock=aged(proc.pid, 30))
     (fact,) = watch(late, [proc.pid])
     assert fact["value"].startswith(
         "a Python ran over 10 s without the agent saying hello, for no reason tm can see"
@@ -206,10 +222,10 @@ def test_unknown_reason_only_when_nobody_said_hello(spawn) -> None:
 
 def test_root_that_is_not_python(spawn) -> None:
     shell = spawn(["/bin/sh", "-c", "sleep 60; true"])
-    now = [time.time()]
+    now = [born(shell.pid) + 0.5]  # not the wall clock: a slow start must not age it past 3 s
     watcher = SilentPythonWatcher(agent_env(), clock=lambda: now[0])
     assert watcher.tick([shell.pid], set()) == []
-    now[0] += 3.5
+    now[0] += 3.0  # 3.5 s old: past the 3 s grace
     (fact,) = watcher.tick([shell.pid], set())
     assert fact["value"].startswith("the command is not a Python program (sh)")
     assert fact["note"] == f"pid {shell.pid}: /bin/sh -c sleep 60; true"
@@ -292,11 +308,16 @@ def test_a_subshell_that_never_execs_does_not_hold_the_root_verdict(spawn) -> No
     shell = spawn(["/bin/sh", "-c", "while true; do sleep 1; done | cat"])
     import psutil
 
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        tree = [shell.pid] + [p.pid for p in psutil.Process(shell.pid).children(recursive=True)]
-        if len(tree) >= 3:
-            break
+    def looped() -> bool:  # the loop's subshell is there, and `cat` past its exec
+        kids = psutil.Process(shell.pid).children()
+        try:
+            return len(kids) >= 2 and any(k.cmdline() == ["cat"] for k in kids)
+        except psutil.Error:
+            return False
+
+    deadline = time.monotonic() + 60
+    while not looped():
+        assert time.monotonic() < deadline, "the pipe's processes did not start"
         time.sleep(0.05)
     watcher = SilentPythonWatcher(agent_env(), clock=later())
     facts: list = []

@@ -26,7 +26,7 @@ def _line(record: dict) -> bytes:
     return records.encode(record).encode()
 
 
-def _until(predicate, timeout: float = 10.0) -> None:
+def _until(predicate, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -225,3 +226,34 @@ def test_a_signal_after_the_child_exited_does_not_change_the_status(
     assert status == 3
     assert signal.getsignal(signum) is before  # put back as it was
     assert (run_dirs(tmp_path)[0] / "summary.json").exists()
+
+
+def test_the_childs_signals_are_never_at_their_default_between_its_end_and_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, the launcher put the dispositions back as the child ended (the default, for a tm
+    started from a terminal: SIGTERM and SIGUSR1 kill) and `supervise` ignored them only a
+    moment later: a scheduler's signal in between killed tm, and the child's status was lost.
+    The moment is read here, instead of waiting for a signal to land in it."""
+    from trainmeter.cli.args import parse_run_args
+    from trainmeter.supervisor import session as session_mod
+
+    watched = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
+    monkeypatch.chdir(tmp_path)
+    write_script(tmp_path / "t.py", "import sys; sys.exit(3)")
+    real = session_mod.Launcher.signals
+    between: dict[int, object] = {}
+
+    @contextlib.contextmanager
+    def signals(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        with real(self, *args, **kwargs):
+            yield
+        between.update({s: signal.getsignal(s) for s in watched})  # the child has ended
+
+    monkeypatch.setattr(session_mod.Launcher, "signals", signals)
+    before = {s: signal.getsignal(s) for s in watched}
+    opts = parse_run_args(["-q", "--no-agent", "t.py"])
+    status = session_mod.supervise(opts, samplers_factory=lambda pid, run_dir: [], watcher=object())
+    assert status == 3
+    assert between == {s: signal.SIG_IGN for s in watched}
+    assert {s: signal.getsignal(s) for s in watched} == before  # all put back at the end

@@ -51,11 +51,15 @@ def test_a_setup_that_fails_after_the_start_leaves_the_child_running_unwatched(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "out.txt"
-    # the child outlives tm's setup and says whether its socket directory is still there
+    # the child outlives tm's setup and says whether its socket was closed while it ran: it
+    # waits for that (tm's setup may be slow on a loaded machine), up to a bound it never
+    # reaches when tm closes the socket, and tm waits for the child
     write_script(
         tmp_path / "t.py",
         "import os, sys, time\n"
-        "time.sleep(0.3)\n"
+        "deadline = time.monotonic() + 60\n"
+        "while os.path.exists(os.environ['TRAINMETER_SOCKET']) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.02)\n"
         f"open({str(out)!r}, 'w').write(str(os.path.exists(os.environ['TRAINMETER_SOCKET'])))\n"
         "sys.exit(5)\n",
     )

@@ -30,7 +30,7 @@ def run_file(directory: Path, *expected: bytes) -> bytes:
     of one process); `wandb.teardown()` stops it, and a short wait covers the rest."""
     wandb.teardown()
     (path,) = directory.glob("wandb/offline-run-*/run-*.wandb")
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while True:
         data = path.read_bytes()
         if all(value in data for value in expected) or time.monotonic() > deadline:

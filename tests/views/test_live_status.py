@@ -245,10 +245,19 @@ def test_ctrl_z_gives_the_shell_the_whole_terminal_until_fg(tmp_path: Path) -> N
         screen.close()
 
 
-def _drain(fd: int) -> str:
+def _drain(fd: int, until: bytes = b"") -> str:
+    """What the pty's other end has to read: with `until`, everything up to those last bytes
+    (the kernel hands a pty's writes over on a worker of its own, so on a loaded machine they
+    may arrive well after the write returned), then whatever follows within 50 ms."""
     import select
+    import time
 
     out = b""
+    deadline = time.monotonic() + 60
+    while until and not out.rstrip().endswith(until):
+        assert time.monotonic() < deadline, f"never got {until!r}; got {out!r}"
+        if select.select([fd], [], [], 0.5)[0]:
+            out += os.read(fd, 65536)
     while select.select([fd], [], [], 0.05)[0]:
         out += os.read(fd, 65536)
     return out.decode("utf-8", "replace")
@@ -275,7 +284,7 @@ def test_observer_contract_on_a_pty_alerts_and_observe_only_once() -> None:
         status.on_snapshot(snap, 2.0)  # the same alert and reason again: not repeated
         late = dict(snap, alerts=[*snap["alerts"], {"kind": "straggler", "message": "rank 1"}])
         status.on_finish(late)  # an alert first seen in the final snapshot still gets its line
-        out = _drain(master)
+        out = _drain(master, until=b"\x1b[r\x1b[10;1H\x1b[2K\x1b8")  # the last it writes
         assert out.count("trainmeter: observe-only: the command is not Python") == 1
         assert out.count("trainmeter: alert stuck: no step for 60 s") == 1
         assert out.count("trainmeter: alert straggler: rank 1") == 1

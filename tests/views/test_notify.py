@@ -67,7 +67,9 @@ ALERT = {"kind": "memory_near_full", "key": "memory_near_full:0", "message": "ra
 def test_each_alert_once_then_death_and_end_line_to_every_target(tmp_path: Path) -> None:
     a, b = _Server(200), _Server(200)
     try:
-        n = Notifier([a.url, b.url], tmp_path, backoff=(0.05,))
+        # a generous exit wait: it ends as soon as all is sent, and a loaded machine must not
+        # turn a slow post into "still sending" (the bound itself is tested below)
+        n = Notifier([a.url, b.url], tmp_path, backoff=(0.05,), exit_wait_s=60.0)
         n.on_snapshot(_snap([ALERT]), 1.0)
         n.on_snapshot(_snap([ALERT]), 2.0)  # the same alert: not again
         n.on_finish(_snap([ALERT], {"text": "crashed: CUDA out of memory (rank 3)", "rank": 3}))
@@ -94,11 +96,15 @@ def test_a_failing_endpoint_is_retried_then_counted_without_its_url(tmp_path: Pa
     logged: list[dict] = []
     warned: list[str] = []
     try:
-        n = Notifier([bad.url], tmp_path, lambda k, m: warned.append(m), backoff=(0.05, 0.1))
+        n = Notifier(
+            [bad.url], tmp_path, lambda k, m: warned.append(m), backoff=(0.05, 0.1),
+            exit_wait_s=60.0,  # ends once the retries are done; slow ones are not cut short
+        )
         n.log_fact = logged.append
         n.on_snapshot(_snap([ALERT]), 1.0)
-        deadline = time.monotonic() + 5
-        while n.failed == 0 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while n.failed == 0:
+            assert time.monotonic() < deadline, "the alert's three attempts never ended"
             time.sleep(0.02)
         n.on_snapshot(_snap([ALERT]), 2.0)  # the live loop's next tick logs the count
         n.on_finish(_snap())
@@ -111,14 +117,51 @@ def test_a_failing_endpoint_is_retried_then_counted_without_its_url(tmp_path: Pa
     assert "SECRET" not in json.dumps(logged) + (tmp_path / "notify.json").read_text()
 
 
-def test_a_hanging_endpoint_never_holds_tm_more_than_the_exit_wait(tmp_path, silent_url) -> None:
+def test_a_hanging_endpoint_never_holds_tm_more_than_the_exit_wait(
+    tmp_path, silent_url, monkeypatch
+) -> None:
+    from trainmeter.views import notify
+
+    # each attempt may hang 60 s: a tm that waited for the hung post would wait that long
+    monkeypatch.setattr(notify, "ATTEMPT_TIMEOUT_S", 60.0)
     n = Notifier([silent_url], tmp_path, backoff=(0.05,), exit_wait_s=1.0)
     n.on_snapshot(_snap([ALERT]), 1.0)  # the sender is now stuck in a post
     t0 = time.monotonic()
     n.on_finish(_snap())
     waited = time.monotonic() - t0
-    assert waited < 3.0  # the exit wait is 1 s; the rest is slack for a loaded machine
+    # the exit wait is 1 s; waiting for the hung post would take 60 s: the rest of the bound
+    # is slack for a loaded machine
+    assert waited < 20.0
     assert n.sent == 0 and n.failed == 2
+
+
+@pytest.mark.parametrize("outcome", ["fails", "succeeds"])
+def test_a_post_that_ends_after_the_exit_wait_is_not_counted_twice(
+    tmp_path: Path, outcome: str
+) -> None:
+    """close() counts the post in flight as failed; when that post ends later (its timeout, on
+    a loaded machine a moment after), the counts must stay what was reported."""
+    release, entered = threading.Event(), threading.Event()
+
+    def post(url: str, data: bytes, timeout: float) -> None:
+        entered.set()
+        assert release.wait(60)
+        if outcome == "fails":
+            raise TimeoutError("timed out")
+
+    before = set(threading.enumerate())
+    n = Notifier(["http://hook/T0SECRET"], tmp_path, post=post, backoff=(), exit_wait_s=0.2)
+    (sender,) = set(threading.enumerate()) - before  # its one target's thread
+    n.on_snapshot(_snap([ALERT]), 1.0)
+    assert entered.wait(60)  # the alert's post is in flight
+    n.on_finish(_snap())
+    assert (n.sent, n.failed) == (0, 2)
+    assert n.reasons == {"still sending when tm ended": 2}
+    release.set()
+    sender.join(60)
+    assert not sender.is_alive()
+    assert (n.sent, n.failed) == (0, 2)  # as notify.json says
+    assert n.reasons == {"still sending when tm ended": 2}
     assert json.loads((tmp_path / "notify.json").read_text())["failed"] == 2
 
 

@@ -142,7 +142,10 @@ def test_live_tiles_show_the_engines_values(browser, live_run):
     # wait until the engine has a throughput (a few steps past warm-up)
     page.wait_for_selector('[data-tile="tokens_per_s"][data-value]', timeout=60_000)
     page.wait_for_selector('[data-tile="mfu"][data-value]', timeout=30_000)
-    for _ in range(20):  # compare at the same snapshot: the page and /api/state agree on seq
+    # compare at the same snapshot: the page and /api/state agree on seq (until a deadline, not
+    # a count of tries: on a loaded machine one try can outlast a snapshot)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         seq = int(page.evaluate("document.body.dataset.seq"))
         values = {n: _tile(page, n).get_attribute("data-value") for n in ("tokens_per_s", "mfu", "ofu")}
         snap_state = _state(page, url)
@@ -250,7 +253,8 @@ def test_live_waterfall_card_shows_the_engines_factors(browser, live_run):
     # before the megatron MFU has its first average the waterfall ends at the counted one;
     # wait for the run's own convention, then read the page and /api/state at one snapshot
     _wait(page, "/megatron/.test(document.querySelector('#waterfall .wf-end').textContent)")
-    for _ in range(100):
+    deadline = time.monotonic() + 60  # a deadline, not a count of tries (see above)
+    while time.monotonic() < deadline:
         seq = int(page.evaluate("document.body.dataset.seq"))
         shown = _factor_values(page)
         state = _state(page, url)

@@ -131,6 +131,9 @@ class Launcher:
         self.proc: subprocess.Popen[bytes] | None = None
         self._pending: list[int] = []
         self.forwarded: list[int] = []
+        #: what `signals(ignore_after=...)` left ignored, and what to put back when the caller
+        #: is done (the dispositions before the child started)
+        self.put_back: dict[int, object] = {}
 
     @property
     def pid(self) -> int | None:
@@ -167,8 +170,14 @@ class Launcher:
             pass
 
     @contextlib.contextmanager
-    def signals(self) -> Iterator[None]:
-        """Install the handlers for the child's lifetime, then put back what was there."""
+    def signals(self, ignore_after: tuple[int, ...] = ()) -> Iterator[None]:
+        """Install the handlers for the child's lifetime, then put back what was there.
+
+        The signals in `ignore_after` are left ignored instead, and what was there before is
+        kept in `put_back` for the caller: put back first and ignored by the caller after, a
+        SIGTERM or SIGUSR1 arriving in between met its default action and killed `tm` after
+        the child had ended (its status lost).
+        """
         previous: dict[int, object] = {}
         try:
             for signum in (signal.SIGINT, *FORWARDED, *FROM_TERMINAL):
@@ -191,6 +200,9 @@ class Launcher:
             yield
         finally:
             for signum, handler in previous.items():
+                if signum in ignore_after:
+                    self.put_back[signum] = handler
+                    handler = signal.SIG_IGN
                 with contextlib.suppress(ValueError, TypeError):
                     signal.signal(signum, handler)  # type: ignore[arg-type]
 

@@ -131,6 +131,9 @@ class Session:
         self.launched = False  # the command started (a LaunchError leaves nothing to explain)
         self.delivered: Delivered | None = None  # what the socket brought (to read the rings)
         self.forwarded: list[int] = []  # signals tm passed on to the child (from outside)
+        #: dispositions to put back once tm is done: the child's signals stay ignored from its
+        #: end until then (see `Launcher.signals`)
+        self.signals_put_back: dict[int, Any] = {}
         self.oom_before: dict[str, Any] | None = None  # the OOM-kill count as the run began
 
     # ---- 1 ----------------------------------------------------------------------------------
@@ -248,7 +251,8 @@ class Session:
         """Start the command, then prepare the rest while it boots; watch it and wait."""
         self.child_env = env
         launcher = Launcher(self.opts.command, env)
-        with launcher.signals():
+        self.signals_put_back = launcher.put_back  # filled as the `with` below ends
+        with launcher.signals(ignore_after=(signal.SIGINT, *FORWARDED)):
             try:
                 check_script(self.opts.command, self.opts.script)
                 pid = launcher.start()
@@ -487,15 +491,23 @@ def supervise(opts: RunOptions, **kwargs: Any) -> int:
         session.warn("prepare", f"setup failed ({exc!r}); running the command unwatched")
     if env is None:
         env = child_env(os.environ, None, agent=False)
-    child = session.run_child(env)
+    try:
+        child = session.run_child(env)
+    except BaseException:
+        for signum, handler in session.signals_put_back.items():  # left ignored for finish()
+            signal.signal(signum, handler)
+        raise
     # The child is gone. A second Ctrl-C, or a scheduler's SIGTERM/SIGHUP/SIGQUIT, while the log
     # is closed must not turn its status into 1 or 128+N: those are ignored until tm returns.
+    # (`run_child` left the ones it handled ignored already, with no gap after the child's end,
+    # and says what was there before it.)
     previous: dict[int, Any] = {}
     for signum in (signal.SIGINT, *FORWARDED):
         try:
-            previous[signum] = signal.signal(signum, signal.SIG_IGN)
+            was = signal.signal(signum, signal.SIG_IGN)
         except ValueError:  # not the main thread
             break
+        previous[signum] = session.signals_put_back.get(signum, was)
     try:
         if session.recorder is not None:  # else the setup failed, and said so: nothing to sum up
             session.finish(child)

@@ -70,6 +70,7 @@ class Notifier:
         self._wakes = [threading.Event() for _ in self._urls]
         self._deadline: float | None = None  # set by close(): no attempt starts after it
         self._busy = 0
+        self._closed = False  # close() has counted what was left: the counts are final
         self._lock = threading.Lock()
         for target in range(len(self._urls)):
             threading.Thread(
@@ -148,12 +149,14 @@ class Notifier:
             try:
                 self.post(self._urls[target], data, ATTEMPT_TIMEOUT_S)
                 with self._lock:
-                    self.sent += 1
+                    if not self._closed:  # else close() counted it already, as still sending
+                        self.sent += 1
                 return
             except Exception as exc:  # noqa: BLE001 - an endpoint's failure is counted, never raised
                 reason = _reason(exc)
         with self._lock:
-            self._fail(reason)
+            if not self._closed:
+                self._fail(reason)
 
     def _fail(self, reason: str) -> None:
         self.failed += 1
@@ -188,6 +191,9 @@ class Notifier:
                 queue.clear()
             for _ in range(left):
                 self._fail("still sending when tm ended")
+            # A post still in flight was just counted as failed: when it ends later, its
+            # outcome must not be counted a second time (the reported counts are final).
+            self._closed = True
         self._report()
 
     def _report(self) -> None:

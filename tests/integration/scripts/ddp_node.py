@@ -1,4 +1,5 @@
-"""One rank of a small gloo DDP language model that trains for SECONDS (env), at a steady pace.
+"""One rank of a small gloo DDP language model that trains at a steady pace until STOP_FILE
+(env) exists, or for SECONDS (env) at most.
 
 Run under two torchrun node groups on one machine, it stands for a two-node job. The sleep
 sets the pace, so tokens/s are steady and the two nodes step together (DDP's all-reduce).
@@ -17,6 +18,7 @@ from torch.nn.parallel import DistributedDataParallel
 from trainmeter import emit
 
 SECONDS = float(os.environ.get("SECONDS_TO_TRAIN", "5"))
+STOP_FILE = os.environ.get("STOP_FILE")  # the test says when it has seen enough
 BATCH, SEQ, VOCAB = 4, 32, 64
 
 torch.set_num_threads(1)
@@ -31,7 +33,8 @@ end = time.monotonic() + SECONDS
 step = 0
 while True:
     # every rank stops at the same step: rank 0's clock decides, the others follow
-    flag.fill_(1.0 if time.monotonic() >= end else 0.0)
+    stop = time.monotonic() >= end or bool(STOP_FILE and os.path.exists(STOP_FILE))
+    flag.fill_(1.0 if stop else 0.0)
     dist.broadcast(flag, 0)
     if flag.item():
         break
