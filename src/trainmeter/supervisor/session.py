@@ -16,6 +16,7 @@ The modules only steps 2-6 need are imported where they are used, after the chil
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -495,7 +496,8 @@ def supervise(opts: RunOptions, **kwargs: Any) -> int:
         child = session.run_child(env)
     except BaseException:
         for signum, handler in session.signals_put_back.items():  # left ignored for finish()
-            signal.signal(signum, handler)
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signum, handler)
         raise
     # The child is gone. A second Ctrl-C, or a scheduler's SIGTERM/SIGHUP/SIGQUIT, while the log
     # is closed must not turn its status into 1 or 128+N: those are ignored until tm returns.
