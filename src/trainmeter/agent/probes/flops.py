@@ -1,10 +1,11 @@
 """Counted FLOPs: what one real training step executed, per token (the `counted` convention).
 
-After warm-up (the step after `ARM_AFTER`), one whole optimizer step runs inside
-`torch.utils.flop_counter.FlopCounterMode`: it is entered in the optimizer post-hook of step
-`ARM_AFTER` and left in the post-hook of the next step, so every micro-batch's forward and
-backward of that step is seen. The mode only looks at operator shapes and re-dispatches each op
-unchanged, so the step computes exactly what it would have computed without us.
+After warm-up (the step after `ARM_AFTER`), one whole optimizer step runs inside a dispatch
+mode that adds up torch's FLOP formulas (those of `torch.utils.flop_counter.FlopCounterMode`):
+it is entered in the optimizer post-hook of step `ARM_AFTER` and left in the post-hook of the
+next step, so every micro-batch's forward and backward of that step is seen. The mode runs each
+operator as it comes and only reads shapes after it, with no module hooks and no decomposition,
+so the step computes exactly what it would have computed without us, bit for bit.
 
 A compiled model runs kernels the mode cannot see, and running it under a dispatch mode could
 make dynamo recompile. So for a model wrapped by `torch.compile` the step itself is left alone:
@@ -76,12 +77,48 @@ def _dynamo_frames() -> int:
         return 0
 
 
+def _counting_mode_class() -> Any:
+    """A dispatch mode that runs every operator exactly as it comes and adds up torch's FLOP
+    formulas (`torch.utils.flop_counter`'s registry) for the ones that have one.
+
+    Not `FlopCounterMode` itself: it also enters a `ModuleTracker`, whose hooks put extra nodes
+    into the autograd graph, and that changed the order in which gradients are summed: under it a
+    tiny Llama's gradients (and its weights after the step) differed in the last bits from the
+    run without `tm` (promise 1). It also decomposes operators it has no formula for and runs the
+    pieces instead. This mode does neither: it only reads shapes after each call."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    class CountingMode(TorchDispatchMode):
+        def __init__(self, custom_mapping: dict[Any, Any]) -> None:
+            super().__init__()
+            # the registry with the custom formulas wrapped the way torch wraps them
+            torch_mode = FlopCounterMode(display=False, custom_mapping=custom_mapping)
+            self.registry = torch_mode.flop_registry
+            self.total = 0
+            self.mode = self  # what `_close_live` compares with the current dispatch mode
+
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            formula = self.registry.get(func._overloadpacket)
+            if formula is not None:
+                self.total += formula(*args, **kwargs, out_val=out)
+            return out
+
+        def get_total_flops(self) -> int:
+            return int(self.total)
+
+    return CountingMode
+
+
 def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
     """Decide how this model can be counted, and import the counter before the first step."""
     global _counter_cls, _compiled, _batch, _tokens_shape
-    from torch.utils.flop_counter import FlopCounterMode
 
-    _counter_cls = FlopCounterMode
+    _counter_cls = _counting_mode_class()
     _compiled = None
     _batch = tok.leading(tokens, args, kwargs)
     _tokens_shape = tuple(tokens.shape) if tokens is not None else ()
@@ -139,7 +176,7 @@ def _send_samples() -> None:
 
 
 def counter() -> Any:
-    """A FlopCounterMode that also counts the CPU attention ops torch has no formula for."""
+    """The counting mode, also counting the CPU attention ops torch has no formula for."""
     global _sdpa
     aten = _torch.ops.aten
     fwd, bwd = (getattr(aten, name, None) for name in CPU_ATTENTION)
@@ -154,7 +191,7 @@ def counter() -> Any:
             mapping[fwd] = _cpu_attention
         if bwd is not None:
             mapping[bwd] = _cpu_attention_backward
-    return _counter_cls(display=False, custom_mapping=mapping)
+    return _counter_cls(mapping)
 
 
 _sdpa: tuple[Any, Any] | None = None
