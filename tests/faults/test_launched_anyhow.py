@@ -20,6 +20,7 @@ SIGNAL_TESTS = [
     "tests/supervisor/test_launcher.py::test_ctrl_c_reaches_both_and_tm_waits_for_the_child",
     "tests/supervisor/test_launcher.py::test_ctrl_c_kills_a_child_that_does_not_handle_it",
     "tests/faults/test_signals.py::test_a_signal_sent_to_tm_alone_reaches_the_child_and_tm_lives",
+    "tests/integration/test_deaths.py::test_sighup_is_named_not_numbered",
 ]
 
 

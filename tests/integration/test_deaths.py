@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import latest_summary, read_events, run_dirs, run_tm, tm_env
+from tests.conftest import default_signals, latest_summary, read_events, run_dirs, run_tm, tm_env
 from tests.engine.snapshot_keys import undocumented
 
 pytestmark = pytest.mark.slow
@@ -145,7 +145,8 @@ def test_a_self_sigkill_is_a_signal_not_a_preemption(tmp_path: Path) -> None:
 
 def _signal_from_outside(cwd: Path, signum: int) -> tuple[int, str]:
     proc = subprocess.Popen([sys.executable, "-m", "trainmeter", "--no-web", DIES, "wait"], cwd=cwd,
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)  # nohup hands SIGHUP down ignored
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("READY"):
@@ -177,7 +178,7 @@ def test_a_hang_ended_by_a_timeout_says_it_hung(tmp_path: Path) -> None:
     alert's 60 s floor): the words say it hung, then was preempted."""
     proc = subprocess.Popen([sys.executable, "-m", "trainmeter", "--no-web", DIES, "hang", "6"],
                             cwd=tmp_path, env=_env(DIES_STEP_PAUSE="0.3"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("READY"):
