@@ -486,8 +486,11 @@ def test_absent_waterfall_factor_and_no_waterfall_show_their_reasons(browser):
     try:
         page = browser.new_page()
         page.goto(srv.url)
-        page.wait_for_selector("#waterfall [data-reason]")
-        assert "no MFU: a CPU run" in page.locator("#waterfall").inner_text()
+        # the page draws before its first snapshot arrives ("No MFU yet"): wait for the reason
+        page.locator("#waterfall [data-reason]", has_text="no MFU: a CPU run").wait_for(
+            timeout=60_000
+        )
+        page.locator("#advice [data-advice-none]").wait_for(timeout=60_000)
         assert page.locator("#advice [data-advice-none]").count() == 1
         page.close()
     finally:
