@@ -216,6 +216,18 @@ def test_config_is_also_found_as_model_args_or_params():
     assert model.find_config([lists]) is None  # a module's parameter list is not a config
 
 
+def test_an_encoder_decoder_config_counts_both_stacks():
+    # T5 spells the stacks num_layers + num_decoder_layers; BART, Marian and Whisper
+    # encoder_layers + decoder_layers (with num_hidden_layers the encoder's alone)
+    t5 = {"is_encoder_decoder": True, "num_layers": 6, "num_decoder_layers": 4}
+    bart = {"is_encoder_decoder": True, "num_hidden_layers": 12, "encoder_layers": 12, "decoder_layers": 2}
+    assert model.config_layers(t5) == (10, " (encoder 6 + decoder 4 layers)")
+    assert model.config_layers(bart) == (14, " (encoder 12 + decoder 2 layers)")
+    # an encoder or a decoder built alone: Hugging Face clears is_encoder_decoder
+    assert model.config_layers({**t5, "is_encoder_decoder": False}) == (6, "")
+    assert model.config_layers({"n_layer": 3}) == (3, "")
+
+
 def test_distributed_checkpoint_save_is_timed(monkeypatch):
     saved: list[str] = []
     dcp = types.SimpleNamespace(save=lambda state, **kw: saved.append("save"))

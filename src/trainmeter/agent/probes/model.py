@@ -19,6 +19,10 @@ from . import parts, steps, structure
 from . import tokens as tok
 
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+#: An encoder-decoder's layers: T5 (`num_layers` + `num_decoder_layers`), BART, Marian and
+#: Whisper (`encoder_layers` + `decoder_layers`).
+ENCODER_LAYER_KEYS = ("encoder_layers", "num_encoder_layers", *LAYER_KEYS)
+DECODER_LAYER_KEYS = ("decoder_layers", "num_decoder_layers")
 WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 #: `_forward_module`: Lightning's wrapper around the LightningModule under DDP/FSDP strategies.
@@ -75,6 +79,18 @@ def _get(config: Any, key: str) -> Any:
         return getattr(config, key, None)
     except Exception:  # noqa: BLE001 - a config with a property that raises
         return None
+
+
+def config_layers(config: Any) -> tuple[int | None, str]:
+    """L from a config, and how: an encoder-decoder (`is_encoder_decoder`, which Hugging Face
+    clears for an encoder or a decoder built alone) counts both stacks, as the structure rule
+    counts `nn.Transformer`'s; any other model its one layer count."""
+    if _get(config, "is_encoder_decoder") is True:
+        encoder = config_int(config, ENCODER_LAYER_KEYS)
+        decoder = config_int(config, DECODER_LAYER_KEYS)
+        if encoder is not None and decoder is not None:
+            return encoder + decoder, f" (encoder {encoder} + decoder {decoder} layers)"
+    return config_int(config, LAYER_KEYS), ""
 
 
 def config_int(config: Any, keys: tuple[str, ...]) -> int | None:
@@ -407,10 +423,11 @@ def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
     config = find_config(chain)
     where = f"config of {type(inner).__name__}"
     missing = []
-    for key, keys in (("n_layers", LAYER_KEYS), ("d_model", WIDTH_KEYS)):
-        value = config_int(config, keys) if config is not None else None
+    layers, how = config_layers(config) if config is not None else (None, "")
+    width = config_int(config, WIDTH_KEYS) if config is not None else None
+    for key, value, note in (("n_layers", layers, where + how), ("d_model", width, where)):
         if value is not None:
-            _fact(key, value, where)
+            _fact(key, value, note)
         elif not _structural(key):
             missing.append(key)
     if config is not None:

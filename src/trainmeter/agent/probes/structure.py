@@ -5,11 +5,20 @@ A model built from `nn.Transformer`, `nn.TransformerEncoder`/`Decoder` (or subcl
 structure: it has attention modules, one (or two, self and cross) per block.
 
 - *Attention modules*: `nn.MultiheadAttention`, and any module with parameters whose class name
-  contains "Attention" (nanoGPT's `CausalSelfAttention`, timm's `Attention`, Hugging Face's
-  `*Attention`), outermost only (an attention inside another is part of it).
+  contains "Attention", "Attn", "MHA" or "MHSA" (nanoGPT's `CausalSelfAttention`, timm's
+  `Attention`, Hugging Face's `*Attention`, flash-attn's `MHA`), outermost only (an attention
+  inside another is part of it).
+- When no module is named so, the modules whose code computes attention: the `forward` of the
+  class, or a method or module-level function it calls (transitively, torch's own code
+  excepted), calls `scaled_dot_product_attention`, flash-attn or xformers' attention, or takes
+  a softmax beside a product with a transposed key (`transpose(-2, -1)`, `.mT`, `einsum`,
+  `bmm`). That finds attention written inline in a block (OLMo's blocks, a block with a fused
+  projection calling `F.scaled_dot_product_attention`) and per-head modules. At most 16
+  functions a class are read, once; code without source (built at run time) is not read.
 - *L*: the blocks holding them. An attention module's block is its parent module, unless the
   parent is a container (`ModuleList`, `Sequential`, `ModuleDict`): then the attention module is
-  the block itself. A decoder layer's self- and cross-attention share one block, so
+  the block itself, or, when the n modules of that container each project d to d/n, they are
+  the heads of one layer. A decoder layer's self- and cross-attention share one block, so
   `nn.Transformer(num_encoder_layers=2, num_decoder_layers=3)` has L = 5.
 - *d*: `embed_dim` of `nn.MultiheadAttention`, else the input width of the first `nn.Linear`
   inside the attention module (its query or fused qkv projection); the most common value.
@@ -19,12 +28,13 @@ structure: it has attention modules, one (or two, self and cross) per block.
   likewise; any other attention module's input is taken as `(B, T, C)` unless it has
   `batch_first=False`.
 
-Only module types, attributes and shapes are read; no tensor value.
+Only module types, attributes, shapes and the source of their code are read; no tensor value.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 _CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
@@ -43,24 +53,88 @@ class Structure:
         self.reason = ""
 
 
-def is_attention(module: Any, torch: Any) -> bool:
-    if isinstance(module, torch.nn.MultiheadAttention):
-        return True
-    if "Attention" not in type(module).__name__:
-        return False
+_NAMES = ("Attention", "Attn", "MHA", "MHSA")
+#: Calls that are attention whatever surrounds them (spaces removed before matching).
+_ATTENTION_CALLS = ("scaled_dot_product_attention", "flash_attn", "memory_efficient_attention")
+#: With a softmax, the product with a transposed key that makes it attention.
+_KEY_PRODUCTS = ("transpose(-2,-1)", "transpose(-1,-2)", ".mT", "einsum(", "bmm(")
+
+
+def _has_parameters(module: Any) -> bool:
     return next(iter(module.parameters()), None) is not None
 
 
-def _outermost_attention(root: Any, torch: Any, skip: set[int]) -> list[tuple[Any, Any]]:
-    """(attention module, its parent) in module order, none nested in another, none inside a
-    module of `skip` (ids)."""
+def is_attention(module: Any, torch: Any) -> bool:
+    """Named as attention: `nn.MultiheadAttention`, or a class whose name says so."""
+    if isinstance(module, torch.nn.MultiheadAttention):
+        return True
+    name = type(module).__name__
+    return any(part in name for part in _NAMES) and _has_parameters(module)
+
+
+_computed: dict[type, str | None] = {}
+#: Functions read per class at most: its forward and what that calls, transitively.
+_MAX_FUNCTIONS = 16
+
+
+def _code_says_attention(code: str) -> str | None:
+    found = next((c for c in _ATTENTION_CALLS if c in code), None)
+    if found is None and "softmax" in code:
+        product = next((p for p in _KEY_PRODUCTS if p in code), None)
+        found = f"softmax with {product}" if product else None
+    return found
+
+
+def attention_in_code(cls: type) -> str | None:
+    """What computes attention in the code a module of class `cls` runs: its `forward`, the
+    methods it calls on `self` and the module-level functions it calls, transitively (torch's
+    own code excepted), or None. Cached by class. Only the functions forward reaches are read, not
+    whole classes: a framework base class (Hugging Face's `PreTrainedModel`) mentions attention
+    in methods no forward calls."""
+    if cls in _computed:
+        return _computed[cls]
+    import inspect
+    import re
+
+    calls = re.compile(r"(?<![\w.])(self\.)?(\w+)\(")
+    found = None
+    todo = [getattr(cls, "forward", None)]
+    seen: set[int] = set()
+    while todo and found is None and len(seen) < _MAX_FUNCTIONS:
+        fn = todo.pop(0)
+        if not inspect.isfunction(fn) or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        fn = inspect.unwrap(fn)
+        if (fn.__module__ or "").split(".")[0] == "torch":
+            continue
+        try:
+            source = inspect.getsource(fn)
+        except Exception:  # noqa: BLE001 - no source, or a file changed since import: not read
+            continue
+        found = _code_says_attention(source.replace(" ", ""))
+        for on_self, name in calls.findall(source):
+            target = (
+                inspect.getattr_static(cls, name, None) if on_self else fn.__globals__.get(name)
+            )
+            if isinstance(target, (staticmethod, classmethod)):
+                target = target.__func__
+            if inspect.isfunction(target):
+                todo.append(target)
+    _computed[cls] = found
+    return found
+
+
+def _outermost(root: Any, skip: set[int], test: Callable[[Any], bool]) -> list[tuple[Any, Any]]:
+    """(module passing `test`, its parent) in module order, none nested in another, none inside
+    a module of `skip` (ids)."""
     found: list[tuple[Any, Any]] = []
 
     def walk(module: Any) -> None:
         for child in module.children():
             if id(child) in skip:
                 continue
-            if is_attention(child, torch):
+            if test(child):
                 found.append((child, module))
             else:
                 walk(child)
@@ -69,13 +143,38 @@ def _outermost_attention(root: Any, torch: Any, skip: set[int]) -> list[tuple[An
     return found
 
 
+def _first_linear(attention: Any, torch: Any) -> Any:
+    return next((m for m in attention.modules() if isinstance(m, torch.nn.Linear)), None)
+
+
 def _width(attention: Any, torch: Any) -> int | None:
     if isinstance(attention, torch.nn.MultiheadAttention):
         return int(attention.embed_dim)
-    for module in attention.modules():
-        if isinstance(module, torch.nn.Linear):
-            return int(module.in_features)
-    return None
+    linear = _first_linear(attention, torch)
+    return None if linear is None else int(linear.in_features)
+
+
+def _blocks(attention: list[tuple[Any, Any]], torch: Any) -> int:
+    """How many blocks hold the attention modules. A module's block is its parent, unless the
+    parent is a container: then a container of n modules that each project d to d/n (n > 1) is
+    the n heads of one layer (a per-head module, as in Karpathy's lectures), any other container
+    a stack of layers, each module a block of its own."""
+    by_parent: dict[int, list[Any]] = {}
+    for att, parent in attention:
+        by_parent.setdefault(id(parent), []).append(att)
+    blocks: set[int] = set()
+    for att, parent in attention:
+        if type(parent).__name__ not in _CONTAINERS:
+            blocks.add(id(parent))
+            continue
+        siblings = by_parent[id(parent)]
+        linears = [_first_linear(a, torch) for a in siblings]
+        heads = len(siblings) > 1 and all(
+            lin is not None and lin.out_features * len(siblings) == lin.in_features
+            for lin in linears
+        )
+        blocks.add(id(parent) if heads else id(att))
+    return len(blocks)
 
 
 def _rnn(root: Any, torch: Any, skip: set[int]) -> Any:
@@ -91,19 +190,22 @@ def read(root: Any, torch: Any, skip: tuple[Any, ...] = ()) -> Structure:
     out the modules in `skip` (children found not to be part of the model: `parts`)."""
     out = Structure()
     skipped = {id(m) for m in skip}
-    attention = _outermost_attention(root, torch, skipped)
+    attention = _outermost(root, skipped, lambda m: is_attention(m, torch))
+    label, how = "attention module(s)", ""
+    if not attention:
+        attention = _outermost(
+            root, skipped, lambda m: _has_parameters(m) and bool(attention_in_code(type(m)))
+        )
+        seen = sorted({str(attention_in_code(type(att))) for att, _ in attention})
+        label, how = "module(s)", f" whose code computes attention ({', '.join(seen)})"
     if attention:
-        blocks = {
-            id(att if type(parent).__name__ in _CONTAINERS else parent): None
-            for att, parent in attention
-        }
-        out.layers = len(blocks)
+        out.layers = _blocks(attention, torch)
         widths = Counter(w for w in (_width(att, torch) for att, _ in attention) if w)
         if widths:
             out.width = widths.most_common(1)[0][0]
         kinds = sorted({type(att).__name__ for att, _ in attention})
         out.note = (
-            f"{len(attention)} attention module(s) ({', '.join(kinds)}) in {out.layers} "
+            f"{len(attention)} {label} ({', '.join(kinds)}){how} in {out.layers} "
             f"block(s) of {type(root).__name__}"
         )
         first = attention[0][0]
@@ -124,7 +226,8 @@ def read(root: Any, torch: Any, skip: tuple[Any, ...] = ()) -> Structure:
         return out
     out.reason = (
         f"{type(root).__name__} has no attention module (no nn.MultiheadAttention, no module "
-        "named *Attention*) and no recurrent layer"
+        "named *Attention*, *Attn* or *MHA*, none whose code computes attention) and no "
+        "recurrent layer"
     )
     return out
 
