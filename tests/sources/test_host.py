@@ -125,3 +125,71 @@ def test_zombie_root_counts_as_exited():
         assert d["procs"] == 0
     finally:
         proc.wait()
+
+
+class _Times:
+    def __init__(self, user: float, children_user: float = 0.0) -> None:
+        self.user, self.system = user, 0.0
+        self.children_user, self.children_system = children_user, 0.0
+
+
+class _Mem:
+    rss = 1024 * 1024
+
+
+class _FakeProc:
+    """A process whose reads follow a script: each read pops the next answer (or exception)."""
+
+    def __init__(self, pid: int, answers: list, children: list | None = None) -> None:
+        self.pid, self.answers, self.kids = pid, answers, children
+
+    def is_running(self) -> bool:
+        return True
+
+    def status(self) -> str:
+        return psutil.STATUS_SLEEPING
+
+    def children(self, recursive: bool = False) -> list:
+        return self.kids.pop(0)
+
+    def oneshot(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def cpu_times(self) -> _Times:
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def memory_info(self) -> _Mem:
+        return _Mem()
+
+
+def test_a_child_reaped_during_the_read_is_read_again_not_lost():
+    # The race a loaded CI machine hit (the tree's CPU read 0.0 s grown after a 1 s burn): the
+    # root is read before the parent reaps its worker, the worker is gone when its turn comes.
+    # That read is low by the worker's whole CPU time; the sampler reads the tree again.
+    worker_first = _FakeProc(11, [psutil.NoSuchProcess(11)])
+    root = _FakeProc(
+        10,
+        [_Times(0.5, children_user=0.0), _Times(0.5, children_user=3.0)],
+        children=[[worker_first], []],
+    )
+    host = HostSampler(10)
+    host._root = root
+    d = host.sample()
+    assert d["procs"] == 1 and d["pids"] == [10]
+    assert d["cpu_s"] == 3.5  # the worker's 3 s are in the root's children_* times now
+    assert root.answers == [] and root.kids == []  # read twice, no more
+
+
+def test_a_tree_that_keeps_racing_gives_its_last_read():
+    kids = [[_FakeProc(20 + i, [psutil.NoSuchProcess(20 + i)])] for i in range(3)]
+    root = _FakeProc(10, [_Times(0.5)] * 3, children=kids)
+    host = HostSampler(10)
+    host._root = root
+    d = host.sample()
+    assert d == {"procs": 1, "pids": [10], "cpu_s": 0.5, "rss_kb": 1024}
+    assert kids == [] and root.answers == []  # three reads, then it stops trying

@@ -16,6 +16,9 @@ except ImportError:  # pragma: no cover - psutil is a dependency; doctor reports
     psutil = None  # type: ignore[assignment]
 
 MAX_PIDS = 512
+# A read that raced a reap is taken again; three reads in a row racing one is a tree that
+# spawns and reaps faster than we can look, and the last read stands.
+READ_TRIES = 3
 
 
 class HostSampler:
@@ -39,25 +42,43 @@ class HostSampler:
     def sample(self) -> dict[str, Any]:
         if psutil is None:
             return {"missing": {"procs": "psutil is not installed"}}
-        try:
-            root = self._root_proc()
-            if not root.is_running() or root.status() == psutil.STATUS_ZOMBIE:
-                raise psutil.NoSuchProcess(self.root_pid)
-            procs = [root, *root.children(recursive=True)]
-        except psutil.Error as exc:
-            self.last_pids = []
-            reason = "the process has exited" if isinstance(exc, psutil.NoSuchProcess) else str(exc)
-            return {"procs": 0, "pids": [], "missing": {"cpu_s": reason, "rss_kb": reason}}
+        for _ in range(READ_TRIES):
+            try:
+                root = self._root_proc()
+                if not root.is_running() or root.status() == psutil.STATUS_ZOMBIE:
+                    raise psutil.NoSuchProcess(self.root_pid)
+                procs = [root, *root.children(recursive=True)]
+            except psutil.Error as exc:
+                self.last_pids = []
+                gone = isinstance(exc, psutil.NoSuchProcess)
+                reason = "the process has exited" if gone else str(exc)
+                return {"procs": 0, "pids": [], "missing": {"cpu_s": reason, "rss_kb": reason}}
+            out, vanished = self._read(procs)
+            if not vanished:
+                break
+        return out
+
+    def _read(self, procs: list[Any]) -> tuple[dict[str, Any], bool]:
+        """Sum the tree's times and memory; say whether a listed process vanished meanwhile.
+
+        The list runs parents before their descendants (psutil walks the tree breadth first),
+        so a child reaped after its parent was read is missing from both: the parent's
+        children_* times did not have it yet and the child is gone. Such a read is low by the
+        child's whole CPU time for one sample (a worker's seconds dropped out and came back,
+        read as a negative rate and then a spike), so `sample` reads the tree again.
+        """
         cpu_s = 0.0
         rss = 0
         pids = []
         denied = 0
+        vanished = False
         for proc in procs:
             try:
                 with proc.oneshot():
                     times = proc.cpu_times()
                     mem = proc.memory_info()
             except psutil.NoSuchProcess:
+                vanished = True
                 continue
             except psutil.Error:
                 denied += 1
@@ -75,7 +96,7 @@ class HostSampler:
         }
         if denied:
             out["missing"] = {"denied": f"{denied} process(es) in the tree refused access"}
-        return out
+        return out, vanished
 
     def close(self) -> None:
         self._root = None
