@@ -154,27 +154,28 @@ def _width(attention: Any, torch: Any) -> int | None:
     return None if linear is None else int(linear.in_features)
 
 
+def _are_heads(members: list[Any], torch: Any) -> bool:
+    """n > 1 modules that each project d to d/n: the heads of one layer."""
+    n = len(members)
+    linears = [_first_linear(m, torch) for m in members]
+    return n > 1 and all(
+        lin is not None and lin.out_features * n == lin.in_features for lin in linears
+    )
+
+
 def _blocks(attention: list[tuple[Any, Any]], torch: Any) -> int:
     """How many blocks hold the attention modules. A module's block is its parent, unless the
-    parent is a container: then a container of n modules that each project d to d/n (n > 1) is
-    the n heads of one layer (a per-head module, as in Karpathy's lectures), any other container
-    a stack of layers, each module a block of its own."""
-    by_parent: dict[int, list[Any]] = {}
+    parent is a container: then a container of per-head modules (as in Karpathy's lectures) is
+    one layer, any other container a stack of layers, each module a block of its own."""
+    groups: dict[int, tuple[Any, list[Any]]] = {}
     for att, parent in attention:
-        by_parent.setdefault(id(parent), []).append(att)
-    blocks: set[int] = set()
-    for att, parent in attention:
-        if type(parent).__name__ not in _CONTAINERS:
-            blocks.add(id(parent))
-            continue
-        siblings = by_parent[id(parent)]
-        linears = [_first_linear(a, torch) for a in siblings]
-        heads = len(siblings) > 1 and all(
-            lin is not None and lin.out_features * len(siblings) == lin.in_features
-            for lin in linears
-        )
-        blocks.add(id(parent) if heads else id(att))
-    return len(blocks)
+        groups.setdefault(id(parent), (parent, []))[1].append(att)
+    return sum(
+        len(members)
+        if type(parent).__name__ in _CONTAINERS and not _are_heads(members, torch)
+        else 1
+        for parent, members in groups.values()
+    )
 
 
 def _rnn(root: Any, torch: Any, skip: set[int]) -> Any:
