@@ -208,7 +208,9 @@ def test_attention_written_inline_in_a_block_is_found_by_its_code() -> None:
 def test_attention_in_a_base_class_method_and_by_hand_softmax() -> None:
     olmo = structure.read(nn.Sequential(*(SequentialBlock(8) for _ in range(2))), torch)
     assert (olmo.layers, olmo.width) == (2, 8)
-    by_hand = structure.read(nn.Sequential(nn.ModuleList(SoftmaxBlock(12) for _ in range(5))), torch)
+    by_hand = structure.read(
+        nn.Sequential(nn.ModuleList(SoftmaxBlock(12) for _ in range(5))), torch
+    )
     assert (by_hand.layers, by_hand.width) == (5, 12)
     assert "softmax with transpose(-2,-1)" in by_hand.note
 
@@ -236,3 +238,50 @@ def test_per_head_modules_in_a_container_are_one_layer() -> None:
 def test_only_the_code_forward_reaches_is_read() -> None:
     mixer = structure.read(nn.Sequential(*(StateSpaceMixer(8) for _ in range(3))), torch)
     assert mixer.layers is None and "none whose code computes attention" in mixer.reason
+
+
+class EagerBlock(nn.Module):
+    """Hugging Face's eager attention (and T5's): the key's dims spelt 2, 3, on the product's line."""
+
+    def __init__(self, d: int, h: int) -> None:
+        super().__init__()
+        self.h, self.q, self.k, self.o = h, nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k = (m(x).view(b, t, self.h, d // self.h).transpose(1, 2) for m in (self.q, self.k))
+        w = torch.matmul(q, k.transpose(2, 3))
+        w = nn.functional.softmax(w, dim=-1, dtype=torch.float32)
+        return x + self.o(torch.matmul(w, k).transpose(1, 2).reshape(b, t, d))
+
+
+class PermutedKeyBlock(nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(d, 3 * d)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, -1)
+        return x + torch.softmax(q @ k.permute(0, 2, 1), -1) @ v
+
+
+class CTCHead(nn.Module):
+    """A speech model's output: log_softmax of a time-first transposed projection, no product."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return F.log_softmax(self.fc(x).transpose(0, 1), dim=-1)
+
+
+def test_a_transposed_key_however_its_dims_are_spelt() -> None:
+    eager = structure.read(nn.Sequential(*(EagerBlock(16, 2) for _ in range(3))), torch)
+    assert (eager.layers, eager.width) == (3, 16)
+    assert "softmax with a product with a transposed operand" in eager.note
+    permuted = structure.read(nn.Sequential(*(PermutedKeyBlock(8) for _ in range(2))), torch)
+    assert (permuted.layers, permuted.width) == (2, 8)
+    # a transpose and a softmax with no product between them is not attention
+    ctc = structure.read(nn.Sequential(nn.Conv1d(4, 4, 3), CTCHead(4)), torch)
+    assert ctc.layers is None and "none whose code computes attention" in ctc.reason

@@ -12,7 +12,7 @@ structure: it has attention modules, one (or two, self and cross) per block.
   class, or a method or module-level function it calls (transitively, torch's own code
   excepted), calls `scaled_dot_product_attention`, flash-attn or xformers' attention, or takes
   a softmax beside a product with a transposed key (`transpose(-2, -1)`, `.mT`, `einsum`,
-  `bmm`). That finds attention written inline in a block (OLMo's blocks, a block with a fused
+  `bmm`, or `@`/`matmul` on the line that transposes or permutes an operand). That finds attention written inline in a block (OLMo's blocks, a block with a fused
   projection calling `F.scaled_dot_product_attention`) and per-head modules. At most 16
   functions a class are read, once; code without source (built at run time) is not read.
 - *L*: the blocks holding them. An attention module's block is its parent module, unless the
@@ -33,6 +33,7 @@ Only module types, attributes, shapes and the source of their code are read; no 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -56,8 +57,19 @@ class Structure:
 _NAMES = ("Attention", "Attn", "MHA", "MHSA")
 #: Calls that are attention whatever surrounds them (spaces removed before matching).
 _ATTENTION_CALLS = ("scaled_dot_product_attention", "flash_attn", "memory_efficient_attention")
-#: With a softmax, the product with a transposed key that makes it attention.
-_KEY_PRODUCTS = ("transpose(-2,-1)", "transpose(-1,-2)", ".mT", "einsum(", "bmm(")
+#: With a softmax, a product with a transposed key makes it attention: a product of the last
+#: two dims (`transpose(-2,-1)`, `.mT`), an einsum or a batched product anywhere in the code...
+_KEY_PRODUCTS = (
+    ("transpose(-2,-1)", "transpose(-2,-1)"),
+    ("transpose(-1,-2)", "transpose(-1,-2)"),
+    (".mT", ".mT"),
+    ("einsum(", "einsum"),
+    ("bmm(", "bmm"),
+)
+#: ... or a product (`@`, `matmul`) on the line that transposes or permutes an operand, however
+#: its dims are spelt: `matmul(q, k.transpose(2, 3))` (Hugging Face's eager attention, T5),
+#: `q @ k.permute(0, 2, 1)`.
+_PRODUCT_LINE = re.compile(r"^(?=.*(?:@|matmul\())(?=.*\.(?:transpose|permute)\().*$", re.M)
 
 
 def _has_parameters(module: Any) -> bool:
@@ -78,9 +90,12 @@ _MAX_FUNCTIONS = 16
 
 
 def _code_says_attention(code: str) -> str | None:
+    """What in `code` (spaces removed) computes attention, or None."""
     found = next((c for c in _ATTENTION_CALLS if c in code), None)
     if found is None and "softmax" in code:
-        product = next((p for p in _KEY_PRODUCTS if p in code), None)
+        product = next((label for text, label in _KEY_PRODUCTS if text in code), None)
+        if product is None and _PRODUCT_LINE.search(code):
+            product = "a product with a transposed operand"
         found = f"softmax with {product}" if product else None
     return found
 
@@ -94,7 +109,6 @@ def attention_in_code(cls: type) -> str | None:
     if cls in _computed:
         return _computed[cls]
     import inspect
-    import re
 
     calls = re.compile(r"(?<![\w.])(self\.)?(\w+)\(")
     found = None
