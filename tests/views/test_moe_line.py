@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainmeter.views import terminal_summary
+from trainmeter.views import summary_speed
 
 
 def test_active_parameters_are_shown_beside_the_total():
@@ -12,7 +12,7 @@ def test_active_parameters_are_shown_beside_the_total():
             "value": 9.4e9, "convention": "titan", "params": {"total": 7e9, "active": 1.4e9},
         },
     }
-    lines = [str(x) for x in terminal_summary.flops(snap)[1:]]
+    lines = [str(x) for x in summary_speed.flops(snap)[1:]]
     assert "mixture of experts: 1.4B parameters active per token, of 7.0B in all" in lines
     del snap["flops_per_token"]["params"]
-    assert not any("mixture" in str(x) for x in terminal_summary.flops(snap)[1:])
+    assert not any("mixture" in str(x) for x in summary_speed.flops(snap)[1:])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from trainmeter.views.format import duration, si
+from trainmeter.views.summary_blocks import time_bar
 from trainmeter.views.terminal import mfu_text, summary_line
-from trainmeter.views.terminal_summary import summary_text, time_bar
+from trainmeter.views.terminal_summary import summary_text
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ from typing import Any
 from ..snapread import get, get_dict, get_number
 from .format import duration, ms, percent, si, si_unit
 from .memory_text import now_figure
+from .summary_blocks import LADDER_COLUMNS, PART_STYLE, _text, bar, time_bar
 from .terminal import alerts, loss_text, number, rate_window_label, run_elapsed, train_loss
-from .terminal_summary import LADDER_COLUMNS, PART_STYLE, _text, bar, time_bar
 
 SHORT_LADDER = ("util", "SM", "tensor", "OFU", "MFU")  # GPU-Util, SM/tensor active, OFU, MFU
 SPARKS = "▁▂▃▄▅▆▇█"
