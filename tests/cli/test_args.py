@@ -161,9 +161,10 @@ def test_help_and_version_stop_parsing() -> None:
 def test_help_names_exactly_the_commands_that_exist_and_the_web_flags() -> None:
     import re
 
-    from trainmeter.cli.args import USAGE
+    from trainmeter.cli.args import usage
     from trainmeter.cli.main import COMMANDS
 
+    USAGE = usage()
     named: set[str] = set()
     for line in USAGE.splitlines():
         match = re.match(r"\s*(?:usage:)?\s*tm ([a-z][a-z |]*?)(?: [A-Z\[]|\s{2,}|$)", line)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainmeter.engine.flops import CONVENTIONS, ModelShape, all_conventions, flops_per_token
+from trainmeter.engine.flops import ModelShape, all_conventions, flops_per_token, formulas, names
 
 # The reference: d 2048, 18 layers, T 1024, an untied 32768 x 2048 token table, "1.04B" parameters.
 # From hf = 6(N-E) ~= 5.83 G: N - E ~= 971.7 M, so N ~= 971.7 M + 67.1 M = 1.039 B.
@@ -42,8 +42,8 @@ def test_tied_table_counts_as_matmul():
 def test_unknown_convention_raises_and_formulas_are_named():
     with pytest.raises(KeyError):
         flops_per_token(REF, "counted")
-    assert CONVENTIONS["megatron"][0] == "6(N_act-E-R-V) + 6·H·Q·Σ_l T_l"
-    assert set(CONVENTIONS) == {"titan", "megatron", "hf", "all_params"}
+    assert formulas()["megatron"] == "6(N_act-E-R-V) + 6·H·Q·Σ_l T_l"
+    assert names() == ("titan", "megatron", "hf", "all_params")
 
 
 def test_declared_experts_give_active_parameters_and_total_beside():

@@ -16,13 +16,11 @@ import sys
 
 from ..supervisor.options import RunOptions
 
-CONVENTIONS = ("titan", "megatron", "hf", "all_params")
-
 _SI = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
 _HINT = "(use 20B, 1.5e9, 300M)"
 
-USAGE = """\
+_USAGE = """\
 usage: tm [options] script.py [script args]     run a Python training script and watch it
        tm [options] -m module [args]            the same for `python -m module`
        tm [options] -- command [args]           any command: torchrun, a shell script, ...
@@ -39,7 +37,7 @@ options (before the script or command):
   --budget-tokens N   --budget-steps N   --budget-flops N      the budget, for progress and ETA
   --tokens-per-step N --flops-per-token N                      declared throughput facts
   --samples-per-step N --flops-per-sample N                    the same for models without tokens
-  --convention {titan,megatron,hf,all_params}                  the FLOPs convention for MFU
+<convention>
   --params N  --embedding-params N  --layers N  --d-model N  --seq-len N  --dp N
   --experts N --top-k K --routed-params N                      mixture of experts: active params
   --plan-mfu F (0.4 or 40%)  --plan-hours H                    the plan, compared with the run
@@ -53,6 +51,21 @@ options (before the script or command):
   --port N  --no-web      the dashboard's first port to try (default 8765, 0: any), or none
 numbers accept SI suffixes: 20B, 1.5e9, 300M, 2k
 """
+
+
+def conventions() -> tuple[str, ...]:
+    """`--convention`'s choices: every registered FLOPs convention (engine/flops.py), read on
+    use, so that a `tm` run that names none does not import it before the child starts."""
+    from ..engine.flops import names
+
+    return names()
+
+
+def usage() -> str:
+    """`tm --help`'s text, with the conventions' choices as registered."""
+    line = f"  --convention {{{','.join(conventions())}}}"
+    line = line.ljust(62) + " the FLOPs convention for MFU"
+    return _USAGE.replace("<convention>", line)
 
 
 TYPE_CHECKING = False
@@ -227,8 +240,9 @@ def _parse_value_flag(opts: RunOptions, flag: str, value: str) -> None:
         key, parser = _FACT_FLAGS[flag]
         opts.declared[key] = parser(flag, value)
     elif flag == "--convention":
-        if value not in CONVENTIONS:
-            raise UsageError(f"--convention: {value!r} is not one of {', '.join(CONVENTIONS)}")
+        choices = conventions()
+        if value not in choices:
+            raise UsageError(f"--convention: {value!r} is not one of {', '.join(choices)}")
         opts.declared["convention"] = value
     elif flag == "--peak-tflops":
         # FLOP/s per GPU, from TFLOP/s: 989.5 -> 9.895e14

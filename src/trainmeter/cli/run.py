@@ -10,7 +10,7 @@ import os
 import sys
 
 from ..records import ENV_SOCKET
-from .args import USAGE, RunOptions, UsageError, parse_run_args
+from .args import RunOptions, UsageError, parse_run_args, usage
 
 TYPE_CHECKING = False  # typing and pathlib cost milliseconds before the child starts
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def _end_line(snap: dict[str, Any], run_dir: Path | None, elapsed_s: float | Non
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print(USAGE, end="", file=sys.stderr)
+        print(usage(), end="", file=sys.stderr)
         return 2
     try:
         opts = parse_run_args(argv)
@@ -72,7 +72,7 @@ def main(argv: list[str]) -> int:
         print(f"tm: {exc}", file=sys.stderr)
         return 2
     if opts.show == "help":
-        print(USAGE, end="")
+        print(usage(), end="")
         return 0
     if opts.show == "version":
         from .. import __version__

@@ -16,6 +16,10 @@ with a window; Σ L_i² / Σ L_i over packed segments, for the convention that c
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # `typing` costs milliseconds of `tm`'s start-up (cli/args.py reads names())
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 _REQUIRED = ("n_params", "n_embedding_params", "n_layers", "d_model", "seq_len")
 _OPTIONAL = (
     "attn_width",
@@ -158,64 +162,180 @@ class ModelShape:
         return self.width * self.layer_lengths(length)
 
 
-#: Convention name -> (formula as text, whose function it follows).
-CONVENTIONS: dict[str, tuple[str, str]] = {
-    "titan": (
-        "6(N_act-E) + 12·H·Q·Σ_l T_l",
-        "TorchTitan get_dense/moe_model_nparams_and_flops (torchtitan/models/utils.py); "
-        "nanochat GPT.estimate_flops: full attention square, MoE counts active experts",
-    ),
-    "megatron": (
-        "6(N_act-E-R-V) + 6·H·Q·Σ_l T_l",
-        "Megatron-LM num_floating_point_operations (megatron/training/training.py): GEMM "
-        "weights only (no router, norm or bias), causal mask halves attention, packed "
-        "documents by their real lengths",
-    ),
-    "hf": (
-        "6(N-E_hf)",
-        "HF Trainer.floating_point_ops: 6 x tokens x num_parameters(exclude_embeddings=True); "
-        "no attention term, every nn.Embedding dropped, every expert counted",
-    ),
-    "all_params": (
-        "6·N_act + 12·H·Q·Σ_l T_l",
-        "PaLM appendix B (6N + 12·L·H·Q·T, N every parameter); nanoGPT's estimate_mfu is the "
-        "same formula with position tables left out of N and T its block size",
-    ),
-}
+# ---- the conventions: one registration each ------------------------------------------------
+#
+# A new convention is one `register(Convention(...))` in this file (or in a test): the CLI's
+# `--convention` choices and its help, the snapshot's `conventions`, the range when none is
+# chosen, `mfu.by_convention`, `counted.against_conventions`, the formulas the views print and
+# the table in docs/flops.md (tests/engine/test_conventions.py checks it) all read the registry.
 
-#: Convention name -> the same formula over the symbols, with explicit operators (what an
-#: explanation prints, so a person or a test can put the numbers in and redo it).
-EXPRESSIONS: dict[str, str] = {
-    "titan": "6 * (N_act - E) + 12 * HQ * sum_T",
-    "megatron": "6 * (N_act - E - R - V) + 6 * HQ * sum_T",
-    "hf": "6 * (N - E_hf)",
-    "all_params": "6 * N_act + 12 * HQ * sum_T",
-}
 
-#: The executed-FLOPs convention, shown beside MFU and never in its place.
-COUNTED = ("FLOPs executed in one real step / its tokens", "torch FlopCounterMode")
+class Convention:
+    """One way of counting training FLOPs per token, as its source counts them.
+
+    - name: what `--convention` takes and the snapshot keys it under;
+    - formula: the formula as a person reads it (`6(N_act-E) + 12·H·Q·Σ_l T_l`);
+    - source: whose function it follows, file and function (an explanation's note);
+    - counts: what it counts and leaves out, in a few words (the docs table);
+    - per_token: shape -> training FLOPs per token;
+    - expression: shape -> the formula over only the symbols that shape uses, with explicit
+      operators (`6 * (N - E) + 12 * L * d * T`), so a person or a test can redo it;
+    - real_lengths: attention over packed documents' real lengths (Σ L_i² / Σ L_i) rather
+      than T.
+
+    A plain class, not a dataclass (see `ModelShape`)."""
+
+    __slots__ = ("name", "formula", "source", "counts", "per_token", "expression", "real_lengths")
+    name: str
+    formula: str
+    source: str
+    counts: str
+    per_token: Callable[[ModelShape], float]
+    expression: Callable[[ModelShape], str]
+    real_lengths: bool
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        formula: str,
+        source: str,
+        counts: str,
+        per_token: Callable[[ModelShape], float],
+        expression: Callable[[ModelShape], str],
+        real_lengths: bool = False,
+    ) -> None:
+        self.name = name
+        self.formula = formula
+        self.source = source
+        self.counts = counts
+        self.per_token = per_token
+        self.expression = expression
+        self.real_lengths = real_lengths
+
+    def __repr__(self) -> str:
+        return f"Convention({self.name!r}, formula={self.formula!r})"
+
+
+#: Convention name -> its registration, in registration order (the order of every listing).
+REGISTRY: dict[str, Convention] = {}
+
+
+def register(convention: Convention) -> Convention:
+    """Add a convention; a name already taken is refused (ValueError), never replaced."""
+    if not convention.name or not convention.name.isidentifier():
+        raise ValueError(f"a convention's name is a plain word: {convention.name!r}")
+    if convention.name in REGISTRY:
+        raise ValueError(f"convention {convention.name!r} is already registered")
+    REGISTRY[convention.name] = convention
+    return convention
+
+
+def unregister(name: str) -> None:
+    """Take a convention out (tests that register one put things back with it)."""
+    REGISTRY.pop(name, None)
+
+
+def names() -> tuple[str, ...]:
+    """Every convention's name, in registration order: `--convention`'s choices."""
+    return tuple(REGISTRY)
+
+
+def get(name: str) -> Convention:
+    """The convention registered as `name` (KeyError when there is none)."""
+    return REGISTRY[name]
 
 
 def flops_per_token(shape: ModelShape, convention: str) -> float:
-    """Training FLOPs per token of `shape` under `convention` (a key of CONVENTIONS)."""
-    if convention == "titan":
-        return 6.0 * shape.dense + 12.0 * shape.attention
-    if convention == "megatron":
-        not_gemm = (shape.moe_router_params or 0) + (shape.n_vector_params or 0)
-        return 6.0 * (shape.dense - not_gemm) + 6.0 * shape.attention_packed
-    if convention == "hf":
-        lookup = shape.n_lookup_params
-        return 6.0 * (shape.n_params - (shape.n_embedding_params if lookup is None else lookup))
-    if convention == "all_params":
-        return 6.0 * shape.active + 12.0 * shape.attention
-    raise KeyError(convention)
+    """Training FLOPs per token of `shape` under `convention` (a registered name)."""
+    return REGISTRY[convention].per_token(shape)
 
 
 def all_conventions(shape: ModelShape) -> dict[str, float]:
     """FLOPs per token under every convention."""
-    return {name: flops_per_token(shape, name) for name in CONVENTIONS}
+    return {name: conv.per_token(shape) for name, conv in REGISTRY.items()}
 
 
 def formulas() -> dict[str, str]:
     """Convention -> its formula, for a view to print beside the number."""
-    return {name: text for name, (text, _used_by) in CONVENTIONS.items()}
+    return {name: conv.formula for name, conv in REGISTRY.items()}
+
+
+# ---- the symbols an expression writes -------------------------------------------------------
+
+
+def term_n(shape: ModelShape) -> str:
+    """N, or N less the routed expert weights a token skips."""
+    return "(N - routed * (1 - top_k / experts))" if shape.is_moe else "N"
+
+
+def term_attention(shape: ModelShape, packed: bool) -> str:
+    """L * d * T for a plain model; HQ for another attention width; sum_T for windows or
+    packed segments (`packed`: the convention counts the segments' real lengths)."""
+    width = "HQ" if shape.attn_width else "d"
+    if shape.windows or (packed and shape.segment_len is not None):
+        return f"{width} * sum_T"
+    return f"L * {width} * T"
+
+
+# ---- the four published conventions (docs/flops.md says what each source does) ------------
+
+
+def _megatron(shape: ModelShape) -> float:
+    not_gemm = (shape.moe_router_params or 0) + (shape.n_vector_params or 0)
+    return 6.0 * (shape.dense - not_gemm) + 6.0 * shape.attention_packed
+
+
+def _megatron_expression(shape: ModelShape) -> str:
+    router = " - R" if shape.moe_router_params else ""
+    vector = " - V" if shape.n_vector_params else ""
+    return f"6 * ({term_n(shape)} - E{router}{vector}) + 6 * {term_attention(shape, True)}"
+
+
+def _hf(shape: ModelShape) -> float:
+    lookup = shape.n_lookup_params
+    return 6.0 * (shape.n_params - (shape.n_embedding_params if lookup is None else lookup))
+
+
+register(Convention(
+    "titan",
+    formula="6(N_act-E) + 12·H·Q·Σ_l T_l",
+    source="TorchTitan get_dense/moe_model_nparams_and_flops (torchtitan/models/utils.py); "
+    "nanochat GPT.estimate_flops: full attention square, MoE counts active experts",
+    counts="the matmul weights a token goes through (a tied table is the head's) and "
+    "attention as a full square",
+    per_token=lambda s: 6.0 * s.dense + 12.0 * s.attention,
+    expression=lambda s: f"6 * ({term_n(s)} - E) + 12 * {term_attention(s, False)}",
+))
+register(Convention(
+    "megatron",
+    formula="6(N_act-E-R-V) + 6·H·Q·Σ_l T_l",
+    source="Megatron-LM num_floating_point_operations (megatron/training/training.py): GEMM "
+    "weights only (no router, norm or bias), causal mask halves attention, packed "
+    "documents by their real lengths",
+    counts="GEMM weights only (no router, norm or bias); attention halved for the causal "
+    "mask, over packed documents' real lengths",
+    per_token=_megatron,
+    expression=_megatron_expression,
+    real_lengths=True,
+))
+register(Convention(
+    "hf",
+    formula="6(N-E_hf)",
+    source="HF Trainer.floating_point_ops: 6 x tokens x num_parameters(exclude_embeddings=True); "
+    "no attention term, every nn.Embedding dropped, every expert counted",
+    counts="every parameter but the nn.Embedding weights (tied or not), every expert; "
+    "no attention",
+    per_token=_hf,
+    expression=lambda s: "6 * (N - E_hf)" if s.n_lookup_params is not None else "6 * (N - E)",
+))
+register(Convention(
+    "all_params",
+    formula="6·N_act + 12·H·Q·Σ_l T_l",
+    source="PaLM appendix B (6N + 12·L·H·Q·T, N every parameter); nanoGPT's estimate_mfu is the "
+    "same formula with position tables left out of N and T its block size",
+    counts="every parameter a token goes through, embeddings included, and attention as a "
+    "full square",
+    per_token=lambda s: 6.0 * s.active + 12.0 * s.attention,
+    expression=lambda s: f"6 * {term_n(s)} + 12 * {term_attention(s, False)}",
+))

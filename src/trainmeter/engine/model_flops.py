@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import explain
+from . import explain, flops
 from .facts import FactStore, rank
-from .flops import CONVENTIONS, ModelShape, all_conventions, flops_per_token, formulas
+from .flops import ModelShape, all_conventions, flops_per_token, formulas
 from .section import Section
 
 SHAPE_KEYS = ("n_params", "n_embedding_params", "n_layers", "d_model", "seq_len")
@@ -83,9 +83,9 @@ def choose(
     """(the `flops_per_token` entry, or None with the reason it is absent)."""
     conv = facts.get("convention")
     conv_name = conv.value if conv is not None else None
-    if warnings is not None and conv_name is not None and conv_name not in CONVENTIONS:
+    if warnings is not None and conv_name is not None and conv_name not in flops.REGISTRY:
         warnings.append(
-            f"convention {conv_name!r} is not one of {', '.join(CONVENTIONS)}: the range "
+            f"convention {conv_name!r} is not one of {', '.join(flops.names())}: the range "
             "over all conventions is shown"
         )
     declared = facts.get("flops_per_token")
@@ -112,11 +112,11 @@ def choose(
     note = _attention_note(shape, conv_name)
     if note:
         params["note"] = note
-    if conv_name in CONVENTIONS:
+    if conv_name in flops.REGISTRY:
         return {
             "value": flops_per_token(shape, conv_name),
             "convention": conv_name,
-            "formula": CONVENTIONS[conv_name][0],
+            "formula": flops.get(conv_name).formula,
             "source": source,
             **params,
         }, None
@@ -140,7 +140,7 @@ def _attention_note(shape: ModelShape, conv: Any) -> str | None:
         )
     if shape.segment_len is not None:
         length = min(shape.segment_len, shape.seq_len)
-        if conv == "megatron":
+        if isinstance(conv, str) and conv in flops.REGISTRY and flops.get(conv).real_lengths:
             parts.append(
                 f"packed documents: attention counted over their real lengths "
                 f"(sum of L_i^2 / sum of L_i = {length:g} tokens, not T = {shape.seq_len})"
@@ -148,10 +148,18 @@ def _attention_note(shape: ModelShape, conv: Any) -> str | None:
         else:
             parts.append(
                 f"packed documents (mean attended length {length:g} of T = {shape.seq_len}): "
-                "this convention counts attention over T, as its source does; megatron counts "
-                "the real lengths"
+                "this convention counts attention over T, as its source does; "
+                + _real_lengths_say()
             )
     return "; ".join(parts) or None
+
+
+def _real_lengths_say() -> str:
+    """'megatron counts the real lengths': the conventions that count packed documents so."""
+    real = [c.name for c in flops.REGISTRY.values() if c.real_lengths]
+    if not real:
+        return "no convention counts the real lengths"
+    return f"{', '.join(real)} count{'s' if len(real) == 1 else ''} the real lengths"
 
 
 def _whole(x: float) -> float | int:
@@ -170,7 +178,7 @@ def section(facts: FactStore, tokens_seen: float | None) -> Section:
         out.values["flops_per_token"] = fpt
         if fpt["value"] is None:
             out.absent["flops_spent"] = "no convention chosen: declare --convention " + "|".join(
-                CONVENTIONS
+                flops.names()
             )
         else:
             out.explain["flops_per_token"] = _explain(facts, fpt, shape)
@@ -184,33 +192,10 @@ def section(facts: FactStore, tokens_seen: float | None) -> Section:
     return out
 
 
-def _term_n(shape: ModelShape) -> str:
-    """N, or N less the routed expert weights a token skips."""
-    return "(N - routed * (1 - top_k / experts))" if shape.is_moe else "N"
-
-
-def _term_attention(shape: ModelShape, packed: bool) -> str:
-    """L * d * T for a plain model; HQ for another attention width; sum_T for windows or
-    packed segments."""
-    width = "HQ" if shape.attn_width else "d"
-    if shape.windows or (packed and shape.segment_len is not None):
-        return f"{width} * sum_T"
-    return f"L * {width} * T"
-
-
 def expression(shape: ModelShape, conv: str) -> str:
     """The convention's formula over only the symbols this shape uses (a plain dense model
     reads 6 * (N - E) + 12 * L * d * T)."""
-    n = _term_n(shape)
-    if conv == "titan":
-        return f"6 * ({n} - E) + 12 * {_term_attention(shape, False)}"
-    if conv == "megatron":
-        router = " - R" if shape.moe_router_params else ""
-        vector = " - V" if shape.n_vector_params else ""
-        return f"6 * ({n} - E{router}{vector}) + 6 * {_term_attention(shape, True)}"
-    if conv == "hf":
-        return "6 * (N - E_hf)" if shape.n_lookup_params is not None else "6 * (N - E)"
-    return f"6 * {n} + 12 * {_term_attention(shape, False)}"
+    return flops.get(conv).expression(shape)
 
 
 def _refined_inputs(facts: FactStore, shape: ModelShape, conv: str) -> list[dict[str, Any]]:
@@ -255,7 +240,7 @@ def _refined_inputs(facts: FactStore, shape: ModelShape, conv: str) -> list[dict
         f"n_lookup_params: {provenance(facts, 'n_lookup_params')}",
     )
     add("HQ", shape.attn_width, "width", f"attn_width: {provenance(facts, 'attn_width')}")
-    if conv == "megatron" and shape.segment_len is not None:
+    if flops.get(conv).real_lengths and shape.segment_len is not None:
         length = min(shape.segment_len, shape.seq_len)
         how = (
             f"packed documents: sum of L_i^2 / sum of L_i = {length:g} tokens "
@@ -291,7 +276,7 @@ def _explain(facts: FactStore, fpt: dict[str, Any], shape: ModelShape | None) ->
             item["value"] = int(value) if float(value).is_integer() else value
         return explain.explanation(
             fpt["value"], "FLOP/token", formula, inputs, convention=conv,
-            note=f"training FLOPs (forward + backward) per token: {CONVENTIONS[conv][1]}",
+            note=f"training FLOPs (forward + backward) per token: {flops.get(conv).source}",
         )
     return explain.explanation(
         fpt["value"], "FLOP/token", "flops_per_token",
