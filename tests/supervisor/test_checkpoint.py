@@ -224,14 +224,14 @@ def test_a_finished_run_leaves_a_checkpoint_that_equals_a_full_replay(
     """`tm` saves its live engine beside the sealed log: the next look resumes from it and
     shows what a full replay shows (and what summary.json says)."""
     from trainmeter.cli.args import parse_run_args
-    from trainmeter.supervisor import session
+    from trainmeter.supervisor import ending
     from trainmeter.supervisor.session import supervise
 
     from ..conftest import run_dirs
     from .fakes import FakeSampler
     from .procs import SENDER, write_script
 
-    monkeypatch.setattr(session, "LIVE_CHECKPOINT_FROM", 0)  # however short the log
+    monkeypatch.setattr(ending, "LIVE_CHECKPOINT_FROM", 0)  # however short the log
     monkeypatch.chdir(tmp_path)
     write_script(tmp_path / "train.py", SENDER)
     status = supervise(

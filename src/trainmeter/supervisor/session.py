@@ -12,6 +12,10 @@
 6. `summary.json` from the engine that was fed exactly the logged records, then the summary line.
 
 The modules only steps 2-6 need are imported where they are used, after the child started.
+The session holds the order and the run's pieces; each step's work is in a module of its own:
+`about` (what `run.start` and `meta.json` say), `descriptors` (those held back for the end),
+`watching` (the live loop and its late set-up), `ending` (everything after the child's exit)
+and `observe_only` (why no agent reported, judged at the end).
 """
 
 from __future__ import annotations
@@ -19,14 +23,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable
 
-from .. import __version__, records
 from ..runlog.observers import ObserverSet
 from ..runlog.warn import WarnOnce
+from .descriptors import Reserve
 from .ingest import Ingest
 from .launcher import (
     FORWARDED,
@@ -39,9 +42,6 @@ from .launcher import (
 )
 from .options import RunOptions
 
-#: A finished run's log shorter than this replays in a blink: `tm` leaves it no checkpoint.
-LIVE_CHECKPOINT_FROM = 1 << 20
-
 TYPE_CHECKING = False  # what only annotations need: imported by type checkers, not by a run
 if TYPE_CHECKING:
     from datetime import datetime
@@ -53,38 +53,9 @@ if TYPE_CHECKING:
     from .live import LiveLoop
     from .ring import Delivered
 
-#: Seconds the child runs before the samplers and the watcher are set up (at most `interval`).
-SAMPLERS_AFTER_S = 0.25
-
-
-#: Descriptors `tm` holds back from the start for the end of the run (rings, summary, meta).
-RESERVED_FDS = 16
-
-
-def _process_tree(pid: int) -> list[int]:
-    """The child and its descendants now (`sources.host`, imported late: psutil)."""
-    from ..sources.host import process_tree
-
-    return process_tree(pid)
-
 
 def _unread(line: bytes, record: dict[str, Any]) -> None:
     """The ingest socket's sink until `prepare` gives it the recorder (nothing is read before)."""
-
-
-def node_uptime_s() -> float | None:
-    """Seconds since the node booted: how long the rented machine has been paid for."""
-    try:
-        with open("/proc/uptime", encoding="ascii") as fh:
-            return float(fh.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import psutil
-
-        return max(time.time() - psutil.boot_time(), 0.0)
-    except Exception:  # noqa: BLE001 - psutil absent or refused: uptime stays unknown
-        return None
 
 
 class Session:
@@ -120,7 +91,7 @@ class Session:
         self.recorder: Recorder | None = None
         self.ingest: Ingest | None = None
         self.ingest_error: str | None = None  # why there is no socket, for the observe-only fact
-        self._reserve: list[int] = []  # descriptors held back for the end of the run
+        self.reserve = Reserve()  # descriptors held back for the end of the run
         self.live: LiveLoop | None = None
         self.t0 = time.monotonic()
         self.started_unix = time.time()
@@ -164,9 +135,10 @@ class Session:
         from ..runlog.store import RunStore
         from . import late_parts as parts
         from . import ring
+        from .about import meta, start_payload
         from .death import oom_kills
 
-        self._reserve_descriptors()
+        self.reserve.hold()
         self.started_utc = datetime.fromtimestamp(self.started_unix, timezone.utc)
         self.oom_before = oom_kills()
         self.delivered = ring.Delivered()
@@ -183,8 +155,8 @@ class Session:
         for view in self.observers.observers:
             if hasattr(view, "log_fact"):  # a view that counts its failures in the log (--notify)
                 view.log_fact = lambda d: recorder.write_tm("fact", d)
-        self.store.write_json("meta.json", self.meta())
-        self.recorder.write_tm("run.start", self.start_payload(), t=self.t0)
+        self.store.write_json("meta.json", meta(self.about(), self.started_utc))
+        self.recorder.write_tm("run.start", start_payload(self.about(), self.opts), t=self.t0)
         if self.ingest is not None:  # a step from before it cannot be true (forged, or a bug)
             self.ingest.decoder.t_start = self.t0
         for key, value in self.opts.declared.items():
@@ -210,41 +182,11 @@ class Session:
                 self.ingest = None
             return False
 
-    def _about(self) -> dict[str, Any]:
-        """What both `run.start` and `meta.json` say about the run."""
-        return {
-            "name": self.name,
-            "argv": records.redact_argv(self.opts.command),
-            "tm_version": __version__,
-            "hostname": socket.gethostname(),
-            "python": sys.version.split()[0],  # platform.python_version(), without its import
-            "run_dir": str(self.store.path) if self.store and self.store.path else None,
-            "declared": dict(self.opts.declared),
-            "declared_notes": dict(self.opts.notes),
-        }
+    def about(self) -> dict[str, Any]:
+        """What both `run.start` and `meta.json` say about the run (`about.about`)."""
+        from .about import about
 
-    def start_payload(self) -> dict[str, Any]:
-        from . import job
-
-        return {
-            **self._about(),
-            "node_uptime_s": node_uptime_s(),
-            "unix_time": time.time(),
-            "clock": job.clock_pair(),
-            "job": job.identity(self.opts.run_id, self.opts.command, os.environ),
-            "agent": self.opts.agent,
-            "tap": self.opts.tap,
-        }
-
-    def meta(self, end: dict[str, Any] | None = None) -> dict[str, Any]:
-        meta = {
-            **self._about(),
-            "start_utc": self.started_utc.isoformat(timespec="seconds"),  # set by `prepare`
-            "executable": sys.executable,
-        }
-        if end:
-            meta.update(end)
-        return meta
+        return about(self.name, self.opts, self.store)
 
     # ---- 3 and 4 ----------------------------------------------------------------------------
 
@@ -260,16 +202,19 @@ class Session:
             except LaunchError as exc:
                 self.say(exc.message)
                 if self._prepare_or_unwatch():
-                    self._attach_engine()
+                    self.attach_engine()
                 return ChildExit(exc.status, None)
             self.launched = True
             if self._prepare_or_unwatch():
-                self._start_watching(pid)
+                from .watching import start_watching
+
+                start_watching(self, pid)
             child = launcher.wait()
         self.forwarded = list(launcher.forwarded)
         return child
 
-    def _attach_engine(self) -> None:
+    def attach_engine(self) -> None:
+        """The engine, fed what the log holds so far (once; `runlog.engine_load` loads it)."""
         if self.recorder is None or self.recorder.engine_attached:
             return
         from ..runlog.engine_load import load_engine_factory, make_engine
@@ -282,184 +227,13 @@ class Session:
         engine, reason = make_engine(factory, self.warn)
         self.recorder.attach_engine(engine, missing or reason)
 
-    def _start_watching(self, pid: int) -> None:
-        """Start the live loop; its thread loads the engine, samplers and watcher itself."""
-        from .live import LiveLoop
-
-        ingest = self.ingest
-        try:
-            self.live = live = LiveLoop(
-                self.recorder,
-                self.warn,
-                tree=lambda: _process_tree(pid),
-                dropped=(lambda: ingest.dropped) if ingest is not None else None,
-                drop_reasons=(lambda: ingest.drop_reasons) if ingest is not None else None,
-                interval=self.interval,
-                setup=lambda live: self._set_up_live(live, pid),
-            )
-            live.observers = self.observers
-            live.start()
-        except Exception as exc:  # noqa: BLE001 - watching is optional, the child is not
-            self.warn("watch", f"live watching failed to start ({exc!r})")
-
-    def _set_up_live(self, live: LiveLoop, pid: int) -> None:
-        self._attach_engine()  # needed for summary.json however short the run
-        # Samplers and the watcher (imports, NVML) only once the child has run a moment: a
-        # run that is already over by then never pays for them, and they do not compete with
-        # the child's own start-up for the CPU.
-        if live.pause(min(self.interval, SAMPLERS_AFTER_S)):
-            return
-        from pathlib import Path
-
-        from . import late_parts as parts
-
-        run_dir = (self.store.path if self.store else None) or Path.cwd()
-        if self.samplers_factory is not None:
-            live.samplers = list(self.samplers_factory(pid, run_dir))
-        else:
-            live.samplers = parts.load_samplers(pid, run_dir, self.opts.gpus, self.warn)
-        if self.watcher is not None:
-            live.watcher = self.watcher
-        elif self.opts.agent:  # with --no-agent a Python without the agent is what was asked
-            live.watcher = parts.load_watcher(self.warn, self.child_env)
-
     # ---- 5 and 6 ----------------------------------------------------------------------------
 
-    def _agents_alive(self) -> bool:
-        """Whether a process that said hello still runs (and so may still send)."""
-        for pid in self.recorder.hello_pid_set():
-            try:
-                os.kill(pid, 0)  # signal 0: a liveness check, nothing is delivered
-            except ProcessLookupError:
-                continue
-            except OSError:
-                return True  # exists, not ours to signal
-            return True
-        return False
-
     def finish(self, child: ChildExit) -> None:
-        from datetime import datetime, timezone
+        """Everything after the child's exit, in its order (`ending.finish`)."""
+        from .ending import finish
 
-        from ..runlog.decode import log_summary
-        from . import death, ring
-        from .live import LiveLoop
-
-        if self.live is not None:
-            self.live.stop(timeout=0.1)
-        self._release_reserve()  # what follows must not fail for want of a descriptor
-        if self.ingest is not None:
-            self.ingest.settle(max_s=self.grace_s, agents_alive=self._agents_alive)
-            rings = self.ingest.ring_maps()  # before stop() removes the directory
-            faults = death.collect_faults(self.ingest.dir, self.store.path if self.store else None)
-            self.ingest.stop()
-            ring.recover(rings, self.delivered, self.recorder.accept)  # what a death kept back
-            for fault in faults:  # a native crash: where faulthandler's stacks now are
-                self.recorder.write_tm("crash", fault)
-            if self.ingest.rings_unread:  # what the socket did not bring from them is lost
-                self.recorder.write_tm("fact", {
-                    "key": "agent_rings_unread", "value": self.ingest.rings_unread,
-                    "source": "detected",
-                    "note": "ring files tm could not open at the end (out of descriptors?): "
-                    "steps and values they held and the socket did not deliver are not counted",
-                })
-        if self.live is not None:
-            self.live.record_dropped()
-            self.live.close_samplers()
-        elif self.ingest is not None and self.ingest.dropped:
-            LiveLoop(
-                self.recorder,
-                self.warn,
-                dropped=lambda: self.ingest.dropped,
-                drop_reasons=lambda: self.ingest.drop_reasons,
-            ).record_dropped()
-        self._explain_observe_only()
-        elapsed = time.monotonic() - self.t0
-        self.elapsed_s = elapsed
-        end = {"exit_status": child.status, "signal": child.signal, "elapsed_s": elapsed}
-        if child.signal is not None and child.signal in self.forwarded:
-            end["signal_from"] = "outside"  # sent to tm (a scheduler, a person) and passed on
-        oom = death.oom_delta(self.oom_before, death.oom_kills())
-        if oom is not None:
-            end["oom_kills"] = oom["kills"]
-            end["oom_source"] = oom["source"]
-        self.recorder.write_tm("run.end", end)
-        self.recorder.seal()
-        self.recorder.close()
-        self._attach_engine()
-        self.final = self.recorder.snapshot(now=None)
-        self.final["log"] = log_summary(self.recorder.written, self.recorder.written, {})
-        self.store.write_json("summary.json", self.final)
-        died = self.final.get("death")
-        if isinstance(died, dict) and died.get("text"):
-            end["cause"] = died["text"]  # `tm runs` reads it from meta.json
-        if self.store.path is not None and self.store.broken is None:
-            self._save_checkpoint(self.store.path / "events.jsonl")
-        self.observers.finish(self.final)
-        self.store.write_json(
-            "meta.json",
-            self.meta({"end_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), **end}),
-        )
-
-    def _reserve_descriptors(self) -> None:
-        """Hold a few descriptors from the start (on /dev/null, never inherited), to give back
-        at the end: a run that used up the limit (idle dashboard clients, the user's own files)
-        still has what mapping the rings and writing the summary need."""
-        try:
-            self._reserve = [os.open(os.devnull, os.O_RDONLY) for _ in range(RESERVED_FDS)]
-        except OSError:
-            pass
-
-    def _release_reserve(self) -> None:
-        for fd in self._reserve:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._reserve = []
-
-    def _save_checkpoint(self, events: Path) -> None:
-        """A long run's engine, kept beside its log: the next look at the run is at once.
-        A short log replays in a blink: no checkpoint, and nothing imported for one."""
-        try:
-            if os.stat(events).st_size < LIVE_CHECKPOINT_FROM:
-                return
-        except OSError:
-            return
-        from ..runlog.replay import save_finished
-
-        save_finished(events, self.recorder)
-
-    def _explain_observe_only(self) -> None:
-        """No process said hello: record why (once), and say it on stderr, however short the run.
-
-        The live watcher gives a Python a couple of seconds before it judges it, so a short run
-        ends unexplained; this judges from the command itself when the run is over.
-        """
-        recorder = self.recorder
-        if recorder is None or not self.launched or recorder.hello_pid_set():
-            return
-        if not self.opts.agent:
-            reason, source = "tm --no-agent: the agent was not loaded, as asked", "declared"
-        elif self.ingest is None:
-            reason = "tm could not open its socket, so the agent had nowhere to report"
-            if self.ingest_error:
-                reason += f" ({self.ingest_error})"
-            source = "detected"
-        elif recorder.observe_only:
-            reason, source = "", ""
-        else:
-            from .agentless import reason_without_hello
-
-            env = self.child_env if self.child_env is not None else dict(os.environ)
-            reason, source = reason_without_hello(self.opts.command, env), "detected"
-        if reason:
-            note = "judged when the run ended: no process of the run said hello"
-            recorder.write_tm(
-                "fact", {"key": "observe_only", "value": reason, "source": source, "note": note}
-            )
-        if self.opts.agent:
-            for said in recorder.observe_only:
-                self.warn(f"observe_only:{said}", f"observe only: {said}")
+        finish(self, child)
 
     def summary_line(self) -> str | None:
         """The caller's end line (`cli/run.py` passes the terminal view's), or none."""

@@ -1,0 +1,35 @@
+"""Descriptors `tm` holds back from the start of a run for its end.
+
+A run that used up the process's descriptor limit (idle dashboard clients, the user's own files
+in a run under `tm attach`) must still be able to map the rings and write the summary at the
+end: a few descriptors are opened on /dev/null (never inherited) as the run starts and given
+back just before the end needs them.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Descriptors held back from the start for the end of the run (rings, summary, meta).
+RESERVED_FDS = 16
+
+
+class Reserve:
+    """A handful of descriptors held from `hold()` until `release()`."""
+
+    def __init__(self) -> None:
+        self._fds: list[int] = []
+
+    def hold(self, count: int = RESERVED_FDS) -> None:
+        try:
+            self._fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(count)]
+        except OSError:
+            pass
+
+    def release(self) -> None:
+        for fd in self._fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds = []
