@@ -17,12 +17,12 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from ..snapread import finite as _num
 from ..snapread import get
+from . import httpd
 
 PREFIX = "trainmeter_"
 LADDER_RUNGS = ("gpu_util", "sm_active", "tensor_active", "ofu", "mfu")
@@ -237,8 +237,10 @@ def render(snapshot: dict[str, Any], labels: dict[str, str] | None = None) -> tu
 class MetricsServer:
     """Live view: `/metrics` of the latest snapshot on the address the user named, nothing else.
 
-    Read-only by construction: the handler answers GET and HEAD of `/metrics` and 404 (or 405
-    for other methods); it never touches the run. It stops when the run ends.
+    Read-only by construction: it answers GET and HEAD of `/metrics` and 404 (or 405 for other
+    methods); it never touches the run. It is served by the one event loop of `httpd.py`, so a
+    crowd of idle or slow connections on a reachable address neither locks the scraper out nor
+    takes `tm`'s threads and descriptors. It stops when the run ends.
     """
 
     name = "metrics"
@@ -249,14 +251,26 @@ class MetricsServer:
         self.fallback_run = run_dir.name if run_dir is not None else None
         self._snap: dict[str, Any] = {}
         self._lock = threading.Lock()
-        server_cls = _Server6 if ":" in addr[0] else ThreadingHTTPServer
-        self._server = server_cls(addr, _handler(self))
-        self._server.daemon_threads = True
+        sock = socket.socket(socket.AF_INET6 if ":" in addr[0] else socket.AF_INET)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(addr)
+            sock.listen(1024)
+        except OSError:
+            sock.close()
+            raise
+        self._server = httpd.LoopServer(sock, self._answer)
         self.address = self._server.server_address[:2]
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="tm-metrics", daemon=True
-        )
-        self._thread.start()
+        self._thread = httpd.serve_in_thread(self._server, "tm-metrics")
+
+    def _answer(self, request: httpd.Request) -> httpd.Response:
+        if request.method not in ("GET", "HEAD"):
+            return httpd.Response(405, b"read-only: GET /metrics\n", close=True,
+                                  headers={"Allow": "GET, HEAD"})
+        if request.path != "/metrics":
+            return httpd.Response(404, b"not found: only /metrics is served here\n")
+        body, ctype = self.body()
+        return httpd.Response(200, body, ctype)
 
     def body(self) -> tuple[bytes, str]:
         with self._lock:
@@ -275,48 +289,3 @@ class MetricsServer:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-
-
-class _Server6(ThreadingHTTPServer):
-    address_family = socket.AF_INET6
-
-
-def _handler(view: MetricsServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "trainmeter"
-
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            self._answer(with_body=True)
-
-        def do_HEAD(self) -> None:  # noqa: N802
-            self._answer(with_body=False)
-
-        def _answer(self, with_body: bool) -> None:
-            if self.path.split("?", 1)[0] != "/metrics":
-                self._plain(404, b"not found: only /metrics is served here\n", with_body)
-                return
-            body, ctype = view.body()
-            self.send_response(200)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if with_body:
-                self.wfile.write(body)
-
-        def _plain(self, code: int, text: bytes, with_body: bool = True) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(text)))
-            self.end_headers()
-            if with_body:
-                self.wfile.write(text)
-
-        def _refuse(self) -> None:
-            self._plain(405, b"read-only: GET /metrics\n")
-
-        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse  # noqa: N815
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-            return  # a scraper every second must not write to the user's terminal
-
-    return Handler

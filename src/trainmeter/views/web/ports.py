@@ -21,7 +21,7 @@ def _listen(port: int) -> socket.socket:
     try:
         # no SO_REUSEADDR: a port another process listens on is taken, not shared
         sock.bind((HOST, port))
-        sock.listen(64)
+        sock.listen(1024)  # a crowd of connections waits in the kernel, not refused
     except OSError:
         sock.close()
         raise

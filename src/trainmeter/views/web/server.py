@@ -8,7 +8,10 @@ another site cannot reach it through a DNS name rebound to 127.0.0.1.
 Routes: `/` the page; `/static/...` its files (packaged, no CDN); `/api/state` the snapshot
 and the whole bounded history as JSON; `/api/events` the same as server-sent events, the
 whole state first and then, about once a second, the snapshot and only the new points;
-`/metrics` the Prometheus text (`exporters/prometheus.py`).
+`/metrics` the Prometheus text (`exporters/prometheus.py`). A route is a function of the
+request (`@route(path)`), answered on the one event loop of `exporters/httpd.py`: no number of
+idle, slow or greedy local clients can hold the owner out or reach the run (`tm` serves them
+from one thread, with a bounded table of connections).
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import time
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
+from ...exporters import httpd
+from ...exporters.httpd import Request, Response, Stream
 from .ports import HOST, bind_socket
 from .state import DashboardState
 
@@ -71,183 +77,195 @@ def _metrics_renderer() -> Any:
     return render
 
 
-#: Connections served at once: each holds a thread and a descriptor of `tm`, which also needs
-#: descriptors for the run itself; past this a connection is closed at once (and counted).
-MAX_CONNECTIONS = 32
-#: A connection that sends nothing (or stops reading) for this long is closed.
-CONNECTION_TIMEOUT_S = 30.0
+#: Connections held at once (fewer when `tm` has few descriptors): see `exporters/httpd.py`
+#: for who gives way when the table is full (whoever has done least for its client lately).
+MAX_CONNECTIONS = httpd.MAX_CONNECTIONS
+#: A connection that has not sent a whole request this long after it became idle is closed.
+CONNECTION_TIMEOUT_S = httpd.REQUEST_TIMEOUT_S
+
+Route = Callable[["DashboardServer", Request], Response]
+#: Exact paths and what answers them (the page, its data, the metrics); `/static/` and
+#: `/api/events` (a stream) are answered in `DashboardServer._handle`.
+ROUTES: dict[str, Route] = {}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: DashboardServer
-    server_version = "trainmeter"
-    sys_version = ""
-    protocol_version = "HTTP/1.1"
-    timeout = CONNECTION_TIMEOUT_S  # set on the socket in setup(): idle clients cannot stay
+def route(*paths: str) -> Callable[[Route], Route]:
+    """Register a GET (and HEAD) route: `@route("/api/x") def x(server, request) -> Response`."""
 
-    # Every method but GET and HEAD: 405, whatever its name (the base class would say 501).
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("do_"):
-            return self._not_allowed
-        raise AttributeError(name)
+    def register(fn: Route) -> Route:
+        for path in paths:
+            ROUTES[path] = fn
+        return fn
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
-        pass  # the training's terminal is not ours to write on
+    return register
 
-    def _not_allowed(self) -> None:
-        self.close_connection = True  # a body it may carry is not read: no second request after
-        self._send(405, b"only GET and HEAD: this dashboard changes nothing\n", "text/plain",
-                   extra={"Allow": "GET, HEAD"})
 
-    def _host_ok(self) -> bool:
-        host = (self.headers.get("Host") or "").strip().lower()
-        port = self.server.port
-        allowed = {f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"}
-        if port == 80:
-            allowed |= {"localhost", "127.0.0.1", "[::1]"}
-        return host in allowed
+def page(
+    code: int,
+    body: bytes,
+    ctype: str,
+    cache: str = "no-store",
+    close: bool = False,
+    extra: dict[str, str] | None = None,
+) -> Response:
+    """A response with the page's headers (the policy above, no framing, no referrer)."""
+    headers = {
+        "Cache-Control": cache,
+        "X-Content-Type-Options": "nosniff",
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "no-referrer",
+        "Content-Security-Policy": _CSP,
+        **(extra or {}),
+    }
+    return Response(code, body, ctype, headers, close)
 
-    def _send(
-        self,
-        code: int,
-        body: bytes,
-        ctype: str,
-        extra: dict[str, str] | None = None,
-        cache: str = "no-store",
-    ) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", cache)
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("X-Frame-Options", "DENY")
-        self.send_header("Referrer-Policy", "no-referrer")
-        self.send_header("Content-Security-Policy", _CSP)
-        for key, value in (extra or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
 
-    def do_HEAD(self) -> None:
-        self.do_GET()
+def plain(code: int, text: bytes, close: bool = False, extra: dict[str, str] | None = None) -> Response:
+    return page(code, text, "text/plain", close=close, extra=extra)
 
-    def do_GET(self) -> None:
-        if not self._host_ok():
-            self.close_connection = True
-            self._send(403, b"this dashboard answers only to localhost on its own port\n",
-                       "text/plain")
-            return
-        path = self.path.split("?", 1)[0].split("#", 1)[0]
-        if path in ("/", "/index.html"):
-            found = _static_file("index.html")
-            if found:
-                self._send(200, found[0], found[1])
-                return
-        elif path.startswith("/static/"):
-            found = _static_file(path[len("/static/"):])
-            if found:
-                self._send(200, found[0], found[1], cache="max-age=300")
-                return
-        elif path == "/api/state":
-            text, _, _ = self.server.state.message()
-            self._send(200, text.encode(), "application/json")
-            return
-        elif path == "/api/events":
-            self._events()
-            return
-        elif path == "/metrics" and self.server.metrics is not None:
-            self._metrics()
-            return
-        self._send(404, b"not found\n", "text/plain")
 
-    def _metrics(self) -> None:
+@route("/", "/index.html")
+def _index(server: DashboardServer, request: Request) -> Response:
+    found = _static_file("index.html")
+    if found is None:
+        return plain(404, b"not found\n")
+    return page(200, found[0], found[1])
+
+
+@route("/api/state")
+def _api_state(server: DashboardServer, request: Request) -> Response:
+    return page(200, server.full_state()[0], "application/json")
+
+
+@route("/metrics")
+def _metrics(server: DashboardServer, request: Request) -> Response:
+    if server.metrics is None:
+        return plain(404, b"not found\n")
+    state = server.state
+    snap = state.snapshot
+    # the run directory's name, as the --metrics-addr endpoint labels it: two runs given
+    # one --name stay two series
+    name = os.path.basename(str(state.run_dir).rstrip("/\\")) if state.run_dir else None
+    if not name:
+        name = (snap.get("run") or {}).get("name") if isinstance(snap, dict) else None
+    try:
+        body, ctype = server.metrics(snap, {"run": name or "run"})
+    except Exception as exc:  # noqa: BLE001 - a broken exporter is one 500, not a dead server
+        return plain(500, f"metrics failed: {exc!r}\n".encode())
+    return page(200, body if isinstance(body, bytes) else str(body).encode(), ctype)
+
+
+class _Events(Stream):
+    """`/api/events`: the whole state, then, at each new snapshot, the snapshot and only the
+    new points; a comment after `KEEPALIVE_S` of silence keeps proxies open. The loop asks for
+    the next message only once the client has read the last, so a reader that falls behind
+    skips to the present (what is new since what it read), never a queue of old messages."""
+
+    headers = {
+        "Content-Type": "text/event-stream; charset=utf-8",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+    }
+
+    def __init__(self, server: DashboardServer) -> None:
+        self.server = server
+        self.version = -1
+        self.marks: dict[str, Any] | None = None
+        self.seq = -1
+        self.sent = time.monotonic()
+
+    def _frame(self, text: bytes, marks: dict[str, Any], seq: int, version: int) -> bytes:
+        self.marks, self.seq, self.version = marks, seq, version
+        self.sent = time.monotonic()
+        return b"data: " + text + b"\n\n"
+
+    def first(self) -> bytes:
+        return self._frame(*self.server.full_state())
+
+    def next(self, now: float) -> bytes | None:
         state = self.server.state
-        snap = state.snapshot
-        # the run directory's name, as the --metrics-addr endpoint labels it: two runs given
-        # one --name stay two series
-        name = os.path.basename(str(state.run_dir).rstrip("/\\")) if state.run_dir else None
-        if not name:
-            name = (snap.get("run") or {}).get("name") if isinstance(snap, dict) else None
-        try:
-            body, ctype = self.server.metrics(snap, {"run": name or "run"})
-        except Exception as exc:  # noqa: BLE001 - a broken exporter is one 500, not a dead server
-            self._send(500, f"metrics failed: {exc!r}\n".encode(), "text/plain")
-            return
-        self._send(200, body if isinstance(body, bytes) else str(body).encode(), ctype)
-
-    def _events(self) -> None:
-        """Server-sent events: the whole state, then what is new at each snapshot."""
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-        if self.command == "HEAD":
-            return
-        state = self.server.state
-        try:
-            text, marks, seq = state.message()
-            self.wfile.write(b"data: " + text.encode() + b"\n\n")
-            self.wfile.flush()
-            idle = 0.0
-            while not state.closed and not self.server.stopping.is_set():
-                new = state.wait(seq, 1.0)
-                if new == seq:
-                    idle += 1.0
-                    if idle >= KEEPALIVE_S:
-                        self.wfile.write(b": keep-alive\n\n")
-                        self.wfile.flush()
-                        idle = 0.0
-                    continue
-                idle = 0.0
-                text, marks, seq = state.message(marks)
-                self.wfile.write(b"data: " + text.encode() + b"\n\n")
-                self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError):
-            return
+        if state.closed or self.server.stopping.is_set():
+            return Stream.END
+        if state.seq != self.seq:
+            return self._frame(*self.server.delta(self.version, self.marks))
+        if now - self.sent >= KEEPALIVE_S:
+            self.sent = now
+            return b": keep-alive\n\n"
+        return None
 
 
-class DashboardServer(ThreadingHTTPServer):
-    daemon_threads = True
+class DashboardServer(httpd.LoopServer):
+    """The dashboard on one event loop: `ROUTES`, `/static/...` and `/api/events`, once the
+    method and the Host header are checked."""
 
     def __init__(self, state: DashboardState, sock: socket.socket) -> None:
         """Serve `state` on `sock`, a socket already bound and listening (`ports.bind_socket`)."""
         self.state = state
         self.stopping = threading.Event()
         self.metrics = _metrics_renderer()
-        super().__init__(sock.getsockname(), _Handler, bind_and_activate=False)
-        self.socket.close()
-        self.socket = sock
-        self.server_address = sock.getsockname()
-        self.port = self.server_address[1]
-        self.active = 0
-        self.refused = 0  # connections closed at once, past MAX_CONNECTIONS
-        self._active_lock = threading.Lock()
+        super().__init__(sock, self._handle)
+        # every reader of one version gets the same bytes: made once, shared by all of them
+        self._full: tuple[bytes, dict[str, Any], int, int] | None = None
+        self._deltas: dict[int, tuple[bytes, dict[str, Any], int, int]] = {}
+        self._deltas_at = -1
+        state.listeners.append(self.wake)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        """A thread for the connection, unless MAX_CONNECTIONS are served: then it is closed."""
-        with self._active_lock:
-            if self.active >= MAX_CONNECTIONS:
-                self.refused += 1
-                self.shutdown_request(request)
-                return
-            self.active += 1
-        try:
-            super().process_request(request, client_address)
-        except Exception:
-            with self._active_lock:
-                self.active -= 1
-            raise
+    def _host_ok(self, request: Request) -> bool:
+        host = (request.header("host") or "").strip().lower()
+        port = self.port
+        allowed = {f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"}
+        if port == 80:
+            allowed |= {"localhost", "127.0.0.1", "[::1]"}
+        return host in allowed
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            with self._active_lock:
-                self.active -= 1
+    def _handle(self, request: Request) -> Response | Stream:
+        if request.method not in ("GET", "HEAD"):
+            # a body it may carry is not read: no second request after it
+            return plain(405, b"only GET and HEAD: this dashboard changes nothing\n",
+                         close=True, extra={"Allow": "GET, HEAD"})
+        if not self._host_ok(request):
+            return plain(403, b"this dashboard answers only to localhost on its own port\n",
+                         close=True)
+        path = request.path
+        answer = ROUTES.get(path)
+        if answer is not None:
+            return answer(self, request)
+        if path == "/api/events":
+            return _Events(self)
+        if path.startswith("/static/"):
+            found = _static_file(path[len("/static/"):])
+            if found:
+                return page(200, found[0], found[1], cache="max-age=300")
+        return plain(404, b"not found\n")
+
+    def full_state(self) -> tuple[bytes, dict[str, Any], int, int]:
+        """(the whole state as JSON, its history marks, its seq, its version), made once a
+        version."""
+        full = self._full
+        if full is None or full[3] != self.state.version:
+            text, marks, seq, version = self.state.message_at()
+            self._full = full = (text.encode(), marks, seq, version)
+        return full
+
+    def delta(
+        self, since: int, marks: dict[str, Any] | None
+    ) -> tuple[bytes, dict[str, Any], int, int]:
+        """What is new since version `since` (whose history `marks` a reader holds), made once
+        for all the readers at that version."""
+        now = self.state.version
+        if self._deltas_at != now:
+            self._deltas, self._deltas_at = {}, now
+        found = self._deltas.get(since)
+        if found is None:
+            text, new_marks, seq, version = self.state.message_at(marks)
+            found = (text.encode(), new_marks, seq, version)
+            if version == now:
+                self._deltas[since] = found
+        return found
+
+    def shutdown(self) -> None:
+        self.stopping.set()
+        super().shutdown()
 
     @property
     def url(self) -> str:
@@ -260,11 +278,7 @@ def bind(state: DashboardState, port: int | None) -> DashboardServer:
 
 
 def run_in_thread(server: DashboardServer) -> None:
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="trainmeter-web",
-        daemon=True,
-    )
-    thread.start()
+    httpd.serve_in_thread(server, "trainmeter-web")
 
 
 def serve(state: DashboardState, port: int | None) -> DashboardServer:

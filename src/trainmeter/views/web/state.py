@@ -45,6 +45,10 @@ class DashboardState:
         self.seq = 0  # grows with each snapshot
         self.finished = False
         self.closed = False  # the server is going away: streams end
+        #: grows with every change (a record, a snapshot): what a reader got is named by it
+        self.version = 0
+        #: called (cheap, never blocking) after each snapshot and at the end: a server's wake-up
+        self.listeners: list[Any] = []
         self._cond = threading.Condition()
 
     # -- writers (the supervisor's threads) --------------------------------------------------
@@ -52,13 +56,16 @@ class DashboardState:
     def on_record(self, record: dict[str, Any]) -> None:
         with self._cond:
             self.history.on_record(record)
+            self.version += 1
 
     def on_snapshot(self, snap: dict[str, Any], now: float | None = None) -> None:
         with self._cond:
             self.history.on_snapshot(snap, now)
             self.snapshot = snap
             self.seq += 1
+            self.version += 1
             self._cond.notify_all()
+        self._tell()
 
     def on_finish(self, snap: dict[str, Any]) -> None:
         """The final snapshot: shown as is (its numbers are the run's summary)."""
@@ -66,12 +73,22 @@ class DashboardState:
             self.snapshot = snap
             self.finished = True
             self.seq += 1
+            self.version += 1
             self._cond.notify_all()
+        self._tell()
 
     def close(self) -> None:
         with self._cond:
             self.closed = True
             self._cond.notify_all()
+        self._tell()
+
+    def _tell(self) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener()
+            except Exception:  # noqa: BLE001 - a reader's wake-up never fails a writer
+                pass
 
     # -- readers (the server's threads) -------------------------------------------------------
 
@@ -82,7 +99,13 @@ class DashboardState:
             return self.seq
 
     def message(self, since: dict[str, Any] | None = None) -> tuple[str, dict[str, Any], int]:
-        """(JSON of the state, history marks to pass as `since` next time, its seq).
+        text, marks, seq, _ = self.message_at(since)
+        return text, marks, seq
+
+    def message_at(
+        self, since: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any], int, int]:
+        """(JSON of the state, history marks to pass as `since` next time, its seq, its version).
 
         Only the copy is made under the lock (the recorder waits on it for every record); the
         JSON, the slow part for a long run, is written outside it. A snapshot is never changed
@@ -97,5 +120,5 @@ class DashboardState:
                 "snapshot": self.snapshot,
                 "history": self.history.dump(since),
             }
-            marks, seq = self.history.marks(), self.seq
-        return to_json(body), marks, seq
+            marks, seq, version = self.history.marks(), self.seq, self.version
+        return to_json(body), marks, seq, version
