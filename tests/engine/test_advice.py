@@ -92,5 +92,5 @@ def test_eval_and_checkpoints_taking_a_large_share():
 
 
 def test_no_numbers_no_advice():
-    assert advice.advise({}) == []
+    assert advice.advise() == []
     assert run(start(0.0), steps(1.0, 1.0, 4, 100), end(5.0))["advice"] == []

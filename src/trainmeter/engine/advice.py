@@ -1,7 +1,8 @@
 """What to try, in words: advice only where a measured number supports it, each with its number.
 
-Each rule reads numbers the snapshot already carries and fires only past a threshold (below),
-so a run whose numbers do not point anywhere gets no advice at all. Every item carries the
+Each rule is given, by name, the numbers the other parts found (the time split, the GPU
+counters' ladder and rows, the alerts, the ranks' step times, padding, memory) and fires only
+past a threshold (below), so a run whose numbers do not point anywhere gets no advice at all. Every item carries the
 numbers it rests on (`evidence`: name, value, unit, source): no advice without its reason.
 
     data_wait        data wait / (compute + data wait)           >= DATA_SHARE
@@ -41,12 +42,13 @@ def _item(kind: str, message: str, evidence: list[dict[str, Any]]) -> dict[str, 
     return {"kind": kind, "message": message, "evidence": evidence}
 
 
-def _parts(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {p.get("name"): p for p in (snap.get("time") or {}).get("parts") or []}
+def _parts(time: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    return {p.get("name"): p for p in (time or {}).get("parts") or []}
 
 
-def data_wait(snap: dict[str, Any]) -> dict[str, Any] | None:
-    parts = _parts(snap)
+def data_wait(time: dict[str, Any] | None, workers: float | None) -> dict[str, Any] | None:
+    """`workers`: the DataLoader's worker count (the `dataloader_workers` fact), or None."""
+    parts = _parts(time)
     data, compute = parts.get("data") or {}, parts.get("compute") or {}
     wait, busy = num(data.get("s")), num(compute.get("s"))
     if not data.get("measured") or wait is None or busy is None or wait + busy <= 0:
@@ -54,7 +56,6 @@ def data_wait(snap: dict[str, Any]) -> dict[str, Any] | None:
     share = wait / (wait + busy)
     if share < DATA_SHARE:
         return None
-    workers = num(((snap.get("facts") or {}).get("dataloader_workers") or {}).get("value"))
     evidence = [
         _ev("data_wait_share", share, "fraction", "data wait / (compute + data wait), time split"),
         _ev("data_wait_s", wait, "s", "time split (DataLoader __next__)"),
@@ -81,8 +82,8 @@ def data_wait(snap: dict[str, Any]) -> dict[str, Any] | None:
     return _item("data_wait", message, evidence)
 
 
-def non_tensor_work(snap: dict[str, Any]) -> dict[str, Any] | None:
-    mean = (snap.get("ladder") or {}).get("mean") or {}
+def non_tensor_work(ladder: dict[str, Any] | None) -> dict[str, Any] | None:
+    mean = (ladder or {}).get("mean") or {}
     sm, tensor = num(mean.get("sm_active")), num(mean.get("tensor_active"))
     if sm is None or tensor is None or sm < SM_BUSY:
         return None
@@ -99,10 +100,12 @@ def non_tensor_work(snap: dict[str, Any]) -> dict[str, Any] | None:
     )
 
 
-def clocks_held(snap: dict[str, Any]) -> list[dict[str, Any]]:
+def clocks_held(
+    alerts: list[dict[str, Any]] | None, gpus: dict[str, dict[str, Any]] | None
+) -> list[dict[str, Any]]:
     out = []
-    gpus = snap.get("gpus") or {}
-    for alert in snap.get("alerts") or []:
+    gpus = gpus or {}
+    for alert in alerts or []:
         if alert.get("kind") != "gpu_throttle":
             continue
         gpu = str(alert.get("gpu"))
@@ -131,8 +134,8 @@ def clocks_held(snap: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def slow_rank(snap: dict[str, Any]) -> dict[str, Any] | None:
-    ranks = snap.get("ranks") or {}
+def slow_rank(ranks: dict[str, Any] | None) -> dict[str, Any] | None:
+    ranks = ranks or {}
     spread = num(ranks.get("spread"))
     if spread is None or spread < RANK_SPREAD:
         return None
@@ -149,8 +152,8 @@ def slow_rank(snap: dict[str, Any]) -> dict[str, Any] | None:
     )
 
 
-def padding(snap: dict[str, Any]) -> dict[str, Any] | None:
-    share = num((snap.get("padding") or {}).get("share"))
+def padding_share(padding: dict[str, Any] | None) -> dict[str, Any] | None:
+    share = num((padding or {}).get("share"))
     if share is None or share < PADDING_SHARE:
         return None
     return _item(
@@ -161,12 +164,12 @@ def padding(snap: dict[str, Any]) -> dict[str, Any] | None:
     )
 
 
-def phases(snap: dict[str, Any]) -> list[dict[str, Any]]:
+def phases(time: dict[str, Any] | None) -> list[dict[str, Any]]:
     out = []
-    elapsed = num((snap.get("time") or {}).get("elapsed_s"))
+    elapsed = num((time or {}).get("elapsed_s"))
     if not elapsed:
         return out
-    parts = _parts(snap)
+    parts = _parts(time)
     for name, fix in (
         ("eval", "evaluate less often or on a smaller set"),
         ("checkpoint", "checkpoint less often, or asynchronously (torch.distributed.checkpoint "
@@ -195,26 +198,36 @@ def phases(snap: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def advise(snap: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every piece of advice the snapshot's numbers support, most time-costly kinds first."""
-    out: list[dict[str, Any]] = []
-    for rule in (data_wait, non_tensor_work, slow_rank, padding):
-        item = rule(snap)
-        if item is not None:
-            out.append(item)
-    out.extend(clocks_held(snap))
-    out.extend(phases(snap))
-    out.extend(memory_short(snap))
+def advise(
+    *,
+    time: dict[str, Any] | None = None,
+    workers: float | None = None,
+    ladder: dict[str, Any] | None = None,
+    ranks: dict[str, Any] | None = None,
+    padding: dict[str, Any] | None = None,
+    alerts: list[dict[str, Any]] | None = None,
+    gpus: dict[str, dict[str, Any]] | None = None,
+    memory: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Every piece of advice the numbers support, most time-costly kinds first."""
+    found = (data_wait(time, workers), non_tensor_work(ladder), slow_rank(ranks),
+             padding_share(padding))
+    out: list[dict[str, Any]] = [item for item in found if item is not None]
+    out.extend(clocks_held(alerts, gpus))
+    out.extend(phases(time))
+    out.extend(memory_short(alerts, memory))
     return out
 
 
-def memory_short(snap: dict[str, Any]) -> list[dict[str, Any]]:
+def memory_short(
+    alerts: list[dict[str, Any]] | None, memory: dict[str, Any] | None
+) -> list[dict[str, Any]]:
     """Only for a rank a memory alert names: what is taking the room, measured."""
     short = {
-        str(a.get("rank")) for a in snap.get("alerts") or []
+        str(a.get("rank")) for a in alerts or []
         if a.get("kind") in ("memory_retries", "memory_near_full")
     }
-    rows = (snap.get("memory") or {}).get("ranks") or {}
+    rows = (memory or {}).get("ranks") or {}
     out: list[dict[str, Any]] = []
     for rank in sorted(short):
         row = rows.get(rank) or {}

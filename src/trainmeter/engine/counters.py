@@ -149,6 +149,14 @@ class GpuCounters:
             self.measured_peaks[ident] = (peak, source if isinstance(source, str) else None)
         self.energy.read(ident, label, row.get("energy_j"))
 
+    def tensor_clocks(self) -> dict[str, float | None]:
+        """GPU label -> the tensor clock its card's dense peak is stated at (None: the spec
+        table has no such clock, or no spec), from the spec each GPU's row looked up once."""
+        return {
+            g.label: g.spec.tensor_clock_mhz if g.spec is not None else None
+            for g in self._gpus.values()
+        }
+
     def _covered(self, covered: list[Any] | None) -> list[_Gpu]:
         idents = self._gpus if covered is None else [i for i in covered if i in self._gpus]
         return sorted((self._gpus[i] for i in idents), key=lambda g: formulas.by_gpu((g.label, 0)))

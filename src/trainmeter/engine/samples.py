@@ -14,56 +14,74 @@ Tokens that were never seen are absent with their reason, never 0.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .formulas import num
+from .section import Section
+
+if TYPE_CHECKING:
+    from .facts import FactStore
+    from .throughput import StepClock
 
 _PROVIDERS = ("declared", "emitted")
 
 
-def _per_step(engine: Any, key: str) -> tuple[float, str, str | None] | None:
+def _per_step(facts: FactStore, dp: int, key: str) -> tuple[float, str, str | None] | None:
     """(value for the whole step over all ranks, source, note) of a per-step fact, or None."""
-    fact = engine.facts.get(key)
-    value = engine.facts.number(key)
+    fact = facts.get(key)
+    value = facts.number(key)
     if fact is None or value is None or value <= 0:
         return None
     if fact.source in _PROVIDERS:
         return value, fact.source, fact.note
-    dp = max(int(engine.clock.dp or 1), 1)
     note = f"{value:g} on one rank x {dp} data-parallel ranks" if dp > 1 else fact.note
     return value * dp, fact.source, note
 
 
-def add(snap: dict[str, Any], absent: dict[str, str], engine: Any) -> None:
-    """Add `samples` to `snap` (or absent reasons), and make never-seen tokens absent."""
-    clock = engine.clock
+def section(
+    facts: FactStore,
+    clock: StepClock,
+    *,
+    tokens_seen: float | None,
+    step_time: float | None,
+    step_time_reason: str | None,
+    counted_utilization: float | None,
+    peak: dict[str, Any] | None,
+    peak_reason: str | None,
+    n_gpus: int | None,
+) -> Section:
+    """samples (or absent reasons); `tokens_seen` absent when the batches showed no tokens.
+
+    It comes after the snapshot's other parts and says better where it speaks: its entries
+    replace theirs (`Section.override`), so `absent.tokens_seen` takes the counted 0 out."""
+    out = Section()
+    absent, explain = out.absent, out.explain
     if clock.records and not clock.has_tokens and clock.declared_per_step is None:
-        if not snap.get("tokens_seen"):
-            snap.pop("tokens_seen", None)
+        if not tokens_seen:
             absent["tokens_seen"] = (
                 "the agent could not count tokens in the batches (no 2-D integer token "
                 "tensor): a model without tokens is measured in samples; if it has tokens, "
                 "declare --tokens-per-step or emit(tokens_per_step=...)"
             )
-    samples = _per_step(engine, "samples_per_step")
-    counted = _per_step(engine, "counted_flops_per_step")
-    step_time = num(snap.get("step_time_s"))
-    out: dict[str, Any] = {}
-    explain = snap.setdefault("explain", {})
+    dp = max(int(clock.dp or 1), 1)
+    samples = _per_step(facts, dp, "samples_per_step")
+    counted = _per_step(facts, dp, "counted_flops_per_step")
+    step_time = num(step_time)
+    entry: dict[str, Any] = {}
     if samples is None:
         absent["samples_per_s"] = (
             "no batch was seen with a leading dimension: declare --samples-per-step"
         )
     else:
         per_step, source, note = samples
-        out["per_step"] = per_step
-        out["source"] = source
+        entry["per_step"] = per_step
+        entry["source"] = source
         if note:
-            out["note"] = note
+            entry["note"] = note
         if step_time:
-            out["per_s"] = per_step / step_time
+            entry["per_s"] = per_step / step_time
             explain["samples_per_s"] = {
-                "value": out["per_s"], "unit": "samples/s",
+                "value": entry["per_s"], "unit": "samples/s",
                 "formula": "samples_per_step / step_time_s",
                 "inputs": [
                     {"name": "samples_per_step", "value": per_step, "unit": "samples",
@@ -73,18 +91,35 @@ def add(snap: dict[str, Any], absent: dict[str, str], engine: Any) -> None:
                 ],
             }
         else:
-            absent["samples_per_s"] = "needs the step time: " + absent.get(
-                "step_time_s", "not measured yet"
+            absent["samples_per_s"] = "needs the step time: " + (
+                step_time_reason if step_time_reason is not None else "not measured yet"
             )
+    flops = _flops(facts, entry, samples, counted, absent)
+    if flops is not None:
+        if counted_utilization is None:  # with tokens, the counted MFU is counted.utilization
+            _mfu(entry, flops, step_time, peak, peak_reason, n_gpus, absent, explain)
+    if entry:
+        out.values["samples"] = entry
+    return out
+
+
+def _flops(
+    facts: FactStore,
+    entry: dict[str, Any],
+    samples: tuple[float, str, str | None] | None,
+    counted: tuple[float, str, str | None] | None,
+    absent: dict[str, str],
+) -> tuple[float, str] | None:
+    """FLOPs per step (and per sample) from a declared --flops-per-sample or the counted step."""
     flops: tuple[float, str] | None = None
-    declared = engine.facts.number("flops_per_sample")
+    declared = facts.number("flops_per_sample")
     if declared and samples is not None:
         flops = (declared * samples[0], "declared (flops per sample x samples per step)")
     elif counted is not None:
         flops = (counted[0], "counted (FlopCounterMode, one whole step)")
         if counted[2]:
-            out["flops_note"] = counted[2]
-    if counted is not None and engine.facts.number("counted_flops_per_token") is None:
+            entry["flops_note"] = counted[2]
+    if counted is not None and facts.number("counted_flops_per_token") is None:
         absent["counted"] = (
             "FLOPs per token: no token tensor in the batches; the counted step's FLOPs per step "
             "and per sample are under samples"
@@ -92,45 +127,45 @@ def add(snap: dict[str, Any], absent: dict[str, str], engine: Any) -> None:
     if flops is None:
         absent["flops_per_step"] = (
             "no step was counted and --flops-per-sample was not declared"
-            if engine.facts.value("counted_unavailable") is None
-            else f"not counted: {engine.facts.value('counted_unavailable')}"
+            if facts.value("counted_unavailable") is None
+            else f"not counted: {facts.value('counted_unavailable')}"
         )
+        return None
+    entry["flops_per_step"] = flops[0]
+    entry["flops_source"] = flops[1]
+    if samples is not None:
+        entry["flops_per_sample"] = flops[0] / samples[0]
     else:
-        out["flops_per_step"] = flops[0]
-        out["flops_source"] = flops[1]
-        if samples is not None:
-            out["flops_per_sample"] = flops[0] / samples[0]
-        else:
-            absent["flops_per_sample"] = "needs samples per step: declare --samples-per-step"
-        _mfu(snap, out, flops, step_time, absent, explain)
-    if out:
-        snap["samples"] = out
+        absent["flops_per_sample"] = "needs samples per step: declare --samples-per-step"
+    return flops
 
 
 def _mfu(
-    snap: dict[str, Any],
-    out: dict[str, Any],
+    entry: dict[str, Any],
     flops: tuple[float, str],
     step_time: float | None,
+    peak: dict[str, Any] | None,
+    peak_reason: str | None,
+    n_gpus: int | None,
     absent: dict[str, str],
     explain: dict[str, Any],
 ) -> None:
-    if (snap.get("counted") or {}).get("utilization") is not None:
-        return  # a model with tokens: the same counted MFU is counted.utilization, from tokens/s
-    peak = snap.get("peak") or {}
+    peak = peak or {}
     peak_flops = num(peak.get("bf16_dense_flops"))
-    n_gpus = num((snap.get("n_gpus") or {}).get("value"))
+    gpus = num(n_gpus)
     if not step_time:
         absent["samples_mfu"] = "needs the step time"
         return
     if not peak_flops:
-        absent["samples_mfu"] = "no dense peak to divide by: " + absent.get("peak", "no GPU")
+        absent["samples_mfu"] = "no dense peak to divide by: " + (
+            peak_reason if peak_reason is not None else "no GPU"
+        )
         return
-    if not n_gpus:
+    if not gpus:
         absent["samples_mfu"] = "the GPU count is unknown"
         return
-    value = flops[0] / step_time / (n_gpus * peak_flops)
-    out["mfu"] = {"value": value, "convention": "counted", "n_gpus": int(n_gpus)}
+    value = flops[0] / step_time / (gpus * peak_flops)
+    entry["mfu"] = {"value": value, "convention": "counted", "n_gpus": int(gpus)}
     explain["samples_mfu"] = {
         "value": value, "unit": "fraction of dense peak", "convention": "counted",
         "formula": "flops_per_step * steps_per_s / (n_gpus * peak)",
@@ -138,7 +173,7 @@ def _mfu(
             {"name": "flops_per_step", "value": flops[0], "unit": "FLOP", "source": flops[1]},
             {"name": "steps_per_s", "value": 1.0 / step_time, "unit": "1/s",
              "source": "1 / step time (measured)"},
-            {"name": "n_gpus", "value": n_gpus, "unit": "GPUs", "source": "snapshot n_gpus"},
+            {"name": "n_gpus", "value": gpus, "unit": "GPUs", "source": "snapshot n_gpus"},
             {"name": "peak", "value": peak_flops, "unit": "FLOP/s",
              "source": str(peak.get("label"))},
         ],

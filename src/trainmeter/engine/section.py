@@ -52,3 +52,14 @@ class Section:
         for key, entry in other.explain.items():
             self.explain.setdefault(key, entry)
         self.warnings.extend(other.warnings)
+
+    def override(self, other: Section) -> None:
+        """Take `other`'s entries in over earlier ones: the parts that read what the others
+        found (samples, the waterfall, advice) say better where they speak, and a key they name
+        absent leaves the values (a counted 0 tokens for a model that has none)."""
+        for key, reason in other.absent.items():
+            self.values.pop(key, None)
+            self.absent[key] = reason
+        self.values.update(other.values)
+        self.explain.update(other.explain)
+        self.warnings.extend(other.warnings)

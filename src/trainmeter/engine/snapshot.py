@@ -13,7 +13,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import alerts, budget, cost, counted, devices, insight, mfu, model_flops, notices, throughput
+from . import (
+    advice,
+    alerts,
+    budget,
+    cost,
+    counted,
+    devices,
+    mfu,
+    model_flops,
+    notices,
+    samples,
+    throughput,
+    waterfall,
+)
 from .counters import GpuCounters
 from .death import DeathRecords
 from .facts import FactStore
@@ -275,120 +288,26 @@ class Engine:
     def snapshot(self, now: float | None = None) -> dict[str, Any]:
         """Compose the parts, in this order; each gets what it needs from the earlier ones by
         name, and gives back its own values, absent reasons, explanations and warnings."""
-        clock, facts = self.clock, self.facts
-        no_agent = self.no_agent()
-        finished = self.ledger.t_end is not None
-        shape = self.shape()
-
-        pace = throughput.section(
-            clock, self.ranks, no_agent, self.world_size, self.rank_model.clock_rank, finished
-        )
-        steps = pace.values.get("steps")
-        tokens_seen = pace.values.get("tokens_seen")
-        tps = pace.values.get("tokens_per_s")
-        step_time = pace.values.get("step_time_s")
-
-        model = model_flops.section(facts, tokens_seen)
-        fpt = model.values.get("flops_per_token")
-        fpt_value = fpt["value"] if fpt else None
-        fpt_reason = model.absent.get("flops_per_token") or model.absent.get("flops_spent")
-
-        progress = budget.section(
-            facts,
-            steps=steps,
-            steps_reason=pace.absent.get("steps") or pace.absent.get("tokens_seen"),
-            tokens_seen=tokens_seen,
-            tokens_per_step=clock.counted_per_step,
-            tokens_per_step_source=(
-                "declared (--tokens-per-step or emitted)"
-                if clock.declared_per_step is not None
-                else "detected in the batches by the agent"
-            ),
-            tokens_per_s=tps,
-            step_time_s=step_time,
-            flops_per_token=fpt_value,
-            flops_reason=fpt_reason,
-            finished=finished,
-        )
-
-        gpus = devices.section(facts, self.devices, self.gpu, self.lookup)
-        utilization = mfu.section(
-            flops_per_token=fpt,
-            flops_reason=fpt_reason,
-            tokens_per_s=tps,
-            tokens_reason=pace.absent.get("tokens_per_s"),
-            peak=gpus.peak,
-            peak_reason=gpus.peak_reason,
-            n_gpus=gpus.n_gpus,
-            n_gpus_source=gpus.n_gpus_source,
-            shape=shape,
-            precision=_precision(facts),
-        )
-        mfu_entry = utilization.values.get("mfu")
-        counters = self.gpu.section(
-            gpus.covered,
-            mfu=mfu_entry,
-            mfu_reason=utilization.absent.get("mfu"),
-            peak=gpus.peak,
-            peak_reason=gpus.peak_reason,
-        )
-        energy = self.gpu.energy.section(gpus.covered, tokens_seen, self.gpu.unavailable)
-        time_split = self.ledger.section(self.t_last, now, self.probes, no_agent)
-        elapsed = (time_split.values.get("time") or {}).get("elapsed_s")
-        spent = cost.section(
-            n_gpus=gpus.n_gpus,
-            n_gpus_source=gpus.n_gpus_source,
-            elapsed_s=elapsed if elapsed is not None else self.run.get("elapsed_s"),
-            flops_per_token=fpt,
-            tokens_seen=tokens_seen,
-            flops_spent=model.values.get("flops_spent"),
-        )
-        executed = counted.section(
-            facts, tokens_seen=tokens_seen, tokens_per_s=tps, peak=gpus.peak,
-            n_gpus=gpus.n_gpus, shape=shape, no_agent=no_agent,
-        )
-        planned = budget.plan(
-            facts,
-            mfu=mfu_entry,
-            mfu_reason=utilization.absent.get("mfu"),
-            tokens_per_s=tps,
-            peak_flops=(gpus.peak or {}).get("bf16_dense_flops"),
-            n_gpus=gpus.n_gpus,
-            flops_per_token=fpt_value,
-            elapsed_s=elapsed,
-            finished=finished,
-            eta_s=progress.values.get("eta_s"),
-            eta_reason=progress.absent.get("eta_s"),
-            budget_tokens=progress.values.get("budget_tokens"),
-        )
-
+        p = _Parts(self.no_agent(), self.ledger.t_end is not None, self.shape())
+        self._pace(p)
+        self._devices(p)
+        self._accounts(p, now)
         whole = Section()
         for part in (
-            pace, model, progress, utilization, counters, energy, gpus.section,
-            self.host.section(), self.node.section(), self.memory.section(),
-            self.series.section(), time_split,
-            executed, planned, spent, notices.section(facts, clock, self.ignored),
+            p.pace, p.model, p.progress, p.utilization, p.counters, p.energy, p.gpus.section,
+            self.host.section(), self.node.section(), p.memory, self.series.section(),
+            p.time_split, p.executed, p.planned, p.spent,
+            notices.section(self.facts, self.clock, self.ignored),
         ):
             whole.merge(part)
         snap = whole.values
-        snap["alerts"] = alerts.collect(
-            data_window=self.data_window if "dataloader" in self.probes else None,
-            throttle=self.gpu.throttle,
-            ranks=pace.values.get("ranks"),
-            last_step_t=clock.last_t,
-            disk_trend=self.node.disk_trend,
-            disk_path=(self.node.latest.get("disk") or {}).get("path"),
-            now=now,
-            finished=finished,
-            step_interval_s=clock.record_interval.value,
-            mfu=mfu_entry,
-            ofu=counters.values.get("ofu"),
-        ) + self.memory.alerts()
-        snap["facts"] = facts.snapshot()
+        snap["alerts"] = self._alerts(p, now)
+        snap["facts"] = self.facts.snapshot()
         if self.run:
             snap["run"] = dict(self.run)
+        clock = self.clock
         death = self.death.section(
-            {**self.end, **self.run}, finished, clock.last_t, self.ledger.t_end,
+            {**self.end, **self.run}, p.finished, clock.last_t, self.ledger.t_end,
             clock.record_interval.value,
         )
         if death is not None:
@@ -402,11 +321,192 @@ class Engine:
             }
         snap["records"] = {"fed": self.records, "ignored": self.ignored}
         snap["explain"] = whole.explain
-        insight.add(snap, whole.absent, self)  # samples, waterfall, advice (engine/insight.py)
+        self._insight(p, whole, snap["alerts"])
         snap["warnings"] = whole.warnings
         finite_only(snap, whole.absent)  # no infinity or NaN leaves the engine
         snap["absent"] = whole.absent
         return snap
+
+    def _pace(self, p: _Parts) -> None:
+        """The step clock, the model's FLOPs per token, and the budget's progress."""
+        clock, facts = self.clock, self.facts
+        p.pace = pace = throughput.section(
+            clock, self.ranks, p.no_agent, self.world_size, self.rank_model.clock_rank,
+            p.finished,
+        )
+        p.tokens_seen = pace.values.get("tokens_seen")
+        p.tps = pace.values.get("tokens_per_s")
+        p.model = model = model_flops.section(facts, p.tokens_seen)
+        p.fpt = fpt = model.values.get("flops_per_token")
+        p.fpt_reason = model.absent.get("flops_per_token") or model.absent.get("flops_spent")
+        p.progress = budget.section(
+            facts,
+            steps=pace.values.get("steps"),
+            steps_reason=pace.absent.get("steps") or pace.absent.get("tokens_seen"),
+            tokens_seen=p.tokens_seen,
+            tokens_per_step=clock.counted_per_step,
+            tokens_per_step_source=(
+                "declared (--tokens-per-step or emitted)"
+                if clock.declared_per_step is not None
+                else "detected in the batches by the agent"
+            ),
+            tokens_per_s=p.tps,
+            step_time_s=pace.values.get("step_time_s"),
+            flops_per_token=fpt["value"] if fpt else None,
+            flops_reason=p.fpt_reason,
+            finished=p.finished,
+        )
+
+    def _devices(self, p: _Parts) -> None:
+        """The GPUs and their peak, MFU, the GPU counters and energy."""
+        p.gpus = gpus = devices.section(self.facts, self.devices, self.gpu, self.lookup)
+        p.utilization = utilization = mfu.section(
+            flops_per_token=p.fpt,
+            flops_reason=p.fpt_reason,
+            tokens_per_s=p.tps,
+            tokens_reason=p.pace.absent.get("tokens_per_s"),
+            peak=gpus.peak,
+            peak_reason=gpus.peak_reason,
+            n_gpus=gpus.n_gpus,
+            n_gpus_source=gpus.n_gpus_source,
+            shape=p.shape,
+            precision=_precision(self.facts),
+        )
+        p.mfu = utilization.values.get("mfu")
+        p.mfu_reason = utilization.absent.get("mfu")
+        p.counters = self.gpu.section(
+            gpus.covered, mfu=p.mfu, mfu_reason=p.mfu_reason, peak=gpus.peak,
+            peak_reason=gpus.peak_reason,
+        )
+        p.energy = self.gpu.energy.section(gpus.covered, p.tokens_seen, self.gpu.unavailable)
+        p.memory = self.memory.section()
+
+    def _accounts(self, p: _Parts, now: float | None) -> None:
+        """The time split, the cost, the counted FLOPs and the plan."""
+        facts, gpus = self.facts, p.gpus
+        p.time_split = time_split = self.ledger.section(self.t_last, now, self.probes, p.no_agent)
+        elapsed = (time_split.values.get("time") or {}).get("elapsed_s")
+        p.spent = cost.section(
+            n_gpus=gpus.n_gpus,
+            n_gpus_source=gpus.n_gpus_source,
+            elapsed_s=elapsed if elapsed is not None else self.run.get("elapsed_s"),
+            flops_per_token=p.fpt,
+            tokens_seen=p.tokens_seen,
+            flops_spent=p.model.values.get("flops_spent"),
+        )
+        p.executed = counted.section(
+            facts, tokens_seen=p.tokens_seen, tokens_per_s=p.tps, peak=gpus.peak,
+            n_gpus=gpus.n_gpus, shape=p.shape, no_agent=p.no_agent,
+        )
+        p.planned = budget.plan(
+            facts,
+            mfu=p.mfu,
+            mfu_reason=p.mfu_reason,
+            tokens_per_s=p.tps,
+            peak_flops=(gpus.peak or {}).get("bf16_dense_flops"),
+            n_gpus=gpus.n_gpus,
+            flops_per_token=p.fpt["value"] if p.fpt else None,
+            elapsed_s=elapsed,
+            finished=p.finished,
+            eta_s=p.progress.values.get("eta_s"),
+            eta_reason=p.progress.absent.get("eta_s"),
+            budget_tokens=p.progress.values.get("budget_tokens"),
+        )
+
+    def _alerts(self, p: _Parts, now: float | None) -> list[dict[str, Any]]:
+        clock, node = self.clock, self.node
+        return alerts.collect(
+            data_window=self.data_window if "dataloader" in self.probes else None,
+            throttle=self.gpu.throttle,
+            ranks=p.pace.values.get("ranks"),
+            last_step_t=clock.last_t,
+            disk_trend=node.disk_trend,
+            disk_path=(node.latest.get("disk") or {}).get("path"),
+            now=now,
+            finished=p.finished,
+            step_interval_s=clock.record_interval.value,
+            mfu=p.mfu,
+            ofu=p.counters.values.get("ofu"),
+        ) + self.memory.alerts()
+
+    def _insight(self, p: _Parts, whole: Section, found: list[dict[str, Any]]) -> None:
+        """Samples, the waterfall and advice: parts that take what the others found, by name,
+        and say better where they speak (`Section.override`). Each is guarded: a fault in one
+        leaves that part absent with the error as its reason, the rest of the snapshot whole.
+        Order matters: the waterfall of a model without tokens ends at the samples' MFU."""
+        pace, counters, time_split, gpus = p.pace, p.counters.values, p.time_split, p.gpus
+        time = time_split.values.get("time")
+        ladder = counters.get("ladder")
+        got = _guarded("samples_per_s", "computing samples", lambda: samples.section(
+            self.facts, self.clock, tokens_seen=p.tokens_seen,
+            step_time=pace.values.get("step_time_s"),
+            step_time_reason=pace.absent.get("step_time_s"),
+            counted_utilization=(p.executed.values.get("counted") or {}).get("utilization"),
+            peak=gpus.peak, peak_reason=gpus.section.absent.get("peak"), n_gpus=gpus.n_gpus,
+        ))
+        whole.override(got)
+        whole.override(_guarded("waterfall", "building the waterfall", lambda: waterfall.section(
+            mfu=p.mfu, mfu_reason=p.mfu_reason, counted=p.executed.values.get("counted"),
+            samples=got.values.get("samples"), ladder=ladder,
+            ladder_reason=p.counters.absent.get("ladder"), ofu=counters.get("ofu"),
+            gpus=counters.get("gpus"), tensor_clocks=self.gpu.tensor_clocks(),
+            time=time,
+            time_reason=time_split.absent.get("time_split") or time_split.absent.get("time"),
+            outside_phase_s=waterfall.phases_outside_window(
+                time, self.ledger.before, self.ledger.tail
+            ),
+            peak_source=(gpus.peak or {}).get("source"),
+        )))
+        whole.override(_guarded("advice", "forming advice", lambda: Section(values={
+            "advice": advice.advise(
+                time=time, workers=num(self.facts.value("dataloader_workers")), ladder=ladder,
+                ranks=pace.values.get("ranks"), padding=pace.values.get("padding"),
+                alerts=found, gpus=counters.get("gpus"),
+                memory=p.memory.values.get("memory"),
+            ),
+        }), fallback={"advice": []}))
+
+
+class _Parts:
+    """What the parts of one snapshot found, by name, as `Engine.snapshot` composes them: each
+    step (`_pace`, `_devices`, `_accounts`) sets its own and reads the earlier ones'."""
+
+    pace: Section  # the step clock (throughput.py)
+    tokens_seen: float | None
+    tps: float | None  # tokens/s
+    model: Section  # FLOPs per token (model_flops.py)
+    fpt: dict[str, Any] | None  # the flops_per_token entry
+    fpt_reason: str | None
+    progress: Section  # the budget
+    gpus: devices.Devices  # the GPUs, their count and peak
+    utilization: Section  # MFU
+    mfu: dict[str, Any] | None
+    mfu_reason: str | None
+    counters: Section  # the GPUs' own counters
+    energy: Section
+    memory: Section
+    time_split: Section
+    spent: Section  # GPU-hours
+    executed: Section  # counted FLOPs
+    planned: Section  # the plan
+
+    def __init__(self, no_agent: str | None, finished: bool, shape: ModelShape | None) -> None:
+        self.no_agent = no_agent
+        self.finished = finished
+        self.shape = shape
+
+
+def _guarded(
+    key: str, doing: str, part: Any, fallback: dict[str, Any] | None = None
+) -> Section:
+    """`part()`, or, when it fails, `key` absent with the error (and `fallback`'s values)."""
+    try:
+        return part()  # type: ignore[no-any-return]
+    except Exception as exc:  # noqa: BLE001 - one part's fault must not cost the snapshot
+        return Section(
+            values=dict(fallback or {}),
+            absent={key: f"internal error while {doing}: {exc!r}"},
+        )
 
 
 def _precision(facts: Any) -> tuple[str, str | None] | None:

@@ -25,11 +25,10 @@ See docs/waterfall.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
-from ..hardware.specs import DeviceSpec
 from .formulas import num
+from .section import Section
 
 _ABOVE_ONE = {
     "gpu_idle": (
@@ -77,23 +76,26 @@ def _inp(name: str, value: Any, unit: str, source: str) -> dict[str, Any]:
     return {"name": name, "value": value, "unit": unit, "source": source}
 
 
-def _target(snap: dict[str, Any], absent: dict[str, str]) -> tuple[float, str, str] | str:
+def _target(
+    mfu: dict[str, Any] | None,
+    mfu_reason: str | None,
+    counted: dict[str, Any] | None,
+    samples: dict[str, Any] | None,
+) -> tuple[float, str, str] | str:
     """(MFU, convention, where it comes from), or why there is none."""
-    mfu = snap.get("mfu") or {}
+    mfu = mfu or {}
     value = num(mfu.get("value"))
     if value is not None and value > 0:
         return value, str(mfu.get("convention")), "snapshot mfu"
-    counted = snap.get("counted") or {}
-    value = num(counted.get("utilization"))
+    value = num((counted or {}).get("utilization"))
     if value is not None and value > 0:
         return value, "counted", "snapshot counted.utilization"
-    samples = snap.get("samples") or {}
-    value = num((samples.get("mfu") or {}).get("value"))
+    value = num(((samples or {}).get("mfu") or {}).get("value"))
     if value is not None and value > 0:
         return value, "counted", "snapshot samples.mfu"
     if mfu.get("range"):
         return "MFU is a range (no convention chosen): declare --convention to get a waterfall"
-    return "needs MFU: " + absent.get("mfu", "not measured")
+    return "needs MFU: " + (mfu_reason if mfu_reason is not None else "not measured")
 
 
 #: where the chain ends -> (snapshot key, words a heading uses)
@@ -105,7 +107,7 @@ _ENDS = {
 
 
 def _ends_at(
-    out: dict[str, Any], snap: dict[str, Any], absent: dict[str, str], mfu_from: str
+    out: dict[str, Any], mfu: dict[str, Any] | None, mfu_reason: str | None, mfu_from: str
 ) -> None:
     """Say which number the chain ends at, so no view calls the counted utilization an MFU:
     `ends_at` (the snapshot key), `ends_at_label`, and, when it is not the MFU, `mfu_absent`."""
@@ -113,21 +115,24 @@ def _ends_at(
     out["ends_at"] = key
     out["ends_at_label"] = f"MFU ({out['convention']})" if key == "mfu" else label
     if key == "counted.utilization":
-        mfu = snap.get("mfu") or {}
         out["mfu_absent"] = (
             "no FLOPs convention chosen, so the MFU is a range: declare --convention"
-            if mfu.get("range")
-            else absent.get("mfu", "not measured")
+            if (mfu or {}).get("range")
+            else mfu_reason if mfu_reason is not None else "not measured"
         )
 
 
+def _mean(ladder: dict[str, Any] | None) -> dict[str, Any]:
+    return (ladder or {}).get("mean") or {}
+
+
 def _busy(
-    snap: dict[str, Any], absent: dict[str, str], in_steps: float | None
+    ladder: dict[str, Any] | None, ladder_reason: str | None, in_steps: float | None
 ) -> tuple[dict[str, Any] | None, str]:
     """GPU idle within steps: SM active where GPM reads it, else GPU-Util, labelled which;
     divided by the share of the training window spent in steps, so that the data wait, eval and
     checkpoints between steps (a factor of their own) are not taken out twice."""
-    mean = (snap.get("ladder") or {}).get("mean") or {}
+    mean = _mean(ladder)
     for key, basis, source in (
         ("sm_active", "SM active, GPM", "GPM, mean over the GPUs MFU divides by, latest sample"),
         ("gpu_util", "GPU-Util, no GPM", "NVML utilization, mean over the GPUs MFU divides by, latest sample"),
@@ -144,11 +149,11 @@ def _busy(
             value = value / in_steps
         label = f"GPU idle within steps (1 - {basis})"
         return _factor("gpu_idle", label, value, formula, "steps", inputs), key
-    return None, absent.get("ladder", "no GPU counters")
+    return None, ladder_reason if ladder_reason is not None else "no GPU counters"
 
 
-def _tensor(snap: dict[str, Any], basis: str) -> tuple[dict[str, Any] | None, str]:
-    mean = (snap.get("ladder") or {}).get("mean") or {}
+def _tensor(ladder: dict[str, Any] | None, basis: str) -> tuple[dict[str, Any] | None, str]:
+    mean = _mean(ladder)
     tensor, sm = num(mean.get("tensor_active")), num(mean.get("sm_active"))
     if tensor is None or basis != "sm_active":
         return None, "no tensor-activity counter (GPM needs a Hopper or newer data-center GPU)"
@@ -163,16 +168,19 @@ def _tensor(snap: dict[str, Any], basis: str) -> tuple[dict[str, Any] | None, st
 
 
 def _clocks(
-    snap: dict[str, Any], basis: str, lookup: Callable[[str], DeviceSpec | None]
+    ladder: dict[str, Any] | None,
+    ofu: dict[str, Any] | None,
+    gpus: dict[str, dict[str, Any]] | None,
+    tensor_clocks: dict[str, float | None],
+    basis: str,
 ) -> tuple[dict[str, Any] | None, str]:
     """Clocks below the tensor clock. With GPM: OFU / tensor active (each GPU's tensor activity
     weighted by its min(SM clock, tensor clock) / tensor clock); without: the same ratio
     weighted by each GPU's GPU-Util. Both over the GPUs MFU divides by (`ladder.covers`)."""
-    ofu = snap.get("ofu") or {}
-    mean = (snap.get("ladder") or {}).get("mean") or {}
+    mean = _mean(ladder)
     if basis == "sm_active":
         tensor, ofu_mean = num(mean.get("tensor_active")), num(mean.get("ofu"))
-        if not ofu.get("comparable_with_mfu", False) or ofu_mean is None:
+        if not (ofu or {}).get("comparable_with_mfu", False) or ofu_mean is None:
             return None, "the card's spec states no tensor clock for its dense peak"
         if not tensor:
             return None, "tensor active read 0 in the latest sample: no clock to weigh"
@@ -183,13 +191,12 @@ def _clocks(
                   "tensor clock, mean over the GPUs MFU divides by, latest sample"),
              _inp("tensor_active", tensor, "fraction", "GPM, mean over the GPUs MFU divides by, latest sample")],
         ), ""
-    rows = _covered_rows(snap)
+    rows = _covered_rows(gpus, ladder)
     num_sum = den = 0.0
     clocks: list[dict[str, Any]] = []
     for label, row in rows.items():
         util, clock = num(row.get("gpu_util")), num(row.get("sm_clock_mhz"))
-        spec = lookup(row.get("name")) if isinstance(row.get("name"), str) else None
-        tclk = spec.tensor_clock_mhz if spec is not None else None
+        tclk = tensor_clocks.get(label)
         if util is None or clock is None:
             continue
         if not tclk:
@@ -207,12 +214,14 @@ def _clocks(
     ), ""
 
 
-def _covered_rows(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _covered_rows(
+    gpus: dict[str, dict[str, Any]] | None, ladder: dict[str, Any] | None
+) -> dict[str, dict[str, Any]]:
     """The latest rows of the GPUs MFU divides by (`ladder.covers`: those the training process
     reported, else every sampled GPU), so that every factor is over the same GPUs as the MFU
     the chain ends at: an idle GPU beside the training's must not weigh in the clocks."""
-    rows = snap.get("gpus") or {}
-    covers = (snap.get("ladder") or {}).get("covers")
+    rows = gpus or {}
+    covers = (ladder or {}).get("covers")
     if not covers:
         return rows
     keep = {str(c) for c in covers}
@@ -220,17 +229,17 @@ def _covered_rows(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _time(
-    snap: dict[str, Any], absent: dict[str, str], outside_phase_s: float
+    time: dict[str, Any] | None, time_reason: str | None, outside_phase_s: float
 ) -> tuple[float, float, float, list[dict[str, Any]]] | str:
     """(elapsed, window, compute, inputs) from the time split, or why not. The training
     window runs from the first step to the last: elapsed less startup, the tail after the last
     step, and measured phases (data, eval, checkpoints) that fell before or after it."""
-    time = snap.get("time") or {}
+    time = time or {}
     parts = {p.get("name"): p for p in time.get("parts") or []}
     elapsed = num(time.get("elapsed_s"))
     compute = num((parts.get("compute") or {}).get("s"))
     if not elapsed or compute is None:
-        return absent.get("time_split") or absent.get("time") or "no wall time has passed yet"
+        return time_reason or "no wall time has passed yet"
     startup = num((parts.get("startup") or {}).get("s")) or 0.0
     after = num((parts.get("after") or {}).get("s")) or 0.0
     window = elapsed - startup - after - outside_phase_s
@@ -249,24 +258,50 @@ def _time(
     return elapsed, window, compute, inputs
 
 
+def phases_outside_window(
+    time: dict[str, Any] | None, before: dict[str, float], tail: dict[str, float]
+) -> float:
+    """Seconds of measured phases (data, eval, checkpoints) recorded before the clock rank's
+    first step (`before`, the time ledger's) or, once the run has ended, after its last
+    (`tail`): they are outside the training window."""
+    time = time or {}
+    names = [
+        p["name"]
+        for p in time.get("parts") or []
+        if p.get("measured") and p.get("name") in ("data", "checkpoint", "eval")
+    ]
+    outside = sum(before.get(n, 0.0) for n in names)
+    return outside + (sum(tail.get(n, 0.0) for n in names) if time.get("finished") else 0.0)
+
+
 def build(
-    snap: dict[str, Any],
-    absent: dict[str, str],
-    lookup: Callable[[str], DeviceSpec | None],
+    *,
+    mfu: dict[str, Any] | None,
+    mfu_reason: str | None,
+    counted: dict[str, Any] | None,
+    samples: dict[str, Any] | None,
+    ladder: dict[str, Any] | None,
+    ladder_reason: str | None,
+    ofu: dict[str, Any] | None,
+    gpus: dict[str, dict[str, Any]] | None,
+    tensor_clocks: dict[str, float | None],
+    time: dict[str, Any] | None,
+    time_reason: str | None,
     outside_phase_s: float = 0.0,
-) -> dict[str, Any] | None:
-    """The waterfall of `snap`, or None with `absent["waterfall"]` saying why.
-    `outside_phase_s`: seconds of measured phases recorded before the first step or after the
-    last one (the engine's time ledger knows them; the snapshot does not)."""
-    target = _target(snap, absent)
+) -> dict[str, Any] | str:
+    """The waterfall, or the reason there is none. Its inputs, by name: the MFU (else the
+    counted utilization, else the samples' MFU) it ends at; the GPU counters (`ladder`, `ofu`,
+    the latest `gpus` rows, and each GPU's tensor clock from its card's spec, looked up once by
+    the counters); the time split, and `outside_phase_s`: seconds of measured phases recorded
+    before the first step or after the last one (the time ledger knows them)."""
+    target = _target(mfu, mfu_reason, counted, samples)
     if isinstance(target, str):
-        absent["waterfall"] = target
-        return None
-    mfu, convention, mfu_from = target
+        return target
+    value, convention, mfu_from = target
     missing: dict[str, str] = {}
     steps: list[dict[str, Any]] = []
     head: dict[str, Any] | None = None
-    timed = _time(snap, absent, outside_phase_s)
+    timed = _time(time, time_reason, outside_phase_s)
     in_steps: float | None = None
     if isinstance(timed, str):
         missing["time_outside_steps"] = timed
@@ -290,22 +325,72 @@ def build(
                 ],
             )
         )
-    busy, basis = _busy(snap, absent, in_steps)
+    _counters(steps, missing, ladder, ladder_reason, ofu, gpus, tensor_clocks, in_steps)
+    steps.append(_gap(steps, missing, value, mfu_from, convention))
+    out: dict[str, Any] = {
+        "start": 1.0,
+        "value": value,
+        "convention": convention,
+        "factors": ([head] if head else []) + steps,
+        "absent": missing,
+        "window": (
+            "in-steps factors: GPU counters from the latest sample (about 1 s), mean over the GPUs MFU divides by; "
+            "MFU from tokens/s over the rate window (the last 30 s while the run goes on, the "
+            "steady state once it has ended)"
+        ),
+    }
+    _ends_at(out, mfu, mfu_reason, mfu_from)
+    if head is not None:
+        out["whole_run"] = {
+            "value": head["value"] * value,
+            "formula": "window / elapsed x MFU",
+            "note": "model FLOPs over the whole wall time as a share of the peak, at the "
+            "steady rate",
+        }
+    return out
+
+
+def _counters(
+    steps: list[dict[str, Any]],
+    missing: dict[str, str],
+    ladder: dict[str, Any] | None,
+    ladder_reason: str | None,
+    ofu: dict[str, Any] | None,
+    gpus: dict[str, dict[str, Any]] | None,
+    tensor_clocks: dict[str, float | None],
+    in_steps: float | None,
+) -> None:
+    """The GPU counters' factors (idle, tensor share, clocks), or why each is absent."""
+    busy, basis = _busy(ladder, ladder_reason, in_steps)
     if busy is None:
         missing["gpu_idle"] = basis
         basis = ""
     else:
         steps.append(busy)
-    tensor, why = _tensor(snap, basis)
+    tensor, why = _tensor(ladder, basis)
     if tensor is None:
         missing["tensor_share"] = why if busy is not None else "no GPU counters"
     else:
         steps.append(tensor)
-    clocks, why = _clocks(snap, basis, lookup) if busy is not None else (None, "no GPU counters")
+    clocks, why = (
+        _clocks(ladder, ofu, gpus, tensor_clocks, basis)
+        if busy is not None
+        else (None, "no GPU counters")
+    )
     if clocks is None:
         missing["clocks"] = why
     else:
         steps.append(clocks)
+
+
+def _gap(
+    steps: list[dict[str, Any]],
+    missing: dict[str, str],
+    mfu: float,
+    mfu_from: str,
+    convention: str,
+) -> dict[str, Any]:
+    """The last factor: the MFU over the product of the measured ones (what they leave)."""
     chain = math.prod(f["value"] for f in steps)
     merged = [
         n for n in ("time_outside_steps", "gpu_idle", "tensor_share", "clocks") if n in missing
@@ -321,28 +406,7 @@ def build(
     )
     if merged:
         gap["merged"] = merged
-    steps.append(gap)
-    out: dict[str, Any] = {
-        "start": 1.0,
-        "value": mfu,
-        "convention": convention,
-        "factors": ([head] if head else []) + steps,
-        "absent": missing,
-        "window": (
-            "in-steps factors: GPU counters from the latest sample (about 1 s), mean over the GPUs MFU divides by; "
-            "MFU from tokens/s over the rate window (the last 30 s while the run goes on, the "
-            "steady state once it has ended)"
-        ),
-    }
-    _ends_at(out, snap, absent, mfu_from)
-    if head is not None:
-        out["whole_run"] = {
-            "value": head["value"] * mfu,
-            "formula": "window / elapsed x MFU",
-            "note": "model FLOPs over the whole wall time as a share of the peak, at the "
-            "steady rate",
-        }
-    return out
+    return gap
 
 
 def explain(wf: dict[str, Any], peak_source: str | None) -> dict[str, Any]:
@@ -364,17 +428,10 @@ def explain(wf: dict[str, Any], peak_source: str | None) -> dict[str, Any]:
     return entry
 
 
-def add(
-    snap: dict[str, Any],
-    absent: dict[str, str],
-    lookup: Callable[[str], DeviceSpec | None],
-    outside_phase_s: float = 0.0,
-) -> None:
-    """Put `waterfall` (and its explain entry) into `snap`, or its reason into `absent`."""
-    wf = build(snap, absent, lookup, outside_phase_s)
-    if wf is None:
-        return
-    snap["waterfall"] = wf
-    snap.setdefault("explain", {})["waterfall"] = explain(
-        wf, (snap.get("peak") or {}).get("source")
-    )
+def section(*, peak_source: str | None, **inputs: Any) -> Section:
+    """`waterfall` and its explain entry, or the reason it is absent (`build`'s inputs by
+    name; `peak_source` the dense peak's citation, for the explanation)."""
+    wf = build(**inputs)
+    if isinstance(wf, str):
+        return Section(absent={"waterfall": wf})
+    return Section(values={"waterfall": wf}, explain={"waterfall": explain(wf, peak_source)})
