@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from trainmeter.engine.series import MAX_POINTS
 from trainmeter.engine.series_names import canonical
 
 from .build import engine_of, rec, run, start
@@ -65,13 +64,24 @@ def test_count_step_and_non_numbers_skipped():
     }
 
 
-def test_curve_history_stays_bounded():
-    engine = engine_of(start(), [metric(1 + i, "loss", float(i), step=i) for i in range(5000)])
-    points = engine.curves()["train_loss"]["points"]
-    assert len(points) < MAX_POINTS
-    assert points[0] == [0, 0.0]
-    xs = [p[0] for p in points]
-    assert xs == sorted(xs) and xs[-1] > 4000
+def test_points_follow_the_rank_rule_and_carry_step_time_and_tokens():
+    """What every view draws: the values taken, at their step (the loop's, else the count),
+    seconds since the run's start and the tokens seen by then."""
+    engine = engine_of(start(t=10.0))
+    assert engine.take_points() == []  # the first call starts keeping them
+    for record in (
+        rec("step", 11.0, k=1, tokens=100, n=1),
+        {**metric(11.5, "loss", 3.0), "rank": 1},  # only rank 1 logs it: taken
+        metric(12.0, "lr", 1e-3, step=7),
+        {**metric(12.5, "lr", 9.0), "rank": 2},  # rank 0 logs lr: left out
+    ):
+        engine.feed(record)
+    assert engine.take_points() == [
+        ("loss", 1, 3.0, 1.5, 100.0),
+        ("lr", 7, 1e-3, 2.0, 700.0),
+    ]
+    assert engine.take_points() == []
+    assert engine.t0 == 10.0
 
 
 def test_one_copy_of_a_series_when_every_rank_logs_it():

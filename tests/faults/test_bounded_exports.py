@@ -76,14 +76,16 @@ class _Discard:
         return len(text)
 
 
-#: Measures one export in a fresh interpreter: the rows and snapshots kept scaled down with the
-#: logs (so the short log already spills), a first run on a tiny log to take imports and
+#: Measures one export in a fresh interpreter: the rows, snapshots and exact step durations kept
+#: scaled down with the logs (so the short log already spills, and fills every bound), a first run on a tiny log to take imports and
 #: first-use caches out of the measurement, then the heap's peak (tracemalloc) over the work.
 _MEASURE = """
 import gc, sys, tracemalloc
 from pathlib import Path
+from trainmeter.engine import rate
 from trainmeter.exporters import tables
 from tests.faults.test_bounded_exports import WORKS
+rate.EXACT_DURATIONS = 200  # the step clock's exact durations, then its histogram
 tables.MAX_OPEN_ROWS = 200
 tables.MAX_SAMPLES = 200
 tables.PARQUET_ROW_GROUP = 200

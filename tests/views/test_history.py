@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from trainmeter.engine import Engine
 from trainmeter.views.history import BoundedSeries, History
 
 
@@ -41,24 +42,41 @@ def test_capacity_must_be_even():
         BoundedSeries("x", "loop", capacity=7)
 
 
-def _step(n, tokens, t):
-    return {"kind": "step", "t": t, "rank": None, "d": {"k": 1, "n": n, "tokens": tokens}}
+def _step(n, tokens, t, rank=None):
+    return {"v": 1, "kind": "step", "t": t, "src": "agent", "rank": rank, "pid": 1,
+            "d": {"k": 1, "n": n, "tokens": tokens}}
 
 
-def _metric(key, value, t, step=None):
+def _metric(key, value, t, step=None, rank=None):
     d = {"key": key, "value": value}
     if step is not None:
         d["step"] = step
-    return {"kind": "metric", "t": t, "rank": None, "d": d}
+    return {"v": 1, "kind": "metric", "t": t, "src": "emit", "rank": rank, "pid": 1, "d": d}
+
+
+class Fed:
+    """A history fed as every view feeds one: records go to the engine, its points to the
+    history (`Engine.take_points`, the one reader of metric and step records)."""
+
+    def __init__(self, h: History) -> None:
+        self.h = h
+        self.engine = Engine()
+        self.engine.take_points()
+
+    def __call__(self, *records) -> None:
+        for record in records:
+            self.engine.feed(record)
+        self.h.on_points(self.engine.take_points(), self.engine.t0)
 
 
 def test_records_place_points_at_step_tokens_time_and_flops_follows_snapshot():
     h = History(capacity=16)
-    h.on_record({"kind": "run.start", "t": 100.0, "d": {}})
-    h.on_record(_step(1, 1024, 101.0))
-    h.on_record(_metric("train_loss", 4.0, 101.5, step=1))
-    h.on_record(_step(2, 1024, 102.0))
-    h.on_record(_metric("train_loss", 3.0, 102.5))  # no step: the cursor's
+    feed = Fed(h)
+    feed({"v": 1, "kind": "run.start", "t": 100.0, "src": "tm", "rank": None, "pid": 1, "d": {}})
+    feed(_step(1, 1024, 101.0))
+    feed(_metric("train_loss", 4.0, 101.5, step=1))
+    feed(_step(2, 1024, 102.0))
+    feed(_metric("train_loss", 3.0, 102.5))  # no step: the engine's step count
     cols = h.series["train_loss"].columns()
     assert cols["step"] == [1, 2]
     assert cols["tokens"] == [1024, 2048]
@@ -73,9 +91,6 @@ def test_records_place_points_at_step_tokens_time_and_flops_follows_snapshot():
         now=103.0,
     )
     assert h.flops_per_token == 600.0 and "flops" not in h.axes_absent()
-    # tokens scale with the engine's count from here on: 4096/2048 = 2 per own token
-    h.on_record(_step(3, 1024, 104.0))
-    assert h.tokens == 6144
     dump = h.dump()
     loss = dump["series"]["train_loss"]
     assert loss["flops"] == [1024 * 600.0, 2048 * 600.0]
@@ -87,23 +102,36 @@ def test_records_place_points_at_step_tokens_time_and_flops_follows_snapshot():
     assert "ofu" not in dump["series"]  # absent stays absent, never a zero
 
 
+def test_a_value_logged_at_a_step_the_count_has_passed_gets_that_steps_tokens():
+    h = History()
+    feed = Fed(h)
+    feed(*(_step(n, 100, float(n)) for n in range(1, 5)))
+    feed(_metric("val_loss", 2.0, 4.5, step=2))  # 4 steps, 400 tokens counted: step 2 had 200
+    assert h.series["val_loss"].columns()["tokens"] == [200.0]
+
+
 def test_non_numbers_and_other_ranks_steps_are_ignored():
     h = History()
-    h.on_record(_metric("loss", float("nan"), 1.0))
-    h.on_record(_metric("loss", "x", 1.0))
-    h.on_record(_metric("loss", True, 1.0))
-    h.on_record({"kind": "step", "t": 1.0, "rank": 1, "d": {"n": 50, "tokens": 9}})
-    assert h.series == {} and h.step == 0
+    feed = Fed(h)
+    feed(_metric("loss", float("nan"), 1.0))
+    feed(_metric("loss", "x", 1.0))
+    feed(_metric("loss", True, 1.0))
+    feed({**_step(50, 9, 1.0), "rank": 1})
+    assert h.series == {}
+    feed(_metric("loss", 2.0, 2.0))  # rank 1's steps moved no count: step 0, no tokens
+    assert h.series["loss"].columns()["step"] == [0]
+    assert h.series["loss"].columns()["tokens"] == [None]
 
 
 def test_each_series_comes_from_the_lowest_rank_that_logs_it():
-    """As the engine takes it: a loss logged only on the last pipeline rank is kept; once a
-    lower rank logs the same key, the higher rank's points are left out."""
+    """The engine's rule: a loss logged only on the last pipeline rank is kept; once a lower
+    rank logs the same key, the higher rank's points are left out."""
     h = History()
-    h.on_record({"kind": "metric", "t": 1.0, "rank": 3, "d": {"key": "loss", "value": 4.0}})
+    feed = Fed(h)
+    feed(_metric("loss", 4.0, 1.0, rank=3))
     assert h.series["loss"].last == [4.0]
-    h.on_record({"kind": "metric", "t": 2.0, "rank": 0, "d": {"key": "loss", "value": 3.0}})
-    h.on_record({"kind": "metric", "t": 3.0, "rank": 3, "d": {"key": "loss", "value": 9.0}})
+    feed(_metric("loss", 3.0, 2.0, rank=0))
+    feed(_metric("loss", 9.0, 3.0, rank=3))
     assert h.series["loss"].last == [4.0, 3.0]
 
 
@@ -115,25 +143,27 @@ def test_gpu_sums_use_every_gpu():
 
 def test_dump_since_sends_only_what_is_new():
     h = History(capacity=4)
+    feed = Fed(h)
     for i in range(3):
-        h.on_record(_metric("a", float(i), float(i), step=i))
+        feed(_metric("a", float(i), float(i), step=i))
     first = h.dump()
     assert first["series"]["a"]["last"] == [0.0, 1.0, 2.0]
     marks = h.marks()
     assert h.dump(marks)["series"] == {}  # nothing new
-    h.on_record(_metric("a", 3.0, 3.0, step=3))
+    feed(_metric("a", 3.0, 3.0, step=3))
     new = h.dump(marks)["series"]["a"]
     assert new["reset"] is False and new["start"] == 2 and new["last"] == [2.0, 3.0]
     marks = h.marks()
-    h.on_record(_metric("a", 4.0, 4.0, step=4))  # full: re-cut, sent whole
+    feed(_metric("a", 4.0, 4.0, step=4))  # full: re-cut, sent whole
     new = h.dump(marks)["series"]["a"]
     assert new["reset"] is True and new["start"] == 0 and new["last"] == [1.0, 3.0, 4.0]
 
 
 def test_series_count_is_bounded():
     h = History(max_series=3)
+    feed = Fed(h)
     for i in range(10):
-        h.on_record(_metric(f"k{i}", 1.0, 1.0))
+        feed(_metric(f"k{i}", 1.0, 1.0))
     assert len(h.series) == 3 and len(h.dropped_series) == 7
 
 

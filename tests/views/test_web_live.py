@@ -40,8 +40,7 @@ def test_registered_behind_its_options_and_fed_by_the_supervisor(tmp_path: Path)
     [web] = [o for o in make_observers(opts, tmp_path, warn, err) if o.name == "web"]
     try:
         assert err.getvalue() == f"trainmeter: dashboard {web.url}\n"  # once, at the start
-        web.on_record({"kind": "run.start", "t": 5.0, "d": {}})
-        web.on_record({"kind": "metric", "t": 6.0, "d": {"key": "train_loss", "value": 2.5}})
+        web.on_points([("train_loss", 0, 2.5, 1.0, None)], 5.0)  # the engine's points
         web.on_snapshot({"steps": 1, "tokens_per_s": 10.0, "run": {"name": "x"}}, 6.5)
         state = _get(web.url)
         assert state["snapshot"]["tokens_per_s"] == 10.0 and state["finished"] is False

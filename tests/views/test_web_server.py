@@ -137,16 +137,14 @@ def _sse_events(port: int):
 
 def test_events_send_the_state_then_only_new_points(live):
     state, srv = live
-    state.on_record({"kind": "run.start", "t": 10.0, "d": {}})
-    for step, loss in ((1, 4.0), (2, 3.9), (3, 3.8)):
-        state.on_record(
-            {"kind": "metric", "t": 10.0 + step, "d": {"key": "train_loss", "value": loss, "step": step}}
-        )
+    # the engine's points (`Engine.take_points`): key, step, value, seconds since the start, tokens
+    state.on_points([("train_loss", step, loss, float(step), None)
+                     for step, loss in ((1, 4.0), (2, 3.9), (3, 3.8))], 10.0)
     events = _sse_events(srv.port)
     first = next(events)
     assert first["mode"] == "live" and first["seq"] == 0
     assert first["history"]["series"]["train_loss"]["last"] == [4.0, 3.9, 3.8]
-    state.on_record({"kind": "metric", "t": 14.0, "d": {"key": "train_loss", "value": 3.5, "step": 4}})
+    state.on_points([("train_loss", 4, 3.5, 4.0, None)], 10.0)
     state.on_snapshot({"steps": 2, "tokens_per_s": 1234.0}, now=12.5)
     second = next(events)
     assert second["seq"] == 1 and second["snapshot"]["tokens_per_s"] == 1234.0

@@ -1,11 +1,14 @@
-"""The loop's own curves (loss, lr, grad norm...), latest value per key plus a bounded history.
+"""The loop's own curves (loss, lr, grad norm...): the latest value per key, and the one rank rule.
+
+The rank rule, the one every view and export follows (they draw the points the engine takes,
+`Engine.take_points`): a key's values are taken from the lowest rank that logs it: rank 0
+when it does, else the rank that does (with pipeline parallelism the loss is logged on the last
+stage's rank only). Once a lower rank logs the key, its values replace the higher rank's from
+then on. A record without a rank counts as rank 0.
 
 Two keys may name the same canonical series (`loss` from the loop's `emit`, `train/loss` from a
 wandb tap). The one shown is the emitted one over the tapped one, then the most recent. The
-series is taken from the lowest rank that logs it: rank 0 when it does, else the rank that
-does (with pipeline parallelism the loss is logged on the last rank only). The
-history is kept to at most `MAX_POINTS` per key by dropping every other point when full, so
-memory stays flat however long the run.
+history of each curve is kept by the views that draw it (`views/history.py`), from the points.
 """
 
 from __future__ import annotations
@@ -16,13 +19,9 @@ from . import series_names
 from .facts import rank
 from .section import Section
 
-MAX_POINTS = 1024
-
 
 class _Series:
-    __slots__ = (
-        "value", "count", "source", "via", "seq", "step", "points", "stride", "_skip", "rank",
-    )
+    __slots__ = ("value", "count", "source", "via", "seq", "step", "rank")
 
     def __init__(self, rank: int = 0) -> None:
         self.rank = rank
@@ -32,19 +31,6 @@ class _Series:
         self.via: str | None = None
         self.seq = 0
         self.step: int | None = None
-        self.points: list[tuple[float, float]] = []
-        self.stride = 1
-        self._skip = 0
-
-    def add(self, x: float, value: float) -> None:
-        self._skip += 1
-        if self._skip < self.stride:
-            return
-        self._skip = 0
-        self.points.append((x, value))
-        if len(self.points) >= MAX_POINTS:
-            del self.points[1::2]
-            self.stride *= 2
 
 
 class SeriesStore:
@@ -60,13 +46,12 @@ class SeriesStore:
         via: str | None,
         emitted: bool,
         step: Any,
-        x: float,
         from_rank: int = 0,
-    ) -> None:
-        """One reported value from rank `from_rank`; `x` is the step the value belongs to (the curve's)."""
+    ) -> bool:
+        """One reported value from rank `from_rank`; True when it is taken (the rank rule)."""
         series = self._series.get(key)
         if series is not None and from_rank > series.rank:
-            return  # a lower rank logs this key too: its copy is the one kept
+            return False  # a lower rank logs this key too: its copy is the one kept
         if series is None or from_rank < series.rank:
             series = self._series[key] = _Series(from_rank)
             if series_names.canonical(key) == "train_loss":
@@ -79,7 +64,7 @@ class SeriesStore:
         series.seq = self._seq
         if isinstance(step, int) and not isinstance(step, bool):
             series.step = step
-        series.add(x, value)
+        return True
 
     def _name(self, key: str) -> str:
         name = series_names.canonical(key)
@@ -116,10 +101,3 @@ class SeriesStore:
 
     def section(self) -> Section:
         return Section(values={"series": self.snapshot()})
-
-    def curves(self) -> dict[str, dict[str, Any]]:
-        """{name: {key, points: [[step, value], ...]}}: the shown key's bounded history."""
-        return {
-            name: {"key": key, "points": [list(p) for p in s.points]}
-            for name, (key, s) in sorted(self._chosen().items())
-        }

@@ -79,6 +79,9 @@ class Engine:
         self.agent_seen = False  # a hello from any rank: an agent runs in the training
         self.run: dict[str, Any] = {}
         self.t_last = 0.0
+        self.t0 = 0.0  # the run's start (run.start, else the first record): the points' origin
+        self._started = False
+        self._points: list[tuple[str, int, float, float, float | None]] | None = None
         self.records = 0
         self.ignored = 0
         self._handlers = {
@@ -118,6 +121,9 @@ class Engine:
                 return
             if t > self.t_last:
                 self.t_last = t
+            if not self._started:
+                self._started = True
+                self.t0 = t
             handler = self._handlers.get(record["kind"])
             if handler is not None:
                 d = record["d"]
@@ -152,12 +158,47 @@ class Engine:
         via = d.get("via")
         emitted = via == "emit" if via else record.get("src") == "emit"
         step = d.get("step")
-        if type(step) is int:
+        via = via if isinstance(via, str) else None
+        taken = self.series.add(key, value, via, emitted, step, r if isinstance(r, int) else 0)
+        if taken and self._points is not None:
+            self._point(key, value, step, t)
+
+    def _point(self, key: str, value: float, step: Any, t: float) -> None:
+        """The point a view draws for a value taken: (key, step, value, seconds since the run's
+        start, tokens seen by then). The step is the value's own when the loop logged one, else
+        the step count; the tokens those of that step (scaled when the value's step is not the
+        count's), None while tokens are not counted."""
+        clock = self.clock
+        steps = clock.steps
+        if type(step) is int or isinstance(step, int) and not isinstance(step, bool):
             x = step
         else:
-            x = step if isinstance(step, int) and not isinstance(step, bool) else self.clock.steps
-        via = via if isinstance(via, str) else None
-        self.series.add(key, value, via, emitted, step, x, r if isinstance(r, int) else 0)
+            x = steps
+        tokens: float | None = None
+        if clock.has_tokens or clock.declared_per_step is not None:
+            tokens = clock.tokens_seen
+            if x != steps and steps > 0:
+                tokens = tokens * x / steps  # the loop logged a step the count has passed
+        t0 = self.t0
+        self._points.append((key, x, value, t - t0 if t > t0 else 0.0, tokens))  # type: ignore[union-attr]
+
+    def listen(self) -> None:
+        """Keep the points of the values taken (`take_points`), for a view that draws them."""
+        if self._points is None:
+            self._points = []
+
+    def take_points(self) -> list[tuple[str, int, float, float, float | None]]:
+        """The points of the values taken since the last call (`_point`), oldest first: what
+        every view and export draws of the loop's series, so they all follow the engine's
+        rank rule (`series.py`). Starts listening on the first call."""
+        points = self._points
+        if points is None:
+            self._points = []
+            return []
+        if not points:
+            return points
+        self._points = []
+        return points
 
     def _on_phase(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         if not self.rank_model.is_clock(record.get("rank")):
@@ -210,6 +251,7 @@ class Engine:
 
     def _on_start(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         self.ledger.t_start = t
+        self.t0 = t
         self.ledger.node_uptime_s = num(d.get("node_uptime_s"))
         self.run.update({k: d[k] for k in _RUN_FIELDS if k in d})
         self.rank_model.start(d)
@@ -280,10 +322,6 @@ class Engine:
             "tokens": seen,
             "flops": None if value is None else value * seen,
         }
-
-    def curves(self) -> dict[str, dict[str, Any]]:
-        """The loop's series with a bounded history each, for loss curves."""
-        return self.series.curves()
 
     def snapshot(self, now: float | None = None) -> dict[str, Any]:
         """Compose the parts, in this order; each gets what it needs from the earlier ones by

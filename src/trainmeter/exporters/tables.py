@@ -1,7 +1,7 @@
 """A finished run as a table: the loop's series and trainmeter's derived metrics, one row a step.
 
-The log is replayed through the engine; every metric record puts its value in the row of its
-step, and at intervals of the run's own clock (a few thousand samples over the whole run at
+The log is replayed through the engine; every value the engine takes (the loop's series, by its
+one rank rule) goes in the row of its step, and at intervals of the run's own clock (a few thousand samples over the whole run at
 most) the engine's snapshot puts the derived numbers (tokens/s, MFU, goodput, ...) in the row of
 the step it had reached. A cell nobody measured stays empty (None, NaN in pandas), never zero.
 
@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..snapread import finite as _finite
 from ..snapread import get_number
 
 #: Column-name prefix of trainmeter's own numbers, apart from the loop's series.
@@ -173,48 +172,47 @@ class RunTable:
 
 
 class TableObserver:
-    """An observer of the replay (`runlog.replay`): each metric record puts its value in the row
-    of its step; each snapshot the replay takes, and the final one, put the derived numbers in
-    the row of the step the engine had reached."""
+    """An observer of the replay (`runlog.replay`): each value the engine took (its points, by
+    the engine's one rank rule: a key from the lowest rank that logs it) goes in the row of its
+    step; each snapshot the replay takes, and the final one, put the derived numbers in the row
+    of the step the engine had reached."""
 
     name = "table"
 
     def __init__(self, table: RunTable) -> None:
         self.table = table
-        self.t0: float | None = None
-        self.t = 0.0  # the latest record's time
-        self.step = 0
+        self.t0: float | None = None  # the run's start, in record time
+        self.step = 0  # the step of the latest value
         self._series: set[str] = set()
         self._derived: set[str] = set()
+        self._last_time = 0.0  # seconds since the start of the latest point or snapshot
 
-    def _row(self, step: int, t: float) -> dict[str, Any]:
+    def _row(self, step: int, time_s: float) -> dict[str, Any]:
         row = self.table.rows.setdefault(step, {"step": step})
-        if self.t0 is not None and "time_s" not in row:
-            row["time_s"] = max(t - self.t0, 0.0)  # when the step was first seen
+        if "time_s" not in row:
+            row["time_s"] = max(time_s, 0.0)  # when the step was first seen
         return row
 
-    def on_record(self, record: dict[str, Any]) -> None:
-        kind, d, t = record.get("kind"), record.get("d") or {}, record.get("t", 0.0)
-        self.t = t
-        if kind == "run.start" and self.t0 is None:
-            self.t0 = t
-        elif kind == "metric" and record.get("rank") in (None, 0):
-            value = _finite(d.get("value"))
-            key = d.get("key")
-            if value is not None and isinstance(key, str) and key:
-                step = d.get("step")
-                step = int(step) if isinstance(step, int) and not isinstance(step, bool) else self.step
-                self._row(step, t)[key] = value
-                self._series.add(key)
-        elif kind == "step":
-            n = d.get("n")
-            if isinstance(n, int) and not isinstance(n, bool) and record.get("rank") in (None, 0):
-                self.step = max(self.step, n)
+    def on_points(self, points: list[tuple[Any, ...]], origin: float | None) -> None:
+        if origin is not None:
+            self.t0 = origin
+        series = self._series
+        for key, step, value, time_s, _tokens in points:
+            self._row(step, time_s)[key] = value
+            series.add(key)
+            self.step = step
+            self._last_time = time_s
 
-    def on_snapshot(self, snap: dict[str, Any], now: float) -> None:
+    def on_snapshot(self, snap: dict[str, Any], now: float | None) -> None:
         steps = snap.get("steps")
         step = int(steps) if isinstance(steps, (int, float)) and not isinstance(steps, bool) else self.step
-        row = self._row(step, now)
+        if now is not None and self.t0 is not None:
+            self._last_time = now - self.t0
+        elif now is None:  # the final snapshot: the run's whole length
+            elapsed = get_number(snap, "time.elapsed_s")
+            if elapsed is not None:
+                self._last_time = elapsed
+        row = self._row(step, self._last_time)
         for name, path in DERIVED.items():
             value = get_number(snap, path)
             if value is not None:
@@ -222,7 +220,7 @@ class TableObserver:
                 self._derived.add(name)
 
     def on_finish(self, snap: dict[str, Any]) -> None:
-        self.on_snapshot(snap, self.t)
+        self.on_snapshot(snap, None)
         self.table.series = sorted(self._series)
         self.table.derived = [d for d in DERIVED if d in self._derived]
         self.table.snapshot = snap

@@ -1,9 +1,11 @@
 """Observers: the views that watch a live run (dashboard, terminal status, metrics export).
 
 The supervisor knows nothing of how a number is shown. It hands each observer three things:
-every record as the engine was fed it (`on_record`, under the recorder's lock, so it must be
-cheap: append to a bounded history, no I/O), a fresh snapshot about once a second (`on_snapshot`,
-from the live loop's thread) and the final snapshot after `run.end` (`on_finish`). A view that
+the loop's values as the engine took them (`on_points(points, origin)`: the engine is the one
+reader of metric and step records, with one rank rule; called under the recorder's lock, so it
+must be cheap: append to a bounded history, no I/O), a fresh snapshot about once a second
+(`on_snapshot`, from the live loop's thread) and the final snapshot after `run.end`
+(`on_finish`). A view that
 fails is switched off with one warning; nothing a view does can stop or change the run.
 
 Views register themselves in `trainmeter.views.observers.make_observers(...)`, imported late.
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
         name: str
 
-        def on_record(self, record: dict[str, Any]) -> None: ...
+        def on_points(self, points: list[tuple[Any, ...]], origin: float | None) -> None: ...
 
         def on_snapshot(self, snap: dict[str, Any], now: float) -> None: ...
 
@@ -60,20 +62,10 @@ class ObserverSet:
             self.observers.remove(obs)
         self.warn(f"view:{name}", f"the {name} view failed and is off: {exc!r}")
 
-    def record_many(self, records: list[dict[str, Any]]) -> None:
-        """`on_record` for a batch (a replay): one guard per view and batch, not per record."""
-        for obs in list(self.observers):
-            on_record = getattr(obs, "on_record", None)
-            if on_record is None:
-                continue
-            try:
-                for record in records:
-                    on_record(record)
-            except Exception as exc:  # noqa: BLE001 - a view never stops the replay
-                self.drop(obs, exc)
-
-    def record(self, record: dict[str, Any]) -> None:
-        self._call("on_record", record)
+    def points(self, points: list[tuple[Any, ...]], origin: float | None) -> None:
+        """`on_points`: the engine's points (`Engine.take_points`: key, step, value, seconds
+        since the run's start, tokens) and the run's start in record time."""
+        self._call("on_points", points, origin)
 
     def snapshot(self, snap: dict[str, Any], now: float) -> None:
         self._call("on_snapshot", snap, now)

@@ -36,6 +36,8 @@ class EngineLike(Protocol):
 
     def snapshot(self, now: float | None = None) -> dict[str, Any]: ...
 
+    def take_points(self) -> list[tuple[Any, ...]]: ...
+
 
 class Recorder:
     """Appends records to the store and feeds them to the engine. Never raises."""
@@ -54,7 +56,8 @@ class Recorder:
         self.sealed = False
         self._last_flush = time.monotonic()
         self._lock = threading.Lock()
-        self.observers: Any = None  # an `ObserverSet`: live views that see each fed record
+        self.observers: Any = None  # an `ObserverSet`: live views given the engine's points
+        self._origin: float | None = None  # the run's start as last told to the observers
 
     # ---- writing ---------------------------------------------------------------------------
 
@@ -102,7 +105,7 @@ class Recorder:
                 return
             append = self.store.append if self.store.path is not None else None
             engine = self.engine
-            direct = self._before_engine is None and engine is not None and not self.observers
+            direct = self._before_engine is None and engine is not None
             feed = engine.feed if direct else None  # type: ignore[union-attr]
             for line, record in pairs:
                 if append is not None:
@@ -123,6 +126,8 @@ class Recorder:
                 except Exception as exc:  # noqa: BLE001 - counted and said as in `_feed`
                     self.feed_errors += 1
                     self.warn("engine.feed", f"the engine failed on a {kind} record: {exc!r}")
+            if feed is not None and self.observers:
+                self._show()
             self.written += len(pairs)
             now = time.monotonic()
             if now - self._last_flush >= FLUSH_EVERY_S:
@@ -138,7 +143,24 @@ class Recorder:
             self.feed_errors += 1
             self.warn("engine.feed", f"the engine failed on a {record.get('kind')} record: {exc!r}")
         if self.observers:
-            self.observers.record(record)
+            self._show()
+
+    def _show(self) -> None:
+        """The observers get the points of the values the engine took (its rank rule), and the
+        run's start when it is new to them."""
+        take = getattr(self.engine, "take_points", None)
+        if take is None:
+            return
+        try:
+            points = take()
+            origin = self.engine.t0  # type: ignore[union-attr]
+        except Exception as exc:  # noqa: BLE001 - counted and said as a feed failure
+            self.feed_errors += 1
+            self.warn("engine.points", f"the engine's points failed: {exc!r}")
+            return
+        if points or origin != self._origin:
+            self._origin = origin
+            self.observers.points(points, origin)
 
     def attach_engine(self, engine: EngineLike | None, missing: str | None = None) -> bool:
         """Start feeding `engine`, first with everything recorded so far. None: no engine.
@@ -150,6 +172,8 @@ class Recorder:
                 return False
             self.engine = engine
             self.engine_missing = missing if engine is None else None
+            if self.observers and engine is not None and hasattr(engine, "take_points"):
+                engine.take_points()  # from the first record on
             backlog, self._before_engine = self._before_engine or [], None
             for record in backlog:
                 self._feed(record)

@@ -7,8 +7,8 @@ same `Decoder` as the live socket and the same `Recorder` the live run used, wit
 writes nothing, so the feeding, the error handling and the snapshot are the live run's own
 (promise 6, docs/promises.md).
 
-A view that draws the whole run (the dashboard's history) passes `observers`: each gets every
-fed record (`on_record`), a snapshot about every `interval` seconds of the run's own time
+A view that draws the whole run (the dashboard's history) passes `observers`: each gets the
+points of the loop's values the engine took (`on_points`, `Engine.take_points`), a snapshot about every `interval` seconds of the run's own time
 (`on_snapshot(snap, t)`, taken at a step or GPU sample record, as the live loop would have
 seen them; at most `max_snapshots` over the run, no closer than `min_interval_s`), and the final
 snapshot (`on_finish`). The dashboard's history, the report's charts and the export tables are
@@ -54,6 +54,7 @@ class ReplayResult:
     bad_reasons: dict[str, int] = field(default_factory=dict)
     finished: bool = False  # a run.end record was seen
     feed_errors: int = 0
+    first_step_t: float | None = None  # the step clock's first step record (its monotonic t)
 
 
 def replay(
@@ -131,6 +132,8 @@ def replay(
     result.bad_reasons = dict(decoder.reasons)
     result.finished = decoder.ended
     result.feed_errors = recorder.feed_errors
+    clock = getattr(state.engine, "clock", None)
+    result.first_step_t = getattr(clock, "first_t", None)
     result.snapshot = recorder.snapshot(now=None)
     result.snapshot["log"] = log_summary(result.lines, decoder.good, decoder.reasons)
     feed.finish(result.snapshot)
@@ -231,8 +234,8 @@ def _span(events: Path) -> float | None:
 class _Observed:
     """Feeds the recorder a block of records at a time, cut where an observer's snapshot is due.
 
-    Without observers a block goes to the recorder whole. With them, each observer gets every
-    record after the engine, and a snapshot at the first step or GPU sample record `interval`
+    Without observers a block goes to the recorder whole. With them, each observer gets the
+    points of the values the engine took from the block, and a snapshot at the first step or GPU sample record `interval`
     seconds (run time) after the previous one. An observer that raises is dropped with one
     warning, as in a live run.
     """
@@ -242,6 +245,11 @@ class _Observed:
         self.observers = ObserverSet(observers, warn)
         self.interval = interval
         self.next_t: float | None = None
+        self.origin: float | None = None
+        engine = recorder.engine
+        self.take = getattr(engine, "take_points", None) if observers else None
+        if self.take is not None:
+            self.take()  # the engine keeps the points from here on
 
     def __call__(self, pairs: list[tuple[bytes, dict[str, Any]]]) -> None:
         if not self.observers:
@@ -265,7 +273,13 @@ class _Observed:
 
     def _feed(self, pairs: list[tuple[bytes, dict[str, Any]]]) -> None:
         self.recorder.accept_many(pairs)
-        self.observers.record_many([record for _, record in pairs])
+        if self.take is None:
+            return
+        points = self.take()
+        origin = self.recorder.engine.t0  # type: ignore[union-attr]
+        if points or origin != self.origin:
+            self.origin = origin
+            self.observers.points(points, origin)
 
     def finish(self, snap: dict[str, Any]) -> None:
         self.observers.finish(snap)

@@ -27,7 +27,6 @@ from .replay import ReplayResult, replay
 
 #: Nodes whose first steps are further apart than this (wall clock) get a warning.
 SKEW_WARN_S = 2.0
-_SCAN_LINES = 100_000  # the first step comes early; never read a whole long log for it
 
 
 @dataclass
@@ -38,24 +37,14 @@ class NodeRun:
     first_step_t: float | None = None  # the node's clock rank's first step (its monotonic t)
 
 
-def _start_and_first_step(events: Path, clock_rank: int) -> tuple[dict[str, Any], float | None]:
-    start: dict[str, Any] = {}
-    with open(events, "rb") as fh:
-        for i, line in enumerate(fh):
-            if i >= _SCAN_LINES:
-                break
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(rec, dict):
-                continue
-            if rec.get("kind") == "run.start" and not start:
-                start = rec
-            elif rec.get("kind") == "step" and (rec.get("rank") or 0) == clock_rank:
-                t = rec.get("t")
-                return start, t if isinstance(t, (int, float)) else None
-    return start, None
+def _start(events: Path) -> dict[str, Any]:
+    """The log's run.start record (its first line), or {}."""
+    try:
+        with open(events, "rb") as fh:
+            rec = json.loads(fh.readline(1 << 20) or b"null")
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return rec if isinstance(rec, dict) and rec.get("kind") == "run.start" else {}
 
 
 def replay_nodes(run_dirs: list[Path]) -> list[NodeRun]:
@@ -63,9 +52,8 @@ def replay_nodes(run_dirs: list[Path]) -> list[NodeRun]:
     nodes = []
     for run_dir in run_dirs:
         result = replay(run_dir / "events.jsonl")
-        clock_rank = (result.snapshot.get("job") or {}).get("clock_rank") or 0
-        start, first = _start_and_first_step(run_dir / "events.jsonl", clock_rank)
-        nodes.append(NodeRun(run_dir, result, start, first))
+        start = _start(run_dir / "events.jsonl")
+        nodes.append(NodeRun(run_dir, result, start, result.first_step_t))
     return nodes
 
 

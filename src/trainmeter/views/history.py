@@ -12,9 +12,10 @@ FLOPs spent are not stored: under one convention a run spends FLOPs per token ti
 the FLOPs axis is the tokens axis scaled by the latest FLOPs per token (`flops_per_token`),
 and it is absent, not zero, while that number is unknown.
 
-Pure: no I/O, no clock. It is fed records (`on_record`: step records move the cursor, metric
-records add points to the loop's own series) and snapshots (`on_snapshot`: tokens/s, MFU,
-step time, GPU counters... become points at the snapshot's step, tokens and time).
+Pure: no I/O, no clock. It reads no record: it is fed the engine's points (`on_points`: the
+loop's values the engine took, by its one rank rule, at their step, tokens and time) and
+snapshots (`on_snapshot`: tokens/s, MFU, step time, GPU counters... become points at the
+snapshot's step, tokens and time).
 """
 
 from __future__ import annotations
@@ -218,10 +219,7 @@ class History:
         self.time: float | None = None
         self.flops_per_token: float | None = None
         self.flops_convention: str | None = None
-        self._own_tokens = 0.0  # tokens summed from step records (one rank's view)
-        self._token_scale = 1.0  # snapshot tokens over our own count (data parallel, padding)
         self.version = 0  # grows with every point added
-        self._series_rank: dict[str, int] = {}  # the rank each loop series is taken from
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -233,79 +231,21 @@ class History:
             self.t0 = t
         return max(0.0, t - self.t0)
 
-    def on_record(self, record: dict[str, Any]) -> None:
-        """Step records move the cursor; metric records add a point to the loop's series.
-
-        Called for every record of a run (a replay feeds millions): plain ints and finite
-        floats, the common case, are taken as they are; anything else goes through `_number`.
-        """
-        kind = record.get("kind")
-        if kind == "metric":
-            d = record.get("d") or {}
-            value = d.get("value")
-            kind_v = type(value)
-            if kind_v is float:
-                if value - value != 0.0:  # infinite or NaN
-                    return
-            elif kind_v is int:
-                value = float(value)
-            else:
-                value = _number(value)
-                if value is None:
-                    return
-            key = d.get("key")
-            if not isinstance(key, str) or not key:
-                return
-            rank = record.get("rank")
-            rank = rank if type(rank) is int else 0
-            owner = self._series_rank.get(key)
-            if owner is None or rank < owner:  # each series from the lowest rank that logs it,
-                self._series_rank[key] = rank  # as the engine takes it (pipeline: the last rank)
-            elif rank != owner:
-                return
-            t = record.get("t")
-            if type(t) is float and t - t == 0.0 and self.t0 is not None:
-                t = max(0.0, t - self.t0)  # what `_clock` gives a finite t once t0 is set
-            else:
-                t = self._clock(t)
-            step = d.get("step")
-            step = float(step) if type(step) is int else _number(step)
-            tokens = self.tokens
-            if step is None:
-                step = self.step
-            elif tokens is not None and self.step > 0 and step != self.step:
-                tokens = tokens * step / self.step  # the loop logged a step the cursor has passed
-            series = self.series.get(key)
+    def on_points(self, points: list[tuple[Any, ...]], origin: float | None = None) -> None:
+        """The loop's values the engine took (`Engine.take_points`: key, step, value, seconds
+        since the run's start, tokens), each a point of its key's series; `origin` is the run's
+        start in record time (the clock of the snapshots' `now`). The engine decided which
+        rank's values count and at which step: the history only keeps them."""
+        if origin is not None:
+            self.t0 = origin
+        series_of = self.series
+        for key, step, value, time, tokens in points:
+            series = series_of.get(key)
             if series is None:
-                self.add(key, "loop", value, step, tokens, t)
+                self.add(key, "loop", value, step, tokens, time)
             else:
-                series.add(value, step, tokens, t)
+                series.add(value, step, tokens, time)
                 self.version += 1
-            return
-        if kind == "step":
-            if record.get("rank") not in (None, 0):
-                return
-            d = record.get("d") or {}
-            n = d.get("n")
-            n = float(n) if type(n) is int else _number(n)
-            if n is not None:
-                self.step = max(self.step, n)
-            tokens = d.get("tokens")
-            tokens = float(tokens) if type(tokens) is int else _number(tokens)
-            if tokens is not None:
-                self._own_tokens += tokens
-                self.tokens = self._own_tokens * self._token_scale
-            t = record.get("t")
-            if type(t) is float and t - t == 0.0 and self.t0 is not None:
-                self.time = max(0.0, t - self.t0)
-            else:
-                self.time = self._clock(t)
-            return
-        if kind == "run.start":
-            t = _number(record.get("t"))
-            if t is not None and self.t0 is None:
-                self.t0 = t
-            return
 
     def on_snapshot(self, snap: dict[str, Any], now: float | None = None) -> None:
         """Resync the cursor on the engine's counts and add a point to each system series."""
@@ -315,8 +255,6 @@ class History:
             self.step = max(self.step, steps)
         if tokens is not None:
             self.tokens = tokens
-            if self._own_tokens > 0:
-                self._token_scale = tokens / self._own_tokens
         fpt = snap.get("flops_per_token")
         if isinstance(fpt, dict):
             self.flops_per_token = _number(fpt.get("value"))

@@ -59,8 +59,8 @@ def _memory_tile(snap: dict[str, Any]) -> tuple[str, str | None, str, str]:
 class TopScreen:
     """The bounded history fed from records and snapshots, and the screen drawn from a snapshot.
 
-    The history is `views.history.History` (the dashboard's own): the loop's series from metric
-    records, tokens/s and the other engine numbers from each snapshot it is given.
+    The history is `views.history.History` (the dashboard's own): the loop's series from the
+    engine's points, tokens/s and the other engine numbers from each snapshot it is given.
     """
 
     def __init__(self, capacity: int = CAPACITY) -> None:
@@ -68,8 +68,8 @@ class TopScreen:
 
         self.history = History(capacity=capacity)
 
-    def on_record(self, record: dict[str, Any]) -> None:
-        self.history.on_record(record)
+    def on_points(self, points: list[tuple[Any, ...]], origin: float | None) -> None:
+        self.history.on_points(points, origin)
 
     def on_snapshot(self, snap: dict[str, Any], now: float | None = None) -> None:
         self.history.on_snapshot(snap, now)

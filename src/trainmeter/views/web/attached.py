@@ -1,7 +1,7 @@
 """The dashboard for `tm attach`: what the samplers see of a program tm did not start.
 
 `tm attach` writes its records itself (there is no recorder or live loop), so this feeds each
-written record to an engine and the bounded history, and takes a snapshot at each sampling
+written record to an engine, and the points it takes to the bounded history, and takes a snapshot at each sampling
 round, as the live loop would. The page is the same; what it shows is what an observe-only
 run has (GPU, process tree, node), with every training number absent and its reason.
 """
@@ -24,17 +24,21 @@ class AttachedDashboard:
         warn = WarnOnce(stderr)
         factory, _ = engine_load.load_engine_factory(warn)
         self.engine, _ = engine_load.make_engine(factory, warn)
+        if self.engine is not None:
+            self.engine.take_points()  # the engine keeps the points the page draws from here on
         self.state = DashboardState(mode="live", run_dir=str(run_dir))
         self.server: DashboardServer = serve(self.state, port)
         print(f"tm attach: dashboard {self.server.url}", file=stderr or sys.stderr, flush=True)
 
     def record(self, record: dict[str, Any]) -> None:
-        if self.engine is not None:
-            try:
-                self.engine.feed(record)
-            except Exception:  # noqa: BLE001 - the log has it; the page only misses it
-                pass
-        self.state.on_record(record)
+        if self.engine is None:
+            return
+        try:
+            self.engine.feed(record)
+            points = self.engine.take_points()
+        except Exception:  # noqa: BLE001 - the log has it; the page only misses it
+            return
+        self.state.on_points(points, self.engine.t0)
 
     def tick(self, now: float) -> None:
         if self.engine is not None:

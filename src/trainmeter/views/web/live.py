@@ -3,7 +3,7 @@
 Built before the child starts, so the address is printed once, at the top of the run, on
 stderr. Only the socket is bound then (cheap); the HTTP server is imported and started on a
 daemon thread, so the training's start does not wait for it, and a browser that connects
-early waits in the socket's backlog. `on_record` only appends to the bounded history (it runs
+early waits in the socket's backlog. `on_points` only appends to the bounded history (it runs
 under the recorder's lock); `on_snapshot` stores the snapshot and wakes the event streams;
 `on_finish` shows the final snapshot. The server lives as long as `tm`.
 """
@@ -76,8 +76,8 @@ class WebDashboard:
         else:
             self._sock.close()
 
-    def on_record(self, record: dict[str, Any]) -> None:
-        self.state.on_record(record)
+    def on_points(self, points: list[tuple[Any, ...]], origin: float | None) -> None:
+        self.state.on_points(points, origin)
 
     def on_snapshot(self, snap: dict[str, Any], now: float) -> None:
         self.state.on_snapshot(snap, now)

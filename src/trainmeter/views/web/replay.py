@@ -1,7 +1,7 @@
 """A finished run for the dashboard: its log replayed through the same engine as `tm summary`.
 
 `runlog.replay.replay` feeds every record through the live run's recorder and engine, and
-hands each record and a snapshot every so often in record time (the live loop's pace, at most
+hands the points of the values the engine took and a snapshot every so often in record time (the live loop's pace, at most
 2000 along the run) to its observers: here the bounded history, so the page draws the engine's
 own numbers (tokens/s, MFU...) over the run as the live dashboard saw them. The final snapshot
 is the replay's own, so the page shows the very numbers `tm summary --json` prints. This is the

@@ -1,6 +1,6 @@
 """What the dashboard serves: the latest snapshot and the bounded history, behind one lock.
 
-The supervisor's threads write (`on_record` for every record, `on_snapshot` about once a
+The supervisor's threads write (`on_points` for the engine's points, `on_snapshot` about once a
 second, `on_finish` once); the server's threads read. Readers wait on a condition that is
 notified at each new snapshot, so a server-sent-events stream wakes when there is news and no
 sooner. Everything handed out is already JSON text, built under the lock from plain data.
@@ -53,9 +53,9 @@ class DashboardState:
 
     # -- writers (the supervisor's threads) --------------------------------------------------
 
-    def on_record(self, record: dict[str, Any]) -> None:
+    def on_points(self, points: list[tuple[Any, ...]], origin: float | None) -> None:
         with self._cond:
-            self.history.on_record(record)
+            self.history.on_points(points, origin)
             self.version += 1
 
     def on_snapshot(self, snap: dict[str, Any], now: float | None = None) -> None:
