@@ -94,11 +94,15 @@ def test_drops_at_exit_are_counted_in_the_ring_when_the_socket_is_full(collector
     sender._queue.append({"v": 1})  # stands for one record still waiting
     sender._backlog.append((b"{}", 0, 1, 0))  # and one datagram the receiver refused
     sender.flush_at_exit(timeout=0.05)
-    assert sender.at_exit_left == 3  # the phase, the waiting record, the refused datagram
+    # the waiting record and the refused datagram are lost; the phase is not (issue 29 item
+    # 12): numbered, it waits in the ring, and tm logs it from there
+    assert sender.at_exit_left == 2
     collector.finish()
     facts = [r for r in collector.recovered if r["d"].get("key") == "agent_dropped_records"]
-    assert [f["d"]["value"] for f in facts] == [3]
+    assert [f["d"]["value"] for f in facts] == [2]
     assert "could not deliver" in facts[0]["d"]["note"]
+    phases = [r for r in collector.recovered if r["kind"] == "phase"]
+    assert [p["d"]["name"] for p in phases] == ["data"] and phases[0]["recovered"] is True
 
 
 def test_odd_keys_travel_as_written(collector) -> None:

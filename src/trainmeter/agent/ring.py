@@ -420,6 +420,7 @@ def current() -> Ring | None:
             listener(ring)
         except Exception:  # noqa: BLE001 - promise 1
             pass
+    sender.steps_in_ring = True  # the step totals are published in its header from now on
     return ring
 
 

@@ -9,8 +9,11 @@ Why it looks like this:
   when the process is killed.
 - Datagrams over a Unix socket: no connection to keep, no ordering to wait for. Several records
   go in one datagram, newline separated, up to `records.MAX_DATAGRAM` bytes.
-- A full socket buffer keeps the datagram for the next tick (bounded), then drops and counts;
-  the count reaches `tm` as the fact `agent_dropped_records`.
+- A full socket buffer keeps the datagram for the next tick (bounded), then drops it. What a
+  dropped datagram held is counted only when it is lost: a rare record the ring keeps (or that
+  `tm` counts by its number) and a step record whose totals the ring's header holds reach the
+  log anyway (`tm` reads them from the ring), so only the rest is counted, as the fact
+  `agent_dropped_records`.
 - A supervisor that is gone (the socket path refuses) makes the sender go quiet for good.
 - After `fork()` the child gets a fresh socket and a fresh thread (DataLoader workers fork).
 """
@@ -85,6 +88,9 @@ class Sender:
         #: Set by the ring: every rare record numbered up to r was shipped (its copy may go)
         self.rare_shipped: Callable[[int], None] | None = None
         self.at_exit_left = 0
+        #: Set by the ring: this process's step totals are in its ring's header, so a step
+        #: record that cannot be delivered is not lost (`tm` takes the difference from there)
+        self.steps_in_ring = False
         self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
         self._missing_since: float | None = None  # when the socket path was first found gone
         self._delivered_once = False  # a path gone after a delivery was removed, not never there
@@ -183,6 +189,7 @@ class Sender:
                 )
             )
         lines: list[bytes] = []
+        lost: list[bool] = []  # per line: whether dropping it loses it (see `_lost_if_dropped`)
         rare = 0  # the highest rare number among them
         while self._queue:
             record = self._queue.popleft()
@@ -195,10 +202,11 @@ class Sender:
                 self.drop(1, "too large for a datagram")
                 continue
             lines.append(line)
+            lost.append(self._lost_if_dropped(record))
             r = record.get("r")
             if r is not None and r > rare:
                 rare = r
-        self._pack(lines, 0, rare)
+        self._pack(lines, 0, rare, lost)
         self._ship()
         source = self.ring_source
         # values from the ring while the receiver keeps up: what it cannot take yet stays in
@@ -217,25 +225,44 @@ class Sender:
                 self._pack(ring_lines, last)
             self._ship()
 
-    def _pack(self, lines: list[bytes], last_q: int, rare: int = 0) -> None:
+    def _lost_if_dropped(self, record: dict[str, Any]) -> bool:
+        """Whether a record that is never delivered is lost. Not a rare record: numbered, it is
+        in the ring (`tm` logs it after the process ends) or, when the ring could not keep it,
+        `tm` counts it by its number; not a step record whose totals the ring holds (`tm` logs
+        the steps delivered records do not account for); not the drop count itself (the ring's
+        header carries it). Anything else is only here."""
+        if "r" in record:
+            return False
+        kind = record.get("kind")
+        if kind == "step":
+            return not self.steps_in_ring
+        return not (kind == "fact" and record["d"].get("key") == "agent_dropped_records")
+
+    def _pack(
+        self, lines: list[bytes], last_q: int, rare: int = 0, lost: list[bool] | None = None
+    ) -> None:
         """Join lines into datagrams of at most MAX_DATAGRAM bytes. With lines from the ring
         (`last_q` > 0) every datagram is marked -1 ("the ring's") and the last one carries
         `last_q`, the highest number among them, to release when shipped; 0: not the ring's.
         The last datagram also carries `rare`, the highest rare record number among the lines:
-        once it is shipped, the ring's copies up to it may go."""
+        once it is shipped, the ring's copies up to it may go. Each datagram's count is of the
+        records lost if it is dropped (`lost[i]` per line; every line when not given)."""
         batch: list[bytes] = []
-        size = 0
-        for line in lines:
+        size = at_risk = 0
+        for i, line in enumerate(lines):
+            risk = lost is None or lost[i]
             if len(line) > records.MAX_DATAGRAM:
-                self.drop(1, "too large for a datagram")  # a key of tens of kilobytes
+                if risk:
+                    self.drop(1, "too large for a datagram")  # a key of tens of kilobytes
                 continue
             if size + len(line) + 1 > records.MAX_DATAGRAM and batch:
-                self._backlog.append((b"\n".join(batch), -1 if last_q else 0, len(batch), 0))
-                batch, size = [], 0
+                self._backlog.append((b"\n".join(batch), -1 if last_q else 0, at_risk, 0))
+                batch, size, at_risk = [], 0, 0
             batch.append(line)
             size += len(line) + 1
+            at_risk += risk
         if batch or last_q:
-            self._backlog.append((b"\n".join(batch), last_q, len(batch), rare))
+            self._backlog.append((b"\n".join(batch), last_q, at_risk, rare))
 
     def flush_at_exit(self, timeout: float = 2.0) -> None:
         """The last flush: wait (briefly) for a busy receiver instead of dropping the tail.
@@ -252,7 +279,8 @@ class Sender:
             self.flush()
         if self.quiet:
             return
-        left = sum(n for _, q, n, _ in self._backlog if not q) + len(self._queue)
+        left = sum(n for _, q, n, _ in self._backlog if not q)
+        left += sum(map(self._lost_if_dropped, self._queue))
         left += self.pending_values(ring=False)
         if left or self._backlog:
             # Giving up. Values the ring holds stay there for tm, which takes every number
@@ -370,6 +398,7 @@ class Sender:
                 pass
         self._sock = None
         self.rare_shipped = None  # the parent's ring's: the child's ring sets its own
+        self.steps_in_ring = False  # until the child's own ring holds its totals
         self._thread = None
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()

@@ -126,8 +126,11 @@ def main(argv: list[str]) -> int:
 
     if args.from_file:
         try:
-            with open(args.from_file) as fh:
-                inv = inv_mod.inventory_from_dump(json.load(fh))
+            from trainmeter.agent.inputs import load_json
+            from trainmeter.sources.gpu.fake import MAX_FIXTURE_BYTES
+
+            dumped = load_json(args.from_file, MAX_FIXTURE_BYTES, "dump")
+            inv = inv_mod.inventory_from_dump(dumped)
         except (OSError, ValueError) as exc:
             print(f"tm hardware: cannot read {args.from_file}: {exc}", file=sys.stderr)
             return 2

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trainmeter.runlog.replay import MAX_LINE
+
 USAGE = """\
 usage: tm top [RUN] [--once]
   RUN     a run directory, or a name or prefix under .trainmeter/runs (default: the latest)
@@ -28,6 +30,7 @@ keys: q quits (Ctrl-C too)
 """
 
 REFRESH_S = 0.5
+_READ_MAX = 16 << 20  # bytes of the log read at one poll
 CATCH_UP_POINTS = 400
 
 
@@ -61,6 +64,7 @@ class Follower:
         self.decoder = Decoder()  # the one decoder of live ingest and replay
         self._fh: Any = None
         self._partial = b""
+        self._skipping = False  # inside a line past MAX_LINE: dropped up to its newline
         self.last_growth = time.monotonic()
 
     def _warn(self, key: str, message: str) -> None:
@@ -71,13 +75,21 @@ class Follower:
         """Feed what was appended since the last call; the number of records fed."""
         if self._fh is None:
             self._fh = open(self.events, "rb")  # noqa: SIM115 - held open while following
-        chunk = self._fh.read()
+        chunk = self._fh.read(_READ_MAX)  # a log that grew by gigabytes is caught up over polls
         if not chunk:
             return 0
         self.last_growth = time.monotonic()
         data = self._partial + chunk
         lines = data.split(b"\n")
         self._partial = lines.pop()  # a line still being written waits for its newline
+        if self._skipping and lines:
+            lines.pop(0)  # the end of a line too long to be a record (counted when it began)
+            self._skipping = False
+        if self._skipping or len(self._partial) > MAX_LINE:  # no record is this long
+            if not self._skipping:
+                self.decoder.skip("line too long")
+            self._skipping = True
+            self._partial = b""
         fed = 0
         for line, record in self.decoder.lines_of(lines):
             if record["kind"] == "run.end":

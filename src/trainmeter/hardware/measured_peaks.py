@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..agent.inputs import read_text
 from ..records import ENV_PEAKS_DIR
 
 FORMAT = "trainmeter-peak/1"
@@ -50,10 +51,14 @@ def write_peak(record: dict[str, Any], env: Mapping[str, str] | None = None) -> 
     return path
 
 
+#: A peak file is a few hundred bytes; past this a file is not one.
+MAX_PEAK_FILE_BYTES = 1 << 20
+
+
 def _read_text(path: str) -> str | None:
     try:
-        return Path(path).read_text()
-    except OSError:
+        return read_text(path, MAX_PEAK_FILE_BYTES, "measured peak file")
+    except (OSError, ValueError):
         return None
 
 

@@ -32,10 +32,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..agent.inputs import read_bytes
+
 MAGIC = b"trainmeter-checkpoint 1\n"
 SUFFIX = ".ckpt"
 #: Bytes of the log hashed at each end of the covered part.
 HEAD_BYTES = 4096
+#: A replay's state is bounded (each curve keeps a bounded history): a file past this is not
+#: one of ours, and is not read (the log is replayed whole instead)
+MAX_CHECKPOINT_BYTES = 1 << 30
 TAIL_BYTES = 65536
 _MAC = 32
 _KEY_NAME = "checkpoint.key"
@@ -76,7 +81,7 @@ def key() -> bytes | None:
         with os.fdopen(fd, "rb") as fh:
             if not _private(os.fstat(fh.fileno())):
                 return None  # readable by others: a signature anyone could forge
-            value = fh.read()
+            value = fh.read(64)  # 32 bytes; anything longer is not our key
     except OSError:
         return None
     return value if len(value) == 32 else None
@@ -174,8 +179,8 @@ def load(events: Path) -> tuple[int, list[str], Any] | None:
     if secret is None:
         return None
     try:
-        data = path_for(events).read_bytes()
-    except OSError:
+        data = read_bytes(path_for(events), MAX_CHECKPOINT_BYTES, "checkpoint")
+    except (OSError, ValueError):
         return None
     if not data.startswith(MAGIC) or len(data) < len(MAGIC) + _MAC + 8:
         return None

@@ -217,7 +217,7 @@ def _span(events: Path) -> float | None:
     """Seconds between the log's first and last record, read from its two ends only."""
     try:
         with open(events, "rb") as fh:
-            first = json.loads(fh.readline() or b"null")
+            first = json.loads(fh.readline(MAX_LINE) or b"null")
             size = os.fstat(fh.fileno()).st_size
             fh.seek(max(0, size - 65536))
             tail = fh.read().splitlines()

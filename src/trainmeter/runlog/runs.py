@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..agent.inputs import load_json
 from ..snapread import finite_value as _number
 from ..snapread import get_dict
 from .store import runs_root
@@ -115,10 +116,15 @@ class RunInfo:
     snapshot: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
+#: meta.json and summary.json are kilobytes; a run directory is another user's to fill
+MAX_JSON_BYTES = 64 << 20
+_FIRST_LINE_MAX = 1 << 20  # run.start, the log's first line, is a few kilobytes
+
+
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_json(path, MAX_JSON_BYTES, path.name)
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -126,7 +132,7 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 def _first_record(events: Path) -> dict[str, Any] | None:
     try:
         with open(events, "rb") as fh:
-            return json.loads(fh.readline())
+            return json.loads(fh.readline(_FIRST_LINE_MAX))
     except (OSError, ValueError):
         return None
 

@@ -10,16 +10,21 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..agent.inputs import read_text
+
+#: /proc/cpuinfo of a few hundred cores is about a megabyte; no file read here is near this
+MAX_BYTES = 16 << 20
+
 
 class Files:
     """The live file system."""
 
     def read(self, path: str) -> str | None:
-        """The text of a file, or None when it does not exist or cannot be read."""
+        """The text of a file, or None when it does not exist, cannot be read, or is larger
+        than any /proc or /sys file these readers ask for (`MAX_BYTES`)."""
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                return fh.read()
-        except OSError:
+            return read_text(path, MAX_BYTES, "system file")
+        except (OSError, ValueError):
             return None
 
     def listdir(self, path: str) -> list[str] | None:

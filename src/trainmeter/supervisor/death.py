@@ -17,20 +17,23 @@ from __future__ import annotations
 import os
 import shutil
 
+from ..agent.inputs import read_text
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
 CGROUP_ROOT = "/sys/fs/cgroup"
+_PROC_MAX = 1 << 20  # a cgroup or /proc file of ours is a few lines
+_FAULT_HEAD = 1 << 16  # of a faulthandler file, enough for its first line
 
 
 def _own_cgroup_dirs() -> list[str]:
     """The cgroup directories (v2 unified, v1 memory) of this process, deepest first."""
     try:
-        with open("/proc/self/cgroup", encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
+        lines = read_text("/proc/self/cgroup", _PROC_MAX, "cgroup file").splitlines()
+    except (OSError, ValueError):
         return []
     out = []
     for line in lines:
@@ -55,11 +58,10 @@ def _own_cgroup_dirs() -> list[str]:
 
 def _field(path: str, name: str) -> int | None:
     try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                key, _, value = line.partition(" ")
-                if key == name:
-                    return int(value)
+        for line in read_text(path, _PROC_MAX, "cgroup file").splitlines():
+            key, _, value = line.partition(" ")
+            if key == name:
+                return int(value)
     except (OSError, ValueError):
         return None
     return None
@@ -102,7 +104,8 @@ def collect_faults(socket_dir: str | None, run_dir: Path | None) -> list[dict[st
             _, pid, rank = name.split(".", 2)
             target = run_dir / f"fault.{pid}.txt"
             shutil.copyfile(source, target)
-            text = target.read_text(encoding="utf-8", errors="replace")
+            with open(target, "rb") as fh:  # its first lines name the error: read no more
+                text = fh.read(_FAULT_HEAD).decode("utf-8", "replace")
         except (OSError, ValueError):
             continue
         first = next((ln for ln in text.splitlines() if ln.startswith("Fatal Python error")), "")

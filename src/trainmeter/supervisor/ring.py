@@ -39,7 +39,7 @@ class Delivered:
 
     def __init__(self) -> None:
         self.last_q: dict[int, int] = {}
-        #: pid -> [highest n, tokens, real tokens, micro-batches] from its step records
+        #: pid -> [steps, tokens, real tokens, micro-batches], summed over its step records
         self.steps: dict[int, list[int]] = {}
         self.dropped_reported: dict[int, int] = {}
         #: pid -> [n, numbers above n]: the rare records received (every one up to n)
@@ -66,10 +66,7 @@ class Delivered:
         totals = self.steps.get(pid)  # type: ignore[arg-type]
         if totals is None:
             totals = self.steps[pid] = [0, 0, 0, 0]  # type: ignore[index]
-        n = d.get("n")
-        if type(n) is int and n > totals[0]:
-            totals[0] = n
-        for at, name in ((1, "tokens"), (2, "real_tokens"), (3, "micro")):
+        for at, name in ((0, "k"), (1, "tokens"), (2, "real_tokens"), (3, "micro")):
             value = d.get(name)
             if type(value) is int:
                 totals[at] += value
@@ -246,11 +243,13 @@ def _missing_rare(
 
 
 def _missing_step(h: tuple[int, ...], t: float, got: list[int] | None) -> dict[str, Any] | None:
-    """One step record for the steps finished after the last one delivered, or None."""
+    """One step record for the steps the ring's totals count and the delivered step records do
+    not (those after the last delivered, and those of a record that was never delivered: the
+    agent does not count a step record as lost when its totals are here), or None."""
     steps = h[layout.H_STEPS]
     base = h[layout.H_BASE_STEPS]
-    last_n, tokens, real, micro = got if got is not None else (base, 0, 0, 0)
-    k = steps - max(last_n, base)
+    k_got, tokens, real, micro = got if got is not None else (0, 0, 0, 0)
+    k = steps - base - k_got
     if k <= 0:
         return None
     d: dict[str, Any] = {

@@ -21,12 +21,12 @@ reports on machines without a GPU.
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import time
 
 from ...records import ENV_FAKE_CUDA_MEMORY
+from ..inputs import MIB, load_json
 from ..sender import get_sender
 from . import guard, steps
 
@@ -50,8 +50,12 @@ CUDA_FIELDS = (
 )
 NO_ALLOCATOR = "no caching allocator on this device"
 
+#: The most of a `TRAINMETER_FAKE_CUDA_MEMORY` file read (a recorded answer is about 5 kB)
+FAKE_MAX_BYTES = 64 * MIB
+
 _torch: Any = None
 _last_read = 0.0
+_rss_peak = 0  # the highest resident size seen: ru_maxrss lags the readings (see `rss`)
 _last_sent: dict[str, Any] | None = None
 _fake: FakeAllocator | None = None
 
@@ -67,8 +71,11 @@ class FakeAllocator:
 
     @classmethod
     def from_file(cls, path: str) -> FakeAllocator:
-        with open(path, encoding="utf-8") as fh:
-            return cls(json.load(fh))
+        """The answers in `path`, read with a bound (this runs inside the training process)."""
+        answers = load_json(path, FAKE_MAX_BYTES, ENV_FAKE_CUDA_MEMORY)
+        if not isinstance(answers, list) or not all(isinstance(a, dict) for a in answers):
+            raise ValueError(f"{ENV_FAKE_CUDA_MEMORY} {path}: not a JSON list of objects")
+        return cls(answers)
 
     def read(self) -> tuple[dict[str, Any], int | None]:
         answer = self.answers[min(self.reads, len(self.answers) - 1)]
@@ -78,7 +85,12 @@ class FakeAllocator:
 
 
 def rss() -> tuple[int | None, int | None]:
-    """(resident bytes now, peak resident bytes) of this process."""
+    """(resident bytes now, peak resident bytes) of this process.
+
+    The kernel updates `ru_maxrss` lazily (from the memory counters it syncs now and then), so
+    right after memory grew the peak it reports is below the resident size read from statm. A
+    peak is never below a reading: it is the highest of the two and of every earlier reading."""
+    global _rss_peak
     now = None
     try:
         with open("/proc/self/statm", "rb") as fh:
@@ -90,6 +102,8 @@ def rss() -> tuple[int | None, int | None]:
         peak = peak_kb * 1024 if peak_kb > 0 else None  # Linux reports KiB
     except (OSError, ValueError):
         peak = None
+    if peak is not None:
+        _rss_peak = peak = max(peak, now or 0, _rss_peak)
     return now, peak
 
 

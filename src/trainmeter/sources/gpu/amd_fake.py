@@ -17,18 +17,19 @@ AMD SMI's library exception with that status; a call the device lacks raises NOT
 
 from __future__ import annotations
 
-import json
 import types
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...agent.inputs import load_json
 from .amd import AmdsmiBackend
 from .backend import Backend, NvmlError, PynvmlBackend
 
 FORMAT = "trainmeter-amdsmi/1"
 ENV_FAKE_AMDSMI = "TRAINMETER_FAKE_AMDSMI"
+MAX_FIXTURE_BYTES = 64 << 20  # a fixture is kilobytes; past this it is not one (`/dev/zero`)
 
 
 class AmdSmiLibraryException(Exception):
@@ -48,7 +49,7 @@ class FakeAmdsmi:
     AmdSmiLibraryException = AmdSmiLibraryException
 
     def __init__(self, fixture: str | Path | dict[str, Any]) -> None:
-        data = fixture if isinstance(fixture, dict) else json.loads(Path(fixture).read_text())
+        data = fixture if isinstance(fixture, dict) else load_json(Path(fixture), MAX_FIXTURE_BYTES, "fixture")
         if data.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} fixture: format {data.get('format')!r}")
         self.fixture = data

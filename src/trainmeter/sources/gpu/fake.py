@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...agent.inputs import read_bytes
 from ...records import ENV_FAKE_NVML
 from .backend import Backend, NvmlError
 
@@ -32,22 +33,13 @@ FORMAT = "trainmeter-nvml/1"
 MAX_FIXTURE_BYTES = 64 << 20
 
 
-def _read_bounded(path: Path) -> str:
-    """The file's text, read to at most MAX_FIXTURE_BYTES (ValueError past it)."""
-    with open(path, "rb") as fh:
-        data = fh.read(MAX_FIXTURE_BYTES + 1)
-    if len(data) > MAX_FIXTURE_BYTES:
-        raise ValueError(f"larger than {MAX_FIXTURE_BYTES >> 20} MiB: not a fixture")
-    return data.decode("utf-8")
-
-
 def load_fixture(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     """A fixture dict from a path, a JSON string's file, or a dict (a dump's `nvml` part).
     ValueError (with the reason) for anything that is not one; OSError when it cannot be read."""
     if isinstance(source, dict):
         data = source
     else:
-        data = json.loads(_read_bounded(Path(source)))
+        data = json.loads(read_bytes(Path(source), MAX_FIXTURE_BYTES, "fixture").decode("utf-8"))
         if isinstance(data, dict) and "nvml" in data and "devices" not in data:  # a dump
             data = data["nvml"]
     if not isinstance(data, dict):
