@@ -434,7 +434,7 @@ class Engine:
         )
         p.executed = counted.section(
             facts, tokens_seen=p.tokens_seen, tokens_per_s=p.tps, peak=gpus.peak,
-            n_gpus=gpus.n_gpus, shape=p.shape, no_agent=p.no_agent,
+            n_gpus=gpus.n_gpus, shape=p.shape, no_agent=p.no_agent, flops_per_token=p.fpt,
         )
         p.planned = budget.plan(
             facts,

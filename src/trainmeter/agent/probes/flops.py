@@ -1,11 +1,16 @@
 """Counted FLOPs: what one real training step executed, per token (the `counted` convention).
 
-After warm-up (the step after `ARM_AFTER`), one whole optimizer step runs inside a dispatch
-mode that adds up torch's FLOP formulas (those of `torch.utils.flop_counter.FlopCounterMode`):
-it is entered in the optimizer post-hook of step `ARM_AFTER` and left in the post-hook of the
-next step, so every micro-batch's forward and backward of that step is seen. The mode runs each
-operator as it comes and only reads shapes after it, with no module hooks and no decomposition,
-so the step computes exactly what it would have computed without us, bit for bit.
+After warm-up (the step after `ARM_AFTER`), one whole step runs inside a dispatch mode that adds
+up FLOP formulas: torch's (`torch.utils.flop_counter`'s registry) and ours for the matmul-class
+operators torch has none for (`flop_formulas`: grouped matmuls, matrix-vector products, fused
+recurrent layers, CPU attention). With an optimizer the mode is entered in its post-hook of step
+`ARM_AFTER` and left in the post-hook of the next step; with none (weights updated by hand) it is
+entered at the root's next training forward and left at the forward after the next step (see
+`on_step`). Either way every micro-batch's forward and backward of that step is seen. The mode
+runs each operator as it comes and only reads shapes after it, with no module hooks and no
+decomposition, so the step computes exactly what it would have computed without us, bit for
+bit. A matmul-class operator that ran with no formula is named (`counted_missing_ops`), never
+left out silently.
 
 A compiled model runs kernels the mode cannot see, and running it under a dispatch mode could
 make dynamo recompile. So for a model wrapped by `torch.compile` the step itself is left alone:
@@ -18,28 +23,24 @@ fact with the reason instead of a number.
 
 from __future__ import annotations
 
+import atexit
 import copy
 import os
 import sys
 from typing import Any
 
 from ..sender import get_sender
-from . import phases, steps
+from . import flop_formulas, phases, steps
+from . import step_signal as signal
 from . import tokens as tok
 from .model import unwrap_chain
 
 ARM_AFTER = 2
 MAX_TRIES = 3
 NOTE = (
-    "FlopCounterMode over one whole optimizer step: executed matmul, convolution and attention "
-    "FLOPs (attention in full, causal masking not halved; elementwise, normalization and "
-    "softmax work not counted)"
-)
-#: CPU attention ops FlopCounterMode has no formula for, by their aten names: counted as the
-#: same two (forward) and five (backward) batched matmuls torch counts for the CUDA kernels.
-CPU_ATTENTION = (
-    "_scaled_dot_product_flash_attention_for_cpu",
-    "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "torch's FLOP formulas (FlopCounterMode's) and the agent's over one whole step: executed "
+    "matmul (grouped and batched too), convolution, recurrent and attention FLOPs (attention in "
+    "full, causal masking not halved; elementwise, normalization and softmax work not counted)"
 )
 
 _torch: Any = None
@@ -65,6 +66,7 @@ def _unavailable(reason: str) -> None:
 
 
 def _finish() -> None:
+    _stop_waiting()
     if on_step in steps.step_listeners:
         steps.step_listeners.remove(on_step)
 
@@ -79,23 +81,40 @@ def _dynamo_frames() -> int:
 
 def _counting_mode_class() -> Any:
     """A dispatch mode that runs every operator exactly as it comes and adds up torch's FLOP
-    formulas (`torch.utils.flop_counter`'s registry) for the ones that have one.
+    formulas (`torch.utils.flop_counter`'s registry, with ours from `flop_formulas` added) for
+    the ones that have one, and names the matmul-class operators that ran with none.
 
     Not `FlopCounterMode` itself: it also enters a `ModuleTracker`, whose hooks put extra nodes
     into the autograd graph, and that changed the order in which gradients are summed: under it a
     tiny Llama's gradients (and its weights after the step) differed in the last bits from the
     run without `tm` (promise 1). It also decomposes operators it has no formula for and runs the
-    pieces instead. This mode does neither: it only reads shapes after each call."""
+    pieces instead. This mode does neither: it only reads shapes after each call.
+
+    `_should_skip_dynamo` is False: otherwise torch wraps `__torch_dispatch__` in
+    `_disable_dynamo`, which imports `torch._dynamo` at the first operator (2 s on a 2-core box:
+    the stall a loop saw after step 2). What that wrapper is for is done instead by telling
+    dynamo's frame evaluator (C, no import) to skip the method's code and every frame it calls
+    (`_skip_dynamo`): else a compiled function called while the mode is on would have dynamo
+    trace and compile the mode's own method. (While the mode is on, torch.compile runs the
+    user's functions eagerly, as it did with the wrapper; a step with compiled code in it is
+    never counted live: `on_step`.)"""
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils.flop_counter import FlopCounterMode
 
     class CountingMode(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False
+
         def __init__(self, custom_mapping: dict[Any, Any]) -> None:
             super().__init__()
             # the registry with the custom formulas wrapped the way torch wraps them
             torch_mode = FlopCounterMode(display=False, custom_mapping=custom_mapping)
             self.registry = torch_mode.flop_registry
             self.total = 0
+            self.plain: set[Any] = set()  # operators known to need no formula
+            self.missing: dict[str, int] = {}  # matmul-class operators with no formula: calls
+            self.failed: dict[str, str] = {}  # operators whose formula raised: why
             self.mode = self  # what `_close_live` compares with the current dispatch mode
 
         def __torch_dispatch__(
@@ -103,15 +122,40 @@ def _counting_mode_class() -> Any:
         ) -> Any:
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
-            formula = self.registry.get(func._overloadpacket)
+            packet = func._overloadpacket
+            formula = self.registry.get(packet)
             if formula is not None:
-                self.total += formula(*args, **kwargs, out_val=out)
+                try:
+                    self.total += formula(*args, **kwargs, out_val=out)
+                except Exception as exc:  # noqa: BLE001 - promise 1: counted 0, and named
+                    self.failed.setdefault(str(packet), f"{type(exc).__name__}: {exc}"[:120])
+            elif packet not in self.plain:
+                name = str(packet)
+                if flop_formulas.matmul_class(name):
+                    self.missing[name] = self.missing.get(name, 0) + 1
+                else:
+                    self.plain.add(packet)
             return out
 
         def get_total_flops(self) -> int:
             return int(self.total)
 
+    _skip_dynamo(CountingMode.__torch_dispatch__)
     return CountingMode
+
+
+def _skip_dynamo(function: Any) -> None:
+    """Dynamo never traces `function` nor anything it calls (its frame evaluator's own skip,
+    set on the code object: what `torch._dynamo.skip_code` does, recursively, without importing
+    torch._dynamo). Another torch without it: nothing to do, its wrapper does the same."""
+    try:
+        from torch._C._dynamo import eval_frame
+
+        skip = eval_frame._FrameAction.SKIP
+        strategy = eval_frame._FrameExecStrategy(skip, skip)
+        eval_frame.set_code_exec_strategy(function.__code__, strategy)
+    except Exception:  # noqa: BLE001 - torch internals vary by version
+        pass
 
 
 def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
@@ -134,11 +178,25 @@ on_first_forward.probe = "flops"  # type: ignore[attr-defined]
 
 
 def on_step(n: int) -> None:
+    """After each step: open the counted window after warm-up, close it one step later.
+
+    With an optimizer the window opens and closes in its step post-hook, on the training
+    thread. With no optimizer the step is marked inside the backward pass (`step_signal`), where
+    the autograd engine runs our hook under a copy of the thread's dispatch state: a mode
+    entered there is gone once the backward ends (what made counting fail with "another dispatch
+    mode was entered"). So there the window opens and closes at the root's next training
+    forward instead (a one-shot pre-hook on the root, gone once it ran): from one step's forward
+    to the next's, one whole step."""
     global _mode, _start, _tries
     if n == 1 and _batch:
         _send_samples()
+    if _waiting:
+        return  # a one-shot hook waits for the next forward
     if _mode is not None:
-        _close_live(n)
+        if signal.by_backward:
+            _at_next_forward(lambda: _close_live(n, at_forward=True), closing=n)
+        else:
+            _close_live(n)
     elif _captured:
         _count_fake()
     elif n >= ARM_AFTER:
@@ -151,6 +209,8 @@ def on_step(n: int) -> None:
                 "torch.compile is in use outside the model; counting a live step could "
                 "make it recompile, so no step was counted"
             )
+        elif signal.by_backward:
+            _at_next_forward(_open_live)
         else:
             _open_live()
 
@@ -176,22 +236,45 @@ def _send_samples() -> None:
 
 
 def counter() -> Any:
-    """The counting mode, also counting the CPU attention ops torch has no formula for."""
+    """The counting mode, with formulas for the matmul-class ops torch's registry lacks
+    (`flop_formulas`: grouped matmuls, mv/dot, fused recurrent layers, CPU attention ...)."""
     global _sdpa
     aten = _torch.ops.aten
-    fwd, bwd = (getattr(aten, name, None) for name in CPU_ATTENTION)
     mapping: dict[Any, Any] = {}
+    for name, formula in flop_formulas.ATEN.items():
+        op = getattr(aten, name, None)
+        if op is not None:
+            mapping[op] = formula
+    for namespace, name, formula in flop_formulas.CUSTOM + flop_formulas.CUSTOM_BACKWARD:
+        op = _custom_op(namespace, name)
+        if op is not None:
+            mapping[op] = formula
     try:
         from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
     except ImportError:
         _missed("this torch has no sdpa_flop_count to count CPU attention with")
     else:
         _sdpa = (sdpa_flop_count, sdpa_backward_flop_count)
-        if fwd is not None:
-            mapping[fwd] = _cpu_attention
-        if bwd is not None:
-            mapping[bwd] = _cpu_attention_backward
+        for names, formula in (
+            (flop_formulas.ATTENTION, _cpu_attention),
+            (flop_formulas.ATTENTION_BACKWARD, _cpu_attention_backward),
+        ):
+            for name in names:
+                op = getattr(aten, name, None)
+                if op is not None:
+                    mapping[op] = formula
     return _counter_cls(mapping)
+
+
+def _custom_op(namespace: str, name: str) -> Any:
+    """A library's custom operator, when that library registered it (else None: never import
+    the library for it)."""
+    try:
+        if namespace not in _torch.ops._dir:  # loaded namespaces only
+            return None
+        return getattr(getattr(_torch.ops, namespace), name, None)
+    except Exception:  # noqa: BLE001 - another torch's internals: no formula, no harm
+        return None
 
 
 _sdpa: tuple[Any, Any] | None = None
@@ -226,6 +309,55 @@ def _cpu_attention_backward(
         return 0
 
 
+#: the one-shot pre-hook on the root waiting for its next training forward (0 or 1 handle)
+_waiting: list[Any] = []
+_closing: int | None = None  # the step the waiting hook closes the window after (else: opens)
+
+
+def _at_next_forward(then: Any, closing: int | None = None) -> None:
+    """Run `then` at the root's next training-mode forward with gradients on, on the thread
+    that runs it, before the forward (the micro-batch is counted already, not committed)."""
+    global _closing
+    root = steps.root()
+    if root is None:
+        return
+
+    def hook(module: Any, args: Any) -> None:
+        if steps.compiling() or not module.training or not _torch.is_grad_enabled():
+            return
+        _stop_waiting()
+        try:
+            then()
+        except Exception as exc:  # noqa: BLE001 - promise 1
+            _drop_mode()
+            _unavailable(f"counting failed: {exc!r}"[:300])
+
+    _closing = closing
+    _waiting.append(root.register_forward_pre_hook(hook))
+
+
+def _stop_waiting() -> None:
+    global _closing
+    _closing = None
+    while _waiting:
+        _waiting.pop().remove()
+
+
+def _drop_mode() -> None:
+    """Leave the counting mode if it is the current one (a failure, a fork)."""
+    global _mode
+    mode, _mode = _mode, None
+    if mode is None:
+        return
+    try:
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+        if _get_current_dispatch_mode() is mode.mode:
+            mode.__exit__(None, None, None)
+    except Exception:  # noqa: BLE001 - promise 1: leaving the counting mode must never raise
+        pass
+
+
 def _open_live() -> None:
     global _mode, _start
     mode = counter()
@@ -234,7 +366,7 @@ def _open_live() -> None:
     _start = (steps.totals().tokens, phases.count("eval"))
 
 
-def _close_live(n: int) -> None:
+def _close_live(n: int, at_forward: bool = False) -> None:
     global _mode, _tries
     from torch.utils._python_dispatch import _get_current_dispatch_mode
 
@@ -253,14 +385,46 @@ def _close_live(n: int) -> None:
         else:
             _open_live()  # an eval ran inside the window: count the next step instead
         return
-    _report(mode.get_total_flops(), tokens, NOTE + f" (step {n})")
+    _report(mode, tokens, NOTE + f" (step {n})")
 
 
-def _report(flops: int, tokens: int, note: str) -> None:
+def _close_at_exit() -> None:
+    """The process ends while the window waits for a forward that will not come (the counted
+    step was the last one, marked by its backward): the step is whole, close it here."""
+    if _mode is not None and _closing is not None:
+        n = _closing
+        _stop_waiting()
+        try:
+            _close_live(n)
+        except Exception:  # noqa: BLE001 - promise 1
+            _drop_mode()
+
+
+def _missing_text(mode: Any) -> str:
+    """The matmul-class operators that ran with no formula, and the formulas that failed."""
+    parts = [f"{name} ({calls} calls)" for name, calls in sorted(mode.missing.items())]
+    parts += [f"{name} (formula failed: {why})" for name, why in sorted(mode.failed.items())]
+    return ", ".join(parts)
+
+
+def _report(mode: Any, tokens: int, note: str) -> None:
+    flops = mode.get_total_flops()
     if attention_missed:
         note += f"; attention NOT included: {attention_missed}"
+    missing = _missing_text(mode)
+    if missing:
+        note += f"; NOT counted (matmul-class operators with no FLOP formula): {missing}"
+        _send(
+            "counted_missing_ops",
+            sorted({**mode.missing, **dict.fromkeys(mode.failed, 0)}),
+            "matmul-class operators that ran in the counted step with no FLOP formula (or "
+            f"whose formula failed): their FLOPs are not in the count: {missing}",
+        )
     if flops <= 0:
-        _unavailable("FlopCounterMode saw no matmul, convolution or attention in the step")
+        _unavailable(
+            "the counted step ran no matmul, convolution or attention with a FLOP formula"
+            + (f" (without one: {missing})" if missing else "")
+        )
     elif tokens <= 0:
         _send("counted_flops_per_step", flops, note)
         _unavailable("no token tensor was seen, so FLOPs per token cannot be formed")
@@ -314,7 +478,7 @@ def _count_fake() -> None:
         return
     try:
         steps.pause(True)
-        flops = fake_flops(module, args, kwargs)
+        mode = fake_flops(module, args, kwargs)
     except Exception as exc:  # noqa: BLE001 - an operator fake tensors cannot run
         _unavailable(f"the compiled model could not be counted on fake tensors: {exc!r}"[:300])
         return
@@ -322,7 +486,7 @@ def _count_fake() -> None:
         steps.pause(False)
     n = 0 if tokens is None else int(tokens.numel())
     _report(
-        flops,
+        mode,
         n,
         "FlopCounterMode on a fake-tensor copy of the uncompiled module, forward "
         "and backward of one micro-batch",
@@ -345,7 +509,8 @@ def _loss_like(out: Any) -> Any:
     return None
 
 
-def fake_flops(module: Any, args: Any, kwargs: Any) -> int:
+def fake_flops(module: Any, args: Any, kwargs: Any) -> Any:
+    """Run a fake-tensor copy of `module` forward and backward under the counter; the mode."""
     from torch._subclasses.fake_tensor import FakeCopyMode, FakeTensorMode
     from torch.utils._pytree import tree_map
 
@@ -362,18 +527,13 @@ def fake_flops(module: Any, args: Any, kwargs: Any) -> int:
         target = _loss_like(out)
         if target is not None:
             target.sum().backward()
-    return int(mode.get_total_flops())
+    return mode
 
 
 def _leave_mode_in_child() -> None:
     """A DataLoader worker forked while the window is open must not count for ever."""
-    global _mode
-    if _mode is not None:
-        try:
-            _mode.__exit__(None, None, None)
-        except Exception:  # noqa: BLE001 - promise 1: leaving the counting mode must never raise
-            pass
-        _mode = None
+    _stop_waiting()
+    _drop_mode()
     _finish()
 
 
@@ -383,4 +543,5 @@ def attach(torch: Any) -> list[str]:
     steps.first_forward.append(on_first_forward)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_leave_mode_in_child)
+    atexit.register(_close_at_exit)  # after the sender's: runs before its last flush
     return ["flops"]
