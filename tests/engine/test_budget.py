@@ -33,6 +33,20 @@ def test_step_budget_converts_with_tokens_per_step():
     assert snap["eta_s"] == pytest.approx(40)
 
 
+def test_a_step_budget_is_counted_in_steps_whatever_the_tokens_did():
+    """100 of 100 steps is 100 %. Counted in tokens it was 99.3 %: the step budget became tokens
+    at the latest tokens per step, and the batches were not all alike (issue 27 item 5). Here
+    99 steps of 1,024 tokens and a last one of 700 (a short final batch): in tokens that reads
+    102,076 / (100 x 700) = 145.8 %; in steps 100 / 100."""
+    records = [*(steps(1.0, 1.0, 99, tokens=1024)), *(steps(100.0, 1.0, 1, tokens=700))]
+    snap = run(start(0.0, budget_steps=100), *records)
+    assert snap["progress"] == 1.0
+    assert snap["eta_s"] == 0.0  # nothing left at any pace
+    assert snap["explain"]["progress"]["formula"] == "steps / budget_steps"
+    half = run(start(0.0, budget_steps=100), *records[:50])
+    assert half["progress"] == 0.5 and half["eta_s"] == pytest.approx(50.0)  # 50 left x 1 s
+
+
 def test_step_budget_without_tokens_falls_back_to_steps():
     # 10 of 40 steps; 0.5 s a step: 30 left x 0.5 = 15 s
     snap = run(start(0.0, budget_steps=40), steps(1.0, 0.5, 10))
@@ -45,7 +59,10 @@ def test_flops_budget_needs_flops_per_token():
     # 6e9 FLOP/token declared; 6e13 FLOPs budget = 10,000 tokens; 5,000 seen = 50%
     snap = run(start(0.0, budget_flops=6e13, flops_per_token=6e9), steps(1.0, 1.0, 5, tokens=1000))
     assert snap["budget_tokens"] == pytest.approx(10_000)
-    assert snap["progress"] == pytest.approx(0.5)
+    assert snap["progress"] == pytest.approx(0.5)  # 5,000 x 6e9 = 3e13 of 6e13 FLOPs
+    assert snap["explain"]["progress"]["formula"] == "tokens_seen * flops_per_token / budget_flops"
+    # 3e13 FLOPs left at 1,000 tok/s x 6e9 FLOP/token = 6e12 FLOP/s: 5 s
+    assert snap["eta_s"] == pytest.approx(5.0)
     assert snap["flops_required"] == pytest.approx(6e13)
     assert snap["flops_remaining"] == pytest.approx(3e13)
     no_fpt = run(start(0.0, budget_flops=6e13), steps(1.0, 1.0, 5, tokens=1000))

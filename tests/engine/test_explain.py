@@ -143,12 +143,22 @@ def test_progress_and_eta_in_steps_when_tokens_are_not_counted():
     assert redo(explain["eta_s"]) == pytest.approx(15)
 
 
-def test_step_budget_progress_shows_the_conversion_to_tokens():
-    # 400 steps x 1,024 tokens = 409,600 tokens; 200 steps seen = 204,800 tokens = 0.5
+def test_step_budget_progress_is_in_steps_with_tokens_counted_too():
+    # 200 of 400 steps = 0.5, in the budget's unit, though tokens (1,024 a step) are counted
     snap = run(start(0.0, budget_steps=400), hello(0.1), [step(float(t), 1024) for t in range(200)])
     entry = snap["explain"]["progress"]
-    assert entry["formula"] == "tokens_seen / (budget_steps * tokens_per_step)"
+    assert entry["formula"] == "steps / budget_steps"
     assert redo(entry) == entry["value"] == pytest.approx(0.5)
+    assert snap["budget_tokens"] == 409_600  # 400 x 1,024: still there for the FLOPs required
+
+
+def test_flops_budget_progress_and_eta_are_in_flops():
+    # 6 steps of 100 tokens, 1 s apart, 1e9 FLOP/token: 6e11 FLOPs of a 1.2e12 budget = 0.5
+    snap = run(start(0.0, budget_flops=1.2e12, flops_per_token=1e9), hello(0.1),
+               [step(float(t), 100) for t in range(6)])
+    entry = snap["explain"]["progress"]
+    assert redo(entry) == entry["value"] == pytest.approx(0.5)
+    assert redo(snap["explain"]["eta_s"]) == pytest.approx(snap["eta_s"])
 
 
 def test_ofu_over_two_busy_gpus_is_their_mean():

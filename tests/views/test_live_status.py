@@ -223,6 +223,12 @@ def test_status_drops_the_least_wanted_parts_when_narrow() -> None:
     assert narrow == "tm  50.0% 20/40 steps  102k tok/s  MFU 38.1% (megatron)"
 
 
+def test_status_shows_what_is_done_in_the_budgets_unit() -> None:
+    snap = {"steps": 20, "progress": 0.25, "flops_spent": 3e18,
+            "budget": {"unit": "flops", "value": 1.2e19}}
+    assert "25.0% 3000P/12000P FLOP" in status_text(snap, 200, elapsed=1.0).plain
+
+
 @needs_tmux
 def test_ctrl_z_gives_the_shell_the_whole_terminal_until_fg(tmp_path: Path) -> None:
     (tmp_path / "child.py").write_text(CHILD)

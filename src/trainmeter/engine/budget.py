@@ -1,10 +1,11 @@
 """Progress and ETA against the declared budget, and the declared plan beside the measurement.
 
-A budget may be declared in tokens, steps or FLOPs; all are turned into tokens, the unit the
-rate is measured in: steps x tokens per step, FLOPs / FLOPs per token. ETA = remaining tokens /
-tokens/s. When a step budget has no token count to convert it (a loop whose batches the agent
-cannot count), progress and ETA fall back to steps and the step time. Once the run has ended
-there is no ETA.
+A budget may be declared in tokens, steps or FLOPs, and progress is counted in the budget's own
+unit: steps / budget_steps (100 of 100 steps is 100 %, whatever the tokens per step did), FLOPs
+spent / budget_flops, tokens_seen / budget_tokens; the ETA is what is left in that unit at the
+current pace (steps left x step time; FLOPs left / (tokens/s x FLOPs per token); tokens left /
+tokens/s). The budget is also turned into tokens where it can be (steps x tokens per step, FLOPs /
+FLOPs per token), for the FLOPs required. Once the run has ended there is no ETA.
 """
 
 from __future__ import annotations
@@ -70,16 +71,19 @@ def section(
         inputs = [budget_in, explain.given(
             "flops_per_token", flops_per_token, "FLOP/token", "see flops_per_token"
         )]
-    if steps is None or (tokens_budget is not None and tokens_seen is None):
+    if kind == "steps" and tokens_budget is None:
+        absent["budget_tokens"] = "tokens per step unknown: declare --tokens-per-step"
+    if steps is None or (kind != "steps" and tokens_budget is not None and tokens_seen is None):
         why = f"needs the steps and tokens seen: {steps_reason or 'not counted'}"
         absent["progress"] = absent["eta_s"] = why
-    elif tokens_budget is None and kind == "steps":
+    elif kind == "steps":
         _by_steps(out, value, steps, step_time_s, finished, budget_in)
-        absent["budget_tokens"] = "tokens per step unknown: declare --tokens-per-step"
     elif tokens_budget is None:
         absent["progress"] = absent["eta_s"] = (
             "a FLOPs budget needs FLOPs per token: declare --flops-per-token or the model shape"
         )
+    elif kind == "flops":
+        _by_flops(out, value, tokens_seen, flops_per_token, tokens_per_s, finished, budget_in)  # type: ignore[arg-type]
     else:
         _by_tokens(out, tokens_budget, tokens_seen, tokens_per_s, finished, expr, inputs)  # type: ignore[arg-type]
     if tokens_budget is not None:
@@ -131,6 +135,39 @@ def _by_tokens(
         )
 
 
+def _by_flops(
+    out: Section,
+    budget_flops: float,
+    tokens_seen: float,
+    flops_per_token: float,
+    tokens_per_s: float | None,
+    finished: bool,
+    budget_in: dict[str, Any],
+) -> None:
+    seen = explain.given("tokens_seen", tokens_seen, "tokens", "see tokens_seen")
+    fpt = explain.given("flops_per_token", flops_per_token, "FLOP/token", "see flops_per_token")
+    progress = tokens_seen * flops_per_token / budget_flops
+    out.values["progress"] = progress
+    out.explain["progress"] = explain.explanation(
+        progress, "fraction", "tokens_seen * flops_per_token / budget_flops", [seen, fpt, budget_in],
+        note="in FLOPs, the budget's unit: the FLOPs spent over the FLOPs declared",
+    )
+    if finished:
+        out.absent["eta_s"] = "the run has ended"
+    elif not tokens_per_s:
+        out.absent["eta_s"] = "tokens/s not measured yet (the first reports are warm-up)"
+    else:
+        left = budget_flops - tokens_seen * flops_per_token
+        eta = formulas.eta_seconds(left, tokens_per_s * flops_per_token)
+        out.values["eta_s"] = eta
+        rate = explain.given("tokens_per_s", tokens_per_s, "tokens/s", "see tokens_per_s")
+        out.explain["eta_s"] = explain.explanation(
+            eta, "s",
+            "max(budget_flops - tokens_seen * flops_per_token, 0) / (tokens_per_s * flops_per_token)",
+            [seen, fpt, budget_in, rate], note="the FLOPs left at the current rate",
+        )
+
+
 def _by_steps(
     out: Section,
     budget_steps: float,
@@ -144,7 +181,7 @@ def _by_steps(
     out.values["progress"] = progress
     out.explain["progress"] = explain.explanation(
         progress, "fraction", "steps / budget_steps", [done, budget_in],
-        note="in steps: the tokens per step are unknown",
+        note="in steps, the budget's unit",
     )
     if finished:
         out.absent["eta_s"] = "the run has ended"

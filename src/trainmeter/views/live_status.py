@@ -74,6 +74,8 @@ def status_parts(snap: dict[str, Any], elapsed: float | None) -> list[tuple[floa
             done = f"{si(steps)}/{si(budget.get('value'))} steps"
         elif unit == "tokens":
             done = f"{si(snap.get('tokens_seen'))}/{si(budget.get('value'))} tokens"
+        elif unit == "flops" and number(snap.get("flops_spent")) is not None:
+            done = f"{si(snap.get('flops_spent'))}/{si(budget.get('value'))} FLOP"
         else:
             done = f"{si(steps)} steps"
         parts.append((2, [("█" * full, "green"), ("░" * (cells - full), "dim")]))  # goes first
