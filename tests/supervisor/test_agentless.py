@@ -182,13 +182,32 @@ def test_python_too_old(spawn, old_python: str) -> None:
     assert "is older than 3.10" in facts[0]["value"]
 
 
-def test_young_python_waits_for_its_grace(spawn) -> None:
-    proc = spawn([sys.executable, "-I", "-c", SLEEP])
+def test_what_the_command_line_says_is_said_at_once(spawn, bare_venv: Path) -> None:
+    """-I, or an interpreter other than tm's own, cannot change: judged half a second in, not
+    after a grace a short run never reaches (issue 27 item 5)."""
+    isolated = spawn([sys.executable, "-I", "-c", SLEEP])
+    watcher = SilentPythonWatcher(agent_env(), clock=aged(isolated.pid, 0.5))
+    (fact,) = watcher.tick([isolated.pid], set())
+    assert fact["value"].startswith("python started with -I")
+    python = str(bare_venv / "bin" / "python")
+    other = spawn([python, "-c", SLEEP])
+    (fact,) = watch(SilentPythonWatcher(agent_env(), clock=aged(other.pid, 0.5)), [other.pid])
+    assert fact["value"].startswith(f"trainmeter is not importable from {python}")
+
+
+def test_young_python_of_tms_own_interpreter_waits_for_its_grace(spawn) -> None:
+    proc = spawn([sys.executable, "-c", SLEEP])
+    asked: list[str] = []
     now = [born(proc.pid) + 0.5]  # not the wall clock: a slow start must not age it past 2 s
-    watcher = SilentPythonWatcher(agent_env(), clock=lambda: now[0])
+    watcher = SilentPythonWatcher(
+        agent_env(), clock=lambda: now[0], diagnose=lambda exe, env: asked.append(exe) or "why"
+    )
     assert watcher.tick([proc.pid], set()) == []  # just started: it may still say hello
+    assert asked == []  # nothing asked of the interpreter yet
     now[0] += 2.0  # 2.5 s old: past the 2 s grace
-    assert len(watcher.tick([proc.pid], set())) == 1
+    watcher.tick([proc.pid], set())
+    watcher.wait_for_diagnoses()
+    assert [f["value"] for f in watcher.tick([proc.pid], set())] == ["why"]
 
 
 def test_pythons_that_said_hello_and_their_forks_are_quiet(spawn) -> None:

@@ -34,6 +34,20 @@ def test_a_short_isolated_python(tmp_path: Path) -> None:
     assert value.startswith("python started with -I")
 
 
+def test_a_python_of_a_second_and_a_half_is_judged_while_it_runs(tmp_path: Path) -> None:
+    """Judged from its command line at start, not after a 2 s grace it never reaches (issue 27
+    item 5): the fact comes from the live watcher (its note names the process), before the end."""
+    result = run_tm(["-q", "--", sys.executable, "-I", "-c", "import time; time.sleep(1.5)"],
+                    tmp_path)
+    assert result.returncode == 0, result.stderr
+    events = read_events(run_dirs(tmp_path)[-1])
+    [fact] = facts(events, "observe_only")
+    assert fact["value"].startswith("python started with -I")
+    assert fact["note"].startswith("pid "), fact["note"]  # not "judged when the run ended"
+    [end] = [r for r in events if r["kind"] == "run.end"]
+    assert events.index(end) > next(i for i, r in enumerate(events) if r["d"] is fact)
+
+
 def test_another_environments_python(tmp_path: Path, bare_venv: Path) -> None:
     python = str(bare_venv / "bin" / "python")
     value, _ = _said(tmp_path, [python, "-c", "pass"])

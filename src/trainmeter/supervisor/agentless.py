@@ -17,6 +17,12 @@ The reasons, in the order they are checked (the first that holds is the one repo
 - the interpreter cannot import trainmeter, or is older than 3.10: asked once per executable by
   `supervisor.python_check`, on a background thread so a tick never waits for it.
 
+What the command line and the environment say (the flags, PYTHONPATH, TRAINMETER_DISABLE) is
+judged as soon as a Python is seen, and so is an interpreter other than `tm`'s own (asked at
+once, on the background thread): none of them can change, and a run of a second ends otherwise
+with nothing said while it ran. Only a Python of `tm`'s own interpreter, which should say hello
+any moment, is given its grace (`GRACE_S`) before the interpreter is asked.
+
 It only reads /proc through psutil: it never signals, traces or waits on a process. A Python
 forked from another one (a DataLoader worker) runs the parent's code without a new interpreter
 start, so it is judged through its parent, never on its own.
@@ -27,6 +33,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -86,6 +93,17 @@ _FLAG_REASONS = {
     "S": "python started with -S (no site module, so tm's sitecustomize never runs)",
     "E": "python started with -E (PYTHONPATH is ignored, so tm's agent never loads)",
 }
+
+
+def _same_file(a: str, b: str) -> bool:
+    """The same interpreter file by its path, links not followed: a virtualenv's `bin/python`
+    links to the base interpreter, and following the link would take one for the other."""
+    try:
+        return os.path.abspath(a) == os.path.abspath(b) or os.path.samefile(
+            os.path.dirname(os.path.abspath(a)), os.path.dirname(os.path.abspath(b))
+        ) and os.path.basename(a).startswith("python")
+    except OSError:
+        return False
 
 
 def _on_pythonpath(env: Mapping[str, str], directory: str) -> bool:
@@ -251,8 +269,6 @@ class SilentPythonWatcher:
                 "only (GPU and host), with no steps, tokens or loss"
             )
         self._saw_python = True
-        if age < self.grace_s:
-            return None
         if self._forked(proc, tree):
             return ""
         flags = interpreter_flags(proc.cmdline)
@@ -269,6 +285,8 @@ class SilentPythonWatcher:
             if environ.get(ENV_DISABLE) == "1":
                 return "TRAINMETER_DISABLE=1 in its environment: the agent stays off"
         exe = proc.launched_as(environ)
+        if age < self.grace_s and (not exe or _same_file(exe, sys.executable)):
+            return None  # tm's own interpreter: it should say hello any moment
         if exe:
             asked = self._ask(exe, environ if environ is not None else self.env)
             if asked is None:
