@@ -211,7 +211,7 @@ def test_on_the_fake_h100_fixture_ofu_and_energy_follow_the_training_gpu():
     # below MFU - 0.05: the false mfu_impossible alert.
     import itertools
 
-    from trainmeter.sources.gpu.fake import backend_from_env
+    from trainmeter.sources.gpu.families import backend_from_env
     from trainmeter.sources.gpu.sampler import GpuSampler
 
     from .build import REPO_FIXTURES

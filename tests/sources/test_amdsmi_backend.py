@@ -11,8 +11,9 @@ import pytest
 from tests.engine.build import device, hello, rec, run, start, steps
 from trainmeter.sources.gpu import GpuSampler, NvmlError
 from trainmeter.sources.gpu.amd import AmdsmiBackend
-from trainmeter.sources.gpu.amd_fake import ENV_FAKE_AMDSMI, FakeAmdsmi, FirstBackend
-from trainmeter.sources.gpu.fake import FakeBackend, backend_from_env
+from trainmeter.sources.gpu.amd_fake import ENV_FAKE_AMDSMI, FakeAmdsmi
+from trainmeter.sources.gpu.fake import FakeBackend
+from trainmeter.sources.gpu.families import FirstBackend, backend_from_env
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PAIR = FIXTURES / "amdsmi" / "mi300x_pair.json"

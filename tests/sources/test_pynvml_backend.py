@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pynvml
 import pytest
 
-from trainmeter.sources.gpu.backend import NvmlError, PynvmlBackend
+from trainmeter.sources.gpu.nvml import NvmlError, PynvmlBackend
 
 
 def test_init_here_fails_with_a_named_reason_or_works_on_a_gpu_machine():

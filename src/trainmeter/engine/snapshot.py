@@ -27,6 +27,7 @@ from . import (
     throughput,
     waterfall,
 )
+from .cards import Cards
 from .counters import GpuCounters
 from .death import DeathRecords
 from .facts import FactStore
@@ -59,13 +60,14 @@ class Engine:
 
     def __init__(self, lookup: Any = None) -> None:
         self.lookup = lookup or _spec_lookup
+        self.cards = Cards(self.lookup)  # each card's spec looked up once, for every part
         self.facts = FactStore()
         self.clock = StepClock()
         self.ranks = RankTimes()
         self.rank_model = RankModel()  # the node's ranks and its step clock (docs/ranks.md)
         self.ledger = TimeLedger()
         self.series = SeriesStore()
-        self.gpu = GpuCounters(self.lookup)
+        self.gpu = GpuCounters(self.cards.spec)
         self.host = HostSeries()
         self.node = NodeSeries()
         self.memory = MemoryState()
@@ -397,7 +399,7 @@ class Engine:
 
     def _devices(self, p: _Parts) -> None:
         """The GPUs and their peak, MFU, the GPU counters and energy."""
-        p.gpus = gpus = devices.section(self.facts, self.devices, self.gpu, self.lookup)
+        p.gpus = gpus = devices.section(self.facts, self.devices, self.gpu, self.cards.spec)
         p.utilization = utilization = mfu.section(
             flops_per_token=p.fpt,
             flops_reason=p.fpt_reason,

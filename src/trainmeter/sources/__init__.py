@@ -33,7 +33,7 @@ def default_samplers(
     """Host first (its pid list feeds the GPU selection), then GPU, then node. Cheap: NVML is
     opened on the GPU sampler's first `sample()`. `run_dir` None means the current directory
     (the disk whose free space the node reports)."""
-    from .gpu.fake import backend_from_env
+    from .gpu.families import backend_from_env
     from .gpu.sampler import GpuSampler
     from .host import HostSampler
     from .node import NodeSampler

@@ -18,7 +18,8 @@ from . import cgroup
 from .files import DumpFiles, Files, RecordingFiles
 from .gpu.backend import Backend
 from .gpu.dcgm import DCGM_PROCESS_NAMES, live_process_names
-from .gpu.fake import FakeBackend, backend_from_env
+from .gpu.fake import FakeBackend
+from .gpu.families import backend_from_env
 from .gpu.record import RecordingBackend
 from .gpu.sampler import GpuSampler
 

@@ -2,7 +2,7 @@
 
 Why the same seam: the GPU sampler, its rows and the engine stay one code path for both vendors;
 this module only says how each op is answered by AMD SMI, in NVML's units (milliwatts,
-millijoules, percent, bytes, MHz). What AMD SMI cannot answer raises `NvmlError` with a reason
+millijoules, percent, bytes, MHz). What AMD SMI cannot answer raises `AmdSmiError` with a reason
 that names AMD SMI, so the field is absent with that reason, never guessed:
 
 - matrix-core activity: AMD SMI has no counter for it (NVML's GPM `any_tensor_util`), so
@@ -11,7 +11,7 @@ that names AMD SMI, so the field is absent with that reason, never guessed:
   equivalent in these units: absent with the reason.
 
 `amdsmi` is imported on `init`, or passed in (the fake in `amd_fake.py` replays recorded
-answers through the same calls). Any exception becomes an `NvmlError`, so a broken driver
+answers through the same calls). Any exception becomes an `AmdSmiError`, so a broken driver
 costs a field, never the run.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .backend import NvmlError
+from .backend import GpuError
 
 NO_MATRIX_COUNTER = (
     "AMD SMI exposes no matrix-core activity counter (NVML GPM's tensor activity has no AMD "
@@ -28,14 +28,20 @@ NO_MATRIX_COUNTER = (
 )
 
 
-def _error(exc: BaseException) -> NvmlError:
-    """AMD SMI's exception -> an NvmlError whose reason names AMD SMI."""
+class AmdSmiError(GpuError):
+    """An AMD SMI call failed, or AMD SMI has no answer for an op (`Amd...` names)."""
+
+    library = "AMD SMI"
+
+
+def _error(exc: BaseException) -> AmdSmiError:
+    """AMD SMI's exception -> an AmdSmiError whose reason names AMD SMI."""
     text = f"{type(exc).__name__}: {exc}"
     if "NOT_SUPPORTED" in text.upper() or "NOT SUPPORTED" in text.upper():
-        return NvmlError("AmdNotSupported")
+        return AmdSmiError("AmdNotSupported")
     if "NO_PERM" in text.upper():
-        return NvmlError("NoPermission")
-    return NvmlError("AmdError", text[:200])
+        return AmdSmiError("NoPermission")
+    return AmdSmiError("AmdError", text[:200])
 
 
 class AmdsmiBackend:
@@ -53,12 +59,12 @@ class AmdsmiBackend:
             try:
                 import amdsmi as smi  # type: ignore[import-not-found, no-redef]
             except ImportError:
-                raise NvmlError("AmdNoBinding") from None
+                raise AmdSmiError("AmdNoBinding") from None
         try:
             smi.amdsmi_init()
             self._handles = list(smi.amdsmi_get_processor_handles())
         except Exception as exc:  # noqa: BLE001 - every failure is a reason, never a crash
-            raise NvmlError("AmdNoDriver", _error(exc).detail) from None
+            raise AmdSmiError("AmdNoDriver", _error(exc).detail) from None
         self._smi = smi
 
     def shutdown(self) -> None:
@@ -92,21 +98,21 @@ class AmdsmiBackend:
     def query(self, index: int, op: str) -> Any:
         smi = self._need()
         if not 0 <= index < len(self._handles):
-            raise NvmlError("InvalidArgument", f"no device {index}")
+            raise AmdSmiError("InvalidArgument", f"no device {index}")
         method = getattr(self, f"_op_{op}", None)
         if method is None:
-            raise NvmlError("AmdNotSupported", f"no AMD SMI equivalent of {op}")
+            raise AmdSmiError("AmdNotSupported", f"no AMD SMI equivalent of {op}")
         with self._lock:
             try:
                 return method(smi, self._handles[index])
-            except NvmlError:
+            except AmdSmiError:
                 raise
             except Exception as exc:  # noqa: BLE001 - mapped to a reason, see module docstring
                 raise _error(exc) from None
 
     def _need(self) -> Any:
         if self._smi is None:
-            raise NvmlError("Uninitialized")
+            raise AmdSmiError("Uninitialized")
         return self._smi
 
     # -- ops, in NVML's units ----------------------------------------------------------------
@@ -127,7 +133,7 @@ class AmdsmiBackend:
         activity = smi.amdsmi_get_gpu_activity(h)  # percent
         gfx, umc = activity.get("gfx_activity"), activity.get("umc_activity")
         if not isinstance(gfx, (int, float)) or not isinstance(umc, (int, float)):
-            raise NvmlError("AmdNotSupported", "activity reads N/A")
+            raise AmdSmiError("AmdNotSupported", "activity reads N/A")
         return {"gpu": gfx, "memory": umc}
 
     def _op_power_mw(self, smi: Any, h: Any) -> int:
@@ -136,7 +142,7 @@ class AmdsmiBackend:
             value = info.get(key)
             if isinstance(value, (int, float)) and value > 0:
                 return int(value * 1000)
-        raise NvmlError("AmdNotSupported", "socket power reads N/A")
+        raise AmdSmiError("AmdNotSupported", "socket power reads N/A")
 
     def _op_power_limit_mw(self, smi: Any, h: Any) -> int:
         cap = smi.amdsmi_get_power_cap_info(h)["power_cap"]  # microwatts
@@ -167,10 +173,10 @@ class AmdsmiBackend:
         out = []
         for proc in smi.amdsmi_get_gpu_process_list(h):
             if not isinstance(proc, dict):  # old bindings list handles, not infos
-                raise NvmlError("AmdNotSupported", "this amdsmi lists process handles only")
+                raise AmdSmiError("AmdNotSupported", "this amdsmi lists process handles only")
             vram = (proc.get("memory_usage") or {}).get("vram_mem")
             out.append({"pid": int(proc["pid"]), "used_memory_b": vram})
         return out
 
     def _op_gpm_supported(self, smi: Any, h: Any) -> bool:
-        raise NvmlError("AmdNoMatrixCounter")
+        raise AmdSmiError("AmdNoMatrixCounter")

@@ -1,5 +1,5 @@
-"""A stand-in for the `amdsmi` module that replays recorded AMD SMI answers, and the backend
-choice between NVIDIA and AMD.
+"""A stand-in for the `amdsmi` module that replays recorded AMD SMI answers (what
+`TRAINMETER_FAKE_AMDSMI` names: `families.py` picks it).
 
 Fixture format (`trainmeter-amdsmi/1`)::
 
@@ -19,13 +19,10 @@ from __future__ import annotations
 
 import types
 from collections import defaultdict
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ...agent.inputs import load_json
-from .amd import AmdsmiBackend
-from .backend import Backend, NvmlError, PynvmlBackend
 
 FORMAT = "trainmeter-amdsmi/1"
 ENV_FAKE_AMDSMI = "TRAINMETER_FAKE_AMDSMI"
@@ -87,54 +84,3 @@ class FakeAmdsmi:
             return answer
 
         return call
-
-
-class FirstBackend:
-    """NVML, else AMD SMI: the first whose `init` succeeds answers. When neither starts, the
-    NVML reason stands (the one most machines need), with AMD SMI's beside it."""
-
-    def __init__(self, *backends: Backend) -> None:
-        self.backends = backends
-        self.chosen: Backend | None = None
-
-    def init(self) -> None:
-        errors: list[NvmlError] = []
-        for backend in self.backends:
-            try:
-                backend.init()
-            except NvmlError as exc:
-                errors.append(exc)
-                continue
-            self.chosen = backend
-            return
-        first = errors[0]
-        rest = "; ".join(e.reason for e in errors[1:])
-        raise NvmlError(
-            first.name, f"{first.detail}{'; ' if first.detail else ''}{rest}".strip("; ")
-        )
-
-    def _need(self) -> Backend:
-        if self.chosen is None:
-            raise NvmlError("Uninitialized")
-        return self.chosen
-
-    def shutdown(self) -> None:
-        if self.chosen is not None:
-            self.chosen.shutdown()
-
-    def versions(self) -> dict[str, Any]:
-        return self._need().versions()
-
-    def device_count(self) -> int:
-        return self._need().device_count()
-
-    def query(self, index: int, op: str) -> Any:
-        return self._need().query(index, op)
-
-
-def amd_or_nvidia(env: Mapping[str, str]) -> Backend:
-    """The AMD fake when TRAINMETER_FAKE_AMDSMI names a fixture, else NVML then AMD SMI."""
-    fixture = env.get(ENV_FAKE_AMDSMI)
-    if fixture:
-        return AmdsmiBackend(FakeAmdsmi(fixture))
-    return FirstBackend(PynvmlBackend(), AmdsmiBackend())

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ...agent.inputs import read_bytes
-from ...records import ENV_FAKE_NVML
-from .backend import Backend, NvmlError
+from .nvml import NvmlError
 
 FORMAT = "trainmeter-nvml/1"
 
@@ -103,21 +101,3 @@ class FakeBackend:
     def _need(self) -> None:
         if not self.initialized:
             raise NvmlError("Uninitialized")
-
-
-def backend_from_env(env: Mapping[str, str]) -> Backend:
-    """The real NVML, or this fake when TRAINMETER_FAKE_NVML names a fixture or dump: how tests
-    and demos on a GPU-less machine run `tm`, `tm hardware` and `tm doctor` over a recorded
-    card."""
-    fixture = env.get(ENV_FAKE_NVML)
-    if not fixture:
-        from .amd_fake import amd_or_nvidia  # AMD SMI when there is no NVIDIA driver
-
-        return amd_or_nvidia(env)
-    try:
-        return FakeBackend(fixture)
-    except (OSError, ValueError, RecursionError) as exc:  # missing, truncated, `[]`, random bytes
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)[:200]
-        return FakeBackend(
-            {"format": FORMAT, "init": {"error": "Unknown", "detail": f"{ENV_FAKE_NVML}: {why}"}}
-        )

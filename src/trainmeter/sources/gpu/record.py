@@ -13,8 +13,9 @@ import sys
 import time
 from typing import Any
 
-from .backend import OPS, Backend, NvmlError, PynvmlBackend
+from .backend import OPS, Backend, GpuError
 from .fake import FORMAT
+from .nvml import PynvmlBackend
 
 
 class RecordingBackend:
@@ -33,7 +34,7 @@ class RecordingBackend:
     def init(self) -> None:
         try:
             self.inner.init()
-        except NvmlError as exc:
+        except GpuError as exc:
             self.fixture["init"] = {"error": exc.name}
             raise
 
@@ -57,7 +58,7 @@ class RecordingBackend:
         answers = self.fixture["devices"][index]["ops"].setdefault(op, [])
         try:
             value = self.inner.query(index, op)
-        except NvmlError as exc:
+        except GpuError as exc:
             answers.append({"error": exc.name})
             raise
         answers.append(value)
@@ -69,7 +70,7 @@ def record(backend: Backend, samples: int = 3, interval_s: float = 1.0, note: st
     rec = RecordingBackend(backend, note=note)
     try:
         rec.init()
-    except NvmlError:
+    except GpuError:
         return rec.fixture
     try:
         rec.versions()
@@ -81,7 +82,7 @@ def record(backend: Backend, samples: int = 3, interval_s: float = 1.0, note: st
                 for op in OPS:
                     try:
                         rec.query(index, op)
-                    except NvmlError:
+                    except GpuError:
                         pass
     finally:
         rec.shutdown()

@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ...hardware.measured_peaks import read_peak
-from .backend import Backend, NvmlError, PynvmlBackend, reason_of
+from .backend import Backend, GpuError
 from .dcgm import dcgm_reason
+from .families import backend_from_env
 from .select import Device, select
 
 THROTTLE_BITS = (
@@ -108,9 +109,9 @@ class GpuSampler:
         hostname: str | None = None,
         read_text: Callable[[str], str | None] | None = None,
     ) -> None:
-        self.backend: Backend = backend if backend is not None else PynvmlBackend()
-        self.gpus = gpus
         self.env = dict(env) if env is not None else {}
+        self.backend: Backend = backend if backend is not None else backend_from_env(self.env)
+        self.gpus = gpus
         self.tree_pids = tree_pids or (lambda: ())
         self.clock = clock
         self.process_names = process_names
@@ -142,17 +143,17 @@ class GpuSampler:
             return
         try:
             self.backend.init()
-        except NvmlError as exc:
+        except GpuError as exc:
             self._unavailable = exc.reason
             return
         self._opened = True
         try:
             self._versions = self.backend.versions()
-        except NvmlError:
+        except GpuError:
             self._versions = {}
         try:
             count = self.backend.device_count()
-        except NvmlError as exc:
+        except GpuError as exc:
             self._unavailable = f"NVML lists no devices: {exc.reason}"
             return
         dcgm = dcgm_reason(self.process_names)
@@ -162,13 +163,14 @@ class GpuSampler:
     def _open_device(self, index: int, dcgm: str | None) -> _DeviceState:
         ident: dict[str, Any] = {}
         missing: dict[str, str] = {}
-        lost = False
+        lost: GpuError | None = None
         for op in ("name", "uuid", "mig_uuids"):
             try:
                 ident[op] = self.backend.query(index, op)
-            except NvmlError as exc:
+            except GpuError as exc:
                 missing[op] = exc.reason
-                lost = lost or exc.name == "GpuIsLost"
+                if exc.name == "GpuIsLost" and lost is None:
+                    lost = exc
         state = _DeviceState(
             Device(
                 index=index,
@@ -178,14 +180,14 @@ class GpuSampler:
             )
         )
         state.identity_missing = {k: v for k, v in missing.items() if k != "mig_uuids"}
-        if lost:
-            state.lost_reason = reason_of("GpuIsLost")
+        if lost is not None:
+            state.lost_reason = type(lost)(lost.name).reason  # the reason, without the detail
         if dcgm:
             state.gpm_reason = dcgm
         else:
             try:
                 supported = self.backend.query(index, "gpm_supported")
-            except NvmlError as exc:
+            except GpuError as exc:
                 state.gpm_reason = NO_GPM_CARD if exc.name == "NotSupported" else exc.reason
             else:
                 state.gpm_reason = None if supported else NO_GPM_CARD
@@ -202,14 +204,14 @@ class GpuSampler:
         now = self.clock()
         live = [s for s in self._states if s.lost_reason is None]
         dynamic = not self.gpus and "CUDA_VISIBLE_DEVICES" not in self.env
-        processes: dict[int, list[dict[str, Any]] | NvmlError] = {}
+        processes: dict[int, list[dict[str, Any]] | GpuError] = {}
         if dynamic:
             for state in live:
                 processes[state.device.index] = self._processes(state)
         gpu_pids = {
             i: [p["pid"] for p in procs]
             for i, procs in processes.items()
-            if not isinstance(procs, NvmlError)
+            if not isinstance(procs, GpuError)
         }
         tree = set(self.tree_pids()) if dynamic else set()
         selection = select([s.device for s in self._states], self.gpus, self.env, tree, gpu_pids)
@@ -239,10 +241,10 @@ class GpuSampler:
             out["cuda"] = f"{cuda // 1000}.{(cuda % 1000) // 10}"
         return out
 
-    def _processes(self, state: _DeviceState) -> list[dict[str, Any]] | NvmlError:
+    def _processes(self, state: _DeviceState) -> list[dict[str, Any]] | GpuError:
         try:
             return list(self.backend.query(state.device.index, "processes"))
-        except NvmlError as exc:
+        except GpuError as exc:
             if exc.name == "GpuIsLost":
                 state.lost_reason = exc.reason
             return exc
@@ -251,7 +253,7 @@ class GpuSampler:
         """One op; on failure its fields go to `missing`. A lost GPU aborts the row."""
         try:
             return self.backend.query(state.device.index, op)
-        except NvmlError as exc:
+        except GpuError as exc:
             if exc.name == "GpuIsLost":
                 state.lost_reason = exc.reason
                 raise _Lost() from None
@@ -263,7 +265,7 @@ class GpuSampler:
         self,
         state: _DeviceState,
         now: float,
-        procs: list[dict[str, Any]] | NvmlError | None,
+        procs: list[dict[str, Any]] | GpuError | None,
     ) -> dict[str, Any]:
         dev = state.device
         row: dict[str, Any] = {"index": dev.index, "uuid": dev.uuid, "name": dev.name}
@@ -294,7 +296,7 @@ class GpuSampler:
         now: float,
         row: dict[str, Any],
         missing: dict[str, str],
-        procs: list[dict[str, Any]] | NvmlError | None,
+        procs: list[dict[str, Any]] | GpuError | None,
     ) -> None:
         """Every NVML field of one row; GPM last (its window is the time between calls)."""
         util = self._ask(state, "utilization", missing)
@@ -331,7 +333,7 @@ class GpuSampler:
             procs = self._processes(state)
             if state.lost_reason is not None:
                 raise _Lost()
-        if isinstance(procs, NvmlError):
+        if isinstance(procs, GpuError):
             missing["processes"] = procs.reason
         else:
             row["processes"] = procs
@@ -368,7 +370,7 @@ class GpuSampler:
             return
         try:
             metrics = self.backend.query(state.device.index, "gpm")
-        except NvmlError as exc:
+        except GpuError as exc:
             if exc.name == "GpuIsLost":
                 state.lost_reason = exc.reason
                 raise _Lost() from None
