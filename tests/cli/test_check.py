@@ -56,12 +56,12 @@ def test_slower_run_against_a_faster_baseline_fails_and_names_the_drop(runs, cap
     assert rc == 1
     line = next(x for x in out.splitlines() if "tokens/s" in x)
     assert line.startswith("FAIL")
-    assert "8k vs baseline 10k" in line and "regressed by 20%" in line and "5.0% allowed" in line
-    assert "(noise ±0%)" in line  # every step took the same time: no noise at all
+    assert "8.0k vs baseline 10.0k" in line and "regressed by 20.0%" in line and "5.0% allowed" in line
+    assert "(noise ±0.0%)" in line  # every step took the same time: no noise at all
     step_line = next(x for x in out.splitlines() if "step time" in x)
-    assert step_line.startswith("FAIL") and "regressed by 25%" in step_line
+    assert step_line.startswith("FAIL") and "regressed by 25.0%" in step_line
     mfu_line = next(x for x in out.splitlines() if x.split()[1] == "MFU")
-    assert mfu_line.startswith("FAIL") and "regressed by 20%" in mfu_line and "(hf)" in mfu_line
+    assert mfu_line.startswith("FAIL") and "regressed by 20.0%" in mfu_line and "(hf)" in mfu_line
 
 
 def test_a_run_against_itself_holds(runs, capsys):
@@ -141,7 +141,7 @@ def test_real_process_exit_status(runs):
     cmd = [sys.executable, "-m", "trainmeter", "check", str(slow), "--min-tokens-per-s", "9k"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
-    assert "FAIL  tokens/s 8k < 9k" in proc.stdout
+    assert "FAIL  tokens/s 8.0k < 9.0k" in proc.stdout
 
 
 def test_latest_and_names_resolve_under_the_runs_folder(tmp_path, monkeypatch, capsys):
@@ -152,6 +152,6 @@ def test_latest_and_names_resolve_under_the_runs_folder(tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     # latest is the slow one: 8k tokens/s against fast's 10k
     rc = tm(["check", "latest", "--baseline", "fast", "--max-drop", "5%"])
-    assert rc == 1 and "regressed by 20%" in capsys.readouterr().out
+    assert rc == 1 and "regressed by 20.0%" in capsys.readouterr().out
     assert tm(["check", "nosuchrun", "--min-mfu", "1%"]) == 2
     assert "no run matches" in capsys.readouterr().err

@@ -91,13 +91,13 @@ def test_a_registered_convention_can_be_chosen_and_explained(twice):
 
 def test_a_registered_convention_is_in_every_view(twice):
     from trainmeter.exporters.prometheus import render
-    from trainmeter.views.format import percent, si
+    from trainmeter.views.format import percent, si_unit
     from trainmeter.views.passport_model import model_section
     from trainmeter.views.terminal_summary import summary_text
 
     snap = run(eight_h100s())
     text = summary_text(snap)
-    row = re.escape(f"twice {si(TWICE)}") + r"\s+" + re.escape("2·(6·N_act + 12·H·Q·Σ_l T_l)")
+    row = re.escape(f"twice {si_unit(TWICE, 'FLOP')}") + r"\s+" + re.escape("2·(6·N_act + 12·H·Q·Σ_l T_l)")
     assert re.search(row, re.sub(r" +", " ", text))  # the FLOPs table's row
     assert f"twice {percent(snap['mfu']['by_convention']['twice'])}" in text  # "by convention"
     assert percent(snap["mfu"]["range"][1]) in text  # the range's top

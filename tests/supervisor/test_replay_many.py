@@ -89,7 +89,7 @@ def test_the_job_reads_as_one_run_with_a_line_per_node():
     text = job_text(merge(two_nodes()))
     lines = text.splitlines()
     assert lines[0] == "job job7: 2 nodes of 2, 8 ranks, 8 GPUs"
-    assert lines[1] == "slowest rank 5 (700.0 ms/step, 40.0% slower than rank 0)"
+    assert lines[1] == "slowest rank 5 (700 ms/step, 40.0% slower than rank 0)"
     assert lines[2].startswith(
         "  node 1: ranks 4,5,6,7, 100 steps, 30.0k tokens, 300 tok/s, MFU 30.0%"
     )

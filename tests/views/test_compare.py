@@ -47,7 +47,7 @@ def test_data_wait_named_as_the_biggest_difference() -> None:
     assert result["biggest"]["share_of_step"] == pytest.approx(0.040 / 0.097)
     words = result["differences"]
     assert words[0] == "slow is 1.8x slower than fast in tokens/s"
-    assert words[1].startswith("the biggest difference is data wait: slow spends 45 ms a step")
+    assert words[1].startswith("the biggest difference is data wait: slow spends 45.0 ms a step")
     assert not any("compute" in w for w in words)  # 2 ms of 97: too small to name
 
 
@@ -68,3 +68,23 @@ def test_same_runs_name_no_difference() -> None:
     assert result["biggest"] is None
     assert result["differences"] == ["A and B run at about the same tokens/s"]
     assert rows(result)[("mfu", "mfu")]["a"] is None  # no peak: absent, not zero
+
+
+def test_a_part_nobody_timed_reads_not_measured_never_zero() -> None:
+    from trainmeter.cli.compare import render
+
+    a = snap(100, 0.5, 5.0, 2000.0)
+    b = snap(100, 0.5, 8.39, 1200.0)  # 83.9 ms a step: reads so, not "0.1s" beside 55 ms
+    for s in (a, b):
+        s["time"]["parts"].append({"name": "checkpoint", "label": "Checkpoints", "s": 0.0,
+                                   "measured": False, "reason": "nothing was saved"})
+    result = compare(a, b)
+    row = rows(result)[("time_per_step", "checkpoint")]
+    assert (row["a"], row["b"]) == (None, None)
+    assert row["a_not_measured"] == row["b_not_measured"] == "nothing was saved"
+    text = render(result)
+    line = next(x for x in text.splitlines() if "Checkpoints" in x)
+    assert line.split()[1:] == ["not", "measured", "not", "measured"]
+    step = next(x for x in text.splitlines() if x.strip().startswith("Step time "))
+    assert step.split()[2:] == ["55.0", "ms", "88.9", "ms", "1.62x"]  # 5.5 s and 8.89 s / 100
+    assert " 0 ms" not in text

@@ -1,54 +1,92 @@
-"""One value reads one way in every view: the examples that used to print three ways."""
+"""One value reads one way on every surface: the Python rule and the page's JavaScript rule are
+checked against one table of cases (format_cases.json), and each surface that writes numbers
+(passport, report, compare, check, runs, summary) is checked to write them by that rule."""
 
 from __future__ import annotations
 
-import math
+import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
+from trainmeter import readable
 from trainmeter.views import format as f
-from trainmeter.views.compare import _pct as compare_pct
-from trainmeter.views.insight_text import _pct as insight_pct
-from trainmeter.views.insight_text import _si as insight_si
-from trainmeter.views.passport_md import fmt as passport_fmt
+
+from ..conftest import REPO
+
+CASES_FILE = Path(__file__).with_name("format_cases.json")
+CASES = json.loads(CASES_FILE.read_text(encoding="utf-8"))["cases"]
+FORMAT_JS = REPO / "src" / "trainmeter" / "views" / "web" / "static" / "format.js"
 
 
-def test_the_three_examples_read_one_way() -> None:
-    # 0.0042 was "0.4%" or "0.42%"; 1.234e15 "1.2P" or "1.23P"; 7503 s "2h05m" or "2h05m03s"
-    assert f.percent(0.0042) == "0.4%"
-    assert passport_fmt(0.0042, "fraction") == compare_pct(0.0042) == insight_pct(0.0042) == "0.4%"
-    assert f.si(1.234e15) == insight_si(1.234e15) == "1.2P"
-    assert f.duration(7503) == passport_fmt(7503, "s") == "2h05m"
+def _args(args: list) -> list:
+    return [float("nan") if a == "nan" else a for a in args]
 
 
-@pytest.mark.parametrize(
-    ("fraction", "text"),
-    [(0.5, "50.0%"), (0.378979, "37.9%"), (0.001, "0.1%"), (0.00042, "0.042%"), (0.0, "0.0%"),
-     (2.364e-05, "0.0024%")],
-)
-def test_percent_one_decimal_and_a_tiny_one_never_zero(fraction: float, text: str) -> None:
-    assert f.percent(fraction) == text
+@pytest.mark.parametrize(("name", "args", "text"), CASES, ids=[f"{c[0]}{c[1]}" for c in CASES])
+def test_python_reads_each_case_as_the_table_says(name: str, args: list, text: str) -> None:
+    assert getattr(readable, name)(*_args(args)) == text
 
 
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [(1_234_567, "1.2M"), (35_123, "35.1k"), (123_456, "123k"), (950, "950"), (0.5, "0.5"),
-     (5e9, "5.0B"), (None, "?"), (math.nan, "?")],
-)
-def test_si_at_most_three_significant_digits(value, text: str) -> None:
-    assert f.si(value) == text
+def test_the_table_covers_every_rule_and_the_issue_examples() -> None:
+    by = {(c[0], json.dumps(c[1])): c[2] for c in CASES}
+    assert {c[0] for c in CASES} == {"si", "si_unit", "percent", "duration", "metric", "amount"}
+    # the examples that read several ways before: 83.9 ms was "0.1s", 2.5e9 "2.5B" or "2.5G",
+    # 200,000 s "2d07h" or "55h33m", 2.5 s "2.50 s" or "2.5 s"
+    assert by[("duration", "[0.0839]")] == "83.9 ms"
+    assert by[("si", "[2500000000.0]")] == "2.5B"
+    assert by[("si_unit", '[2500000000.0, "FLOP"]')] == "2.5 GFLOP"
+    assert by[("duration", "[200000]")] == "2d07h"
+    assert by[("duration", "[2.5]")] == "2.5 s"
 
 
-@pytest.mark.parametrize(
-    ("seconds", "text"),
-    [(12.34, "12.3s"), (303, "5m03s"), (3725, "1h02m"), (200_000, "2d07h"), (0.0123, "12ms"),
-     (None, "?")],
-)
-def test_duration_steps_up_its_units(seconds, text: str) -> None:
-    assert f.duration(seconds) == text
+@pytest.mark.slow
+def test_the_pages_javascript_reads_each_case_as_the_table_says(tmp_path: Path) -> None:
+    """static/format.js, the page's formatter, under Node (the browser's engine family): every
+    case of the same table. The page itself is checked to use it in the browser tests."""
+    node = shutil.which("node")
+    assert node, "node is needed (scripts/install_system_deps.sh installs it with npm)"
+    script = tmp_path / "check.js"
+    script.write_text(
+        "require(process.argv[2]);\n"
+        "const cases = require(process.argv[3]).cases;\n"
+        "const bad = [];\n"
+        "for (const [name, args, text] of cases) {\n"
+        "  const got = globalThis.TMFormat[name](...args.map(a => a === 'nan' ? NaN : a));\n"
+        "  if (got !== text) bad.push([name, args, got, text]);\n"
+        "}\n"
+        "console.log(JSON.stringify({checked: cases.length, bad: bad}));\n"
+    )
+    out = subprocess.run([node, str(script), str(FORMAT_JS), str(CASES_FILE)],
+                         capture_output=True, text=True, timeout=60, check=True)
+    result = json.loads(out.stdout)
+    assert result == {"checked": len(CASES), "bad": []}
 
 
-def test_the_run_list_writes_durations_the_same_way() -> None:
-    from trainmeter.cli.runs import _duration
+def test_the_views_name_is_the_one_rule() -> None:
+    assert f.duration is readable.duration and f.si is readable.si and f.ms is readable.duration
 
-    assert _duration(7503) == "2h05m" and _duration(None) == "-"
+
+def test_every_surface_writes_by_the_rule() -> None:
+    from trainmeter.cli.check import _pct, _seconds, _si
+    from trainmeter.cli.compare import cell
+    from trainmeter.cli.runs import _count, _duration, _mfu
+    from trainmeter.views.compare import _pct as compare_pct
+    from trainmeter.views.insight_text import _pct as insight_pct
+    from trainmeter.views.insight_text import _si as insight_si
+    from trainmeter.views.passport_md import fmt as passport_fmt
+
+    # step time 83.9 ms: the passport, the report's headline (passport fmt), compare, check
+    assert passport_fmt(0.0839, "s") == cell(0.0839, "s") == _seconds(0.0839) == "83.9 ms"
+    assert cell(0.0839, "s/step") == "83.9 ms"
+    # 2.5e9: a count everywhere (tm check, tm runs, passport, insight lines)
+    assert _si(2.5e9) == _count(2.5e9) == insight_si(2.5e9) == "2.5B"
+    assert passport_fmt(2.5e9, "tokens") == "2.5B tokens"
+    assert passport_fmt(2.5e9, "FLOP") == "2.5 GFLOP"
+    assert _duration(200_000) == passport_fmt(200_000, "s") == "2d07h"
+    assert _pct(0.0042) == compare_pct(0.0042) == insight_pct(0.0042) == "0.4%"
+    assert _mfu(0.381, "megatron") == "38.1% megatron"
+    assert passport_fmt(None, "s") == "not known" and cell(None, "s") == "-"
+    assert cell(0.0, "s/step", not_measured="no checkpoint was saved") == "not measured"

@@ -211,11 +211,11 @@ def test_status_drops_the_least_wanted_parts_when_narrow() -> None:
     wide = status_text(snap, 200, elapsed=20.0).plain
     assert wide == (
         "tm  █████░░░░░ 50.0% 20/40 steps  102k tok/s  MFU 38.1% (megatron)  OFU 42.0%  "
-        "loss 1  ETA 20.0s  20.0s"
+        "loss 1  ETA 20.0 s  20.0 s"
     )
     # 90 columns: the bar and the elapsed time go first, the six numbers stay
     assert status_text(snap, 90, elapsed=20.0).plain == (
-        "tm  50.0% 20/40 steps  102k tok/s  MFU 38.1% (megatron)  OFU 42.0%  loss 1  ETA 20.0s"
+        "tm  50.0% 20/40 steps  102k tok/s  MFU 38.1% (megatron)  OFU 42.0%  loss 1  ETA 20.0 s"
     )
     narrow = status_text(snap, 60, elapsed=20.0).plain
     assert len(narrow) <= 60
@@ -307,7 +307,7 @@ def test_observer_contract_on_a_pty_alerts_and_observe_only_once() -> None:
 def test_status_says_which_window_tokens_per_s_is_over() -> None:
     snap = {"steps": 20, "tokens_per_s": 102_400.0,
             "rate_window": {"kind": "trailing", "span_s": 30.0, "seconds": 30.2, "steps": 600}}
-    assert status_text(snap, 200, elapsed=40.0).plain == "tm  20 steps  102k tok/s (last 30 s)  40.0s"
+    assert status_text(snap, 200, elapsed=40.0).plain == "tm  20 steps  102k tok/s (last 30 s)  40.0 s"
     young = {**snap, "rate_window": {"kind": "trailing", "span_s": 30.0, "seconds": 2.5}}
     assert "102k tok/s (last 2.5 s)" in status_text(young, 200).plain
     ended = {**snap, "rate_window": {"kind": "steady", "seconds": 61.0}}

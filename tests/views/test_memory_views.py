@@ -38,13 +38,13 @@ def _snap() -> dict:
 def test_the_end_line_leads_with_the_cause_and_carries_the_peak() -> None:
     line = summary_line(_snap(), "/runs/x")
     assert line.startswith("trainmeter: crashed: CUDA out of memory (rank 1); ")
-    assert "mem peak 77.00 GiB of 80.00 GiB" in line
+    assert "mem peak 77.0 GiB of 80.0 GiB" in line
 
 
 def test_tm_summary_has_a_memory_line_a_rank() -> None:
     text = render_plain(_snap(), None, width=200)
-    assert "rank 1 cuda:1: allocated 30.00 GiB (peak 35.00 GiB), reserved 77.00 GiB of " \
-           "80.00 GiB (96%), peak 77.00 GiB" in text
+    assert "rank 1 cuda:1: allocated 30.0 GiB (peak 35.0 GiB), reserved 77.0 GiB of " \
+           "80.0 GiB (96.3%), peak 77.0 GiB" in text
     assert "crashed: CUDA out of memory (rank 1)" in text.splitlines()[0]
 
 
@@ -53,7 +53,7 @@ def test_the_passport_has_the_peak_per_gpu_and_the_cause() -> None:
     assert passport["run"]["status"] == "crashed: CUDA out of memory (rank 1)"
     peaks = {row["rank"]: row["reserved_peak_b"] for row in passport["memory"]}
     assert peaks == {"0": 40 * GIB, "1": 77 * GIB}
-    assert "| Peak memory, rank 1 cuda:1 | 77.00 GiB reserved, 35.00 GiB allocated, of 80.00 GiB |" \
+    assert "| Peak memory, rank 1 cuda:1 | 77.0 GiB reserved, 35.0 GiB allocated, of 80.0 GiB |" \
         in render_markdown(passport)
 
 
@@ -78,4 +78,4 @@ def test_export_columns_read_the_peaks() -> None:
 def test_memory_alerts_carry_their_numbers_in_words() -> None:
     text = render_plain(_snap(), None, width=300)
     assert ("rank 1 (GPU 1): reserved memory is within 5% of the card's total: an out-of-memory "
-            "error may follow (reserved 77.00 GiB of 80.00 GiB, 96%)") in text
+            "error may follow (reserved 77.0 GiB of 80.0 GiB, 96.3%)") in text

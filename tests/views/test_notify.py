@@ -81,7 +81,7 @@ def test_each_alert_once_then_death_and_end_line_to_every_target(tmp_path: Path)
         assert events == ["alert", "death", "end"]
         alert, death, end = server.bodies
         assert alert["text"] == (
-            "trainmeter [tiny]: alert: rank 0: nearly full (reserved 77 B of 80 B, 96%)"
+            "trainmeter [tiny]: alert: rank 0: nearly full (reserved 77 B of 80 B, 96.3%)"
         )
         assert alert["alert"]["reserved_b"] == 77
         assert death["text"] == "trainmeter [tiny]: died: crashed: CUDA out of memory (rank 3)"

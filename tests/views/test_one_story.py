@@ -250,4 +250,4 @@ def test_a_number_too_small_to_print_is_in_scientific_notation_never_zero():
     assert not zeros.search(render_markdown({"training": {}, "waterfall": wf}))
     assert not zeros.search("\n".join(waterfall_lines({"waterfall": wf})))
     assert fixed(0.00001234) == "1.23e-05" and fixed(0.25) == "0.250" and fixed(0.0) == "0.000"
-    assert ms(2e-8) == "2.00e-05 ms" and ms(0.01481) == "14.8 ms"
+    assert ms(2e-8) == "20.0 ns" and ms(0.01481) == "14.8 ms"  # a smaller prefix, never 0

@@ -62,7 +62,7 @@ def test_summary_text_shows_the_json_values(example_run: Path) -> None:
     window = snap["rate_window"]
     assert window["kind"] == "steady"
     assert (
-        f"tokens/s {si(snap['tokens_per_s'])} steady state, {window['seconds']:.3g} s after "
+        f"tokens/s {si(snap['tokens_per_s'])} steady state, {duration(window['seconds'])} after "
         f"warm-up, counting {snap['tokens_counted']}"
     ) in lines
     spread = snap["step_times"]
@@ -75,8 +75,8 @@ def test_summary_text_shows_the_json_values(example_run: Path) -> None:
     assert "peak: 2 × NVIDIA H100 SXM5 80GB, 989.5 TFLOP/s dense BF16 each (datasheet)" in lines
     # FLOPs per token under every convention, and counted
     for name, value in snap["conventions"].items():
-        assert any(line.startswith(f"{name} {si(value)} ") for line in lines), name
-    assert any(line.startswith(f"counted {si(snap['counted']['per_token'])} ") for line in lines)
+        assert any(line.startswith(f"{name} {si_unit(value, 'FLOP')} ") for line in lines), name
+    assert any(line.startswith(f"counted {si_unit(snap['counted']['per_token'], 'FLOP')} ") for line in lines)
     # the ladder, a row a GPU, and OFU
     ladder = snap["ladder"]
     for gpu, row in ladder["gpus"].items():

@@ -29,7 +29,7 @@ def test_si(value, text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("seconds", "text"), [(12.34, "12.3s"), (303, "5m03s"), (7500, "2h05m"), (-1, "0.0s")]
+    ("seconds", "text"), [(12.34, "12.3 s"), (303, "5m03s"), (7500, "2h05m"), (-1, "0 s")]
 )
 def test_duration(seconds: float, text: str) -> None:
     assert duration(seconds) == text
@@ -39,7 +39,7 @@ def test_mfu_is_named_or_a_range_never_bare() -> None:
     assert mfu_text({"mfu": {"value": 0.3812, "convention": "titan"}}) == "MFU 38.1% (titan)"
     assert mfu_text({"mfu": {"range": [0.368, 0.422]}}) == "MFU 36.8-42.2% by convention"
     # a CPU run against a declared GPU peak: tiny, but not shown as zero
-    assert mfu_text({"mfu": {"range": [3.64e-8, 4.36e-8]}}) == "MFU 3.6e-06-4.4e-06% by convention"
+    assert mfu_text({"mfu": {"range": [3.64e-8, 4.36e-8]}}) == "MFU 3.6e-6-4.4e-6% by convention"
     assert mfu_text({"mfu": {"value": 0.0004, "convention": "hf"}}) == "MFU 0.04% (hf)"
     assert mfu_text({"absent": {"mfu": "no peak"}}) is None
 
@@ -53,7 +53,7 @@ def test_summary_line() -> None:
         "time": {"elapsed_s": 35.2},
     }
     assert summary_line(snap, "/r/x") == (
-        "trainmeter: 35.2s, 100 steps, 1.2M tokens, 35.1k tok/s, MFU 38.1% (megatron); run /r/x"
+        "trainmeter: 35.2 s, 100 steps, 1.2M tokens, 35.1k tok/s, MFU 38.1% (megatron); run /r/x"
     )
     # OFU where the counters gave it, the last training loss, and how many alerts fired
     snap.update(
@@ -62,11 +62,11 @@ def test_summary_line() -> None:
         alerts=[{"kind": "straggler"}, {"kind": "mfu_impossible"}],
     )
     assert summary_line(snap, "/r/x") == (
-        "trainmeter: 35.2s, 100 steps, 1.2M tokens, 35.1k tok/s, MFU 38.1% (megatron), "
+        "trainmeter: 35.2 s, 100 steps, 1.2M tokens, 35.1k tok/s, MFU 38.1% (megatron), "
         "OFU 42.4%, loss 2.346, 2 alerts (tm summary); run /r/x"
     )
     # no engine numbers at all: the elapsed time tm measured itself, and where the log is not
-    assert summary_line({}, None, elapsed_s=2.0) == "trainmeter: 2.0s; no run log"
+    assert summary_line({}, None, elapsed_s=2.0) == "trainmeter: 2.0 s; no run log"
 
 
 def test_time_bar_is_proportional_and_fills_its_width() -> None:
@@ -112,25 +112,25 @@ SNAP = {
 def test_summary_text_groups_every_number_with_its_reason() -> None:
     text = summary_text(SNAP, "runs/a")
     lines = [" ".join(line.split()) for line in text.splitlines()]  # columns, not spaces
-    assert lines[:2] == ["llm finished 10.0s", "run runs/a"]
+    assert lines[:2] == ["llm finished 10.0 s", "run runs/a"]
     assert "tokens/s 2.0k counting real (padding excluded)" in lines
-    assert "step time 500.0 ms rank 0" in lines
+    assert "step time 500 ms rank 0" in lines
     assert "padding 20.0% of tokens" in lines  # 1 - 10240 / 12800
     assert "budget 41.0k tokens (declared)" in lines
-    assert any(line.endswith("25.0% ETA 15.0s") for line in lines)
+    assert any(line.endswith("25.0% ETA 15.0 s") for line in lines)
     # plan vs actual: 40% planned, 38.1% measured; 2 h planned, 2.5 h projected
     i = lines.index("plan vs actual")
     assert lines[i + 2].split() == ["MFU", "40.0%", "38.1%", "megatron"]
     assert lines[i + 3].split() == ["hours", "2", "2.5", "projected"]
     # energy: 1500 J over 10240 tokens = 0.146 J/token
-    assert "1.50 kJ (GPU 0 1.50 kJ) 146 mJ per token" in lines  # three digits, as everywhere
+    assert "1.5 kJ (GPU 0 1.5 kJ) 146 mJ per token" in lines  # one rule, as everywhere
     # time: 2 s of 10 s startup, 8 s compute (the rest); data wait not measured
-    assert "10.0s elapsed goodput 80.0%" in lines
-    assert "▓ Startup and compile 2.0s 20.0%" in lines
+    assert "10.0 s elapsed goodput 80.0%" in lines
+    assert "▓ Startup and compile 2.0 s 20.0%" in lines
     assert "▒ Data wait: not measured" in lines
-    assert "█ Compute 8.0s 80.0% (the rest)" in lines
+    assert "█ Compute 8.0 s 80.0% (the rest)" in lines
     # ranks: the slowest named, and the spread 0.6 / 0.5 - 1 = 20%
-    assert lines[lines.index("Ranks (step time)") + 2].split() == ["rank", "1", "600.0", "ms", "slowest"]
+    assert lines[lines.index("Ranks (step time)") + 2].split() == ["rank", "1", "600", "ms", "slowest"]
     assert "spread 20.0% (rank 1 is that much slower than rank 0)" in lines
     assert "train_loss 2.346 10 values step 10 emit" in lines
     assert "Alerts (1)" in lines
@@ -177,10 +177,10 @@ def test_summary_text_says_observe_only_up_front_and_never_crops_a_reason() -> N
 
 
 def test_units_read_the_same_everywhere() -> None:
-    """Three significant digits with their zeros (energy '1.40 kJ'), memory in GiB/MiB."""
+    """One decimal below 100 once scaled (energy '1.4 kJ'), memory in GiB/MiB."""
     from trainmeter.views.format import si_unit
 
-    assert si_unit(1403, "J") == "1.40 kJ" and si_unit(14030, "J") == "14.0 kJ"
+    assert si_unit(1403, "J") == "1.4 kJ" and si_unit(14030, "J") == "14.0 kJ"
     assert si_unit(0.146, "J") == "146 mJ" and si_unit(140300, "J") == "140 kJ"
     assert si_unit(80 * 2**30, "B") == "80.0 GiB"  # an '80GB' card, as NVML gives it
     assert si_unit(85.5e9, "B") == "79.6 GiB"  # 85.5e9 / 2**30 = 79.63

@@ -53,7 +53,7 @@ def test_memory_tile_gpu_fullest_rank_reserved_against_the_card() -> None:
     }}}
     rows = _tile_rows(_screen(snap, width=200))
     assert "memory" in rows and "60.0/80.0 GiB" in rows, rows
-    assert "reserved, rank 1, 75%" in rows, rows  # 60 / 80, the fullest rank
+    assert "reserved, rank 1, 75.0%" in rows, rows  # 60 / 80, the fullest rank
 
 
 def test_memory_tile_cpu_shows_rss_and_absent_says_why() -> None:

@@ -345,6 +345,17 @@ def test_view_shows_the_very_numbers_of_tm_summary(browser, viewed_run):
     }
     for name, value in expected.items():
         assert float(_tile(page, name).get_attribute("data-value")) == value, name
+    # each tile reads as the terminal writes the same number (one rule, static/format.js)
+    from trainmeter.views.format import duration, percent, si, si_unit
+
+    written = {
+        "tokens_per_s": si(summary["tokens_per_s"]), "step_time_s": duration(summary["step_time_s"]),
+        "mfu": percent(summary["mfu"]["value"]), "goodput": percent(summary["time"]["goodput"]),
+        "energy": si_unit(summary["energy"]["joules"], "J"),
+        "flops_per_token": si_unit(summary["flops_per_token"]["value"], "FLOP"),
+    }
+    for name, text in written.items():
+        assert _tile(page, name).locator(".value").inner_text() == text, name
     assert page.locator("#status").inner_text().startswith("finished")
     for key, reason in summary["absent"].items():
         assert reason in page.locator(f'[data-absent~="{key}"]').inner_text()

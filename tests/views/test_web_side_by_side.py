@@ -49,7 +49,7 @@ def test_flops_tile_shows_the_range_over_conventions_when_none_is_chosen(browser
     srv, page = _page(browser, snap)
     try:
         value, sub = _tile_text(page, "flops_per_token")
-        assert value == "601 k–748 k"  # 600,576 (hf) to 748,032 (all_params)
+        assert value == "601–748 kFLOP"  # 600,576 (hf) to 748,032 (all_params)
         assert "not measured" not in sub
         assert sub == "no convention chosen: range over hf, megatron, titan, all_params"
     finally:

@@ -18,6 +18,7 @@ import json
 import sys
 from typing import Any
 
+from ..readable import duration, percent, si
 from ..snapread import get
 from .args import UsageError, parse_amount, parse_fraction
 
@@ -46,16 +47,8 @@ _FLAGS = {
 }
 
 
-def _si(x: float) -> str:
-    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= div:
-            return f"{x / div:.3g}{suffix}"
-    return f"{x:.3g}"
-
-
-def _pct(x: float) -> str:
-    """A share as a percentage; a tiny one keeps two significant digits (0.00028%, not 0.0%)."""
-    return f"{x * 100:.2g}%" if x and abs(x) < 0.001 else f"{x:.1%}"
+# Numbers read as in every view (readable.py): 2.5B tokens/s, 38.1%, 83.9 ms.
+_si, _pct, _seconds = si, percent, duration
 
 
 def mfu_of(snap: dict[str, Any]) -> tuple[float, str] | str:
@@ -108,19 +101,14 @@ def _absent(name: str, threshold: Any, shown: str, reason: str) -> dict[str, Any
     return _line(name, None, threshold, False, f"{name} absent ({reason}); needed {shown}")
 
 
-def _seconds(v: float) -> str:
-    return f"{v:.4g} s"
-
-
 #: Every threshold, one row each: flag, name, the number read from a snapshot (or why it is
 #: absent), whether higher is better, how a value and the limit are shown.
 LIMITS: tuple[tuple[str, str, Any, bool, Any, Any], ...] = (
-    ("--min-mfu", "MFU", _mfu_value, True, _pct, lambda v: f"{v:.1%}"),
+    ("--min-mfu", "MFU", _mfu_value, True, _pct, _pct),
     ("--min-tokens-per-s", "tokens/s", lambda s: _number(s, "tokens_per_s"), True, _si, _si),
-    ("--max-data-wait", "data wait", data_wait_of, False, lambda v: f"{v:.1%}",
-     lambda v: f"{v:.1%}"),
+    ("--max-data-wait", "data wait", data_wait_of, False, _pct, _pct),
     ("--max-step-time", "step time", lambda s: _number(s, "step_time_s"), False, _seconds,
-     lambda v: f"{v:g} s"),
+     _seconds),
 )
 
 #: Against a baseline (`--max-drop`): name, snapshot key (or MFU), whether higher is better,
@@ -158,9 +146,8 @@ def checks(
 
 
 def _short(x: float) -> str:
-    """A change as a percentage: 23%, 4.2%, 0.31%."""
-    x = abs(x) * 100
-    return f"{x:.0f}%" if x >= 10 else f"{x:.2g}%" if x >= 0.01 else "0%"
+    """A change as a percentage, by the one rule: 23.0%, 4.2%, 0.31%."""
+    return percent(abs(x))
 
 
 def _against(snap: dict[str, Any], base: dict[str, Any], drop: float) -> list[dict[str, Any]]:
@@ -172,7 +159,7 @@ def _against(snap: dict[str, Any], base: dict[str, Any], drop: float) -> list[di
     from ..engine import noise
 
     out = []
-    allowed = f"{drop:.1%} allowed"
+    allowed = f"{percent(drop)} allowed"
     run_blocks, base_blocks = noise.blocks_of(snap), noise.blocks_of(base)
     for name, key, higher, fmt, quantity in AGAINST:
         label = f"{name} vs baseline"
@@ -234,7 +221,7 @@ def _compared(
 ) -> dict[str, Any]:
     from ..engine import noise
 
-    allowed = f"{drop:.1%} allowed"
+    allowed = f"{percent(drop)} allowed"
     band = None
     if run_blocks and base_blocks:
         band = noise.compare(base_blocks, run_blocks, quantity)

@@ -24,19 +24,17 @@ def _duration(seconds: float | None) -> str:
 
 
 def _count(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for factor, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g}{suffix}"
-    return f"{value:.0f}" if value == int(value) else f"{value:.3g}"
+    from ..views.format import si
+
+    return "-" if value is None else si(value)
 
 
 def _mfu(value: float | None, convention: str | None) -> str:
+    from ..views.format import percent
+
     if value is None:
         return "-"
-    pct = value * 100
-    text = f"{pct:.1f}%" if pct >= 1 else f"{pct:.2g}%"
+    text = percent(value)
     return f"{text} {convention}" if convention else text
 
 

@@ -20,6 +20,7 @@ import re
 import signal as _signal
 from typing import Any
 
+from ..readable import duration
 from .alerts import STUCK_FACTOR, STUCK_MIN_S
 
 _SIZE = r"([\d.]+ (?:[KMGT]i)?B)"
@@ -201,7 +202,7 @@ class DeathRecords:
         if hung is not None and out["cause"] in ("preempted", "killed", "signal", "interrupted",
                                                  "exception"):
             out["hung_s"] = hung
-            text = f"hung {_dur(hung)} without a step, then {text}"
+            text = f"hung {duration(hung)} without a step, then {text}"
         out["text"] = text
         return out
 
@@ -216,9 +217,3 @@ def _hung_s(last_step_t: float | None, t_end: float | None, interval_s: float | 
         return None
     silent = t_end - last_step_t
     return silent if silent > max(STUCK_FACTOR * interval_s, STUCK_MIN_S) else None
-
-
-def _dur(seconds: float) -> str:
-    m, s = divmod(int(round(seconds)), 60)
-    h, m = divmod(m, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"

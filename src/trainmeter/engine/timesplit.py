@@ -182,8 +182,8 @@ class TimeLedger:
                 ))
             out.explain["goodput"] = explain.explanation(
                 goodput, "fraction", formula, inputs,
-                note=f"the share of the wall time spent training: {parts_note} and the time "
-                "after the last step are not",
+                note=f"the share of the wall time spent training; {parts_note} and the time "
+                "after the last step count as time not spent training",
             )
         else:
             absent["goodput"] = "no wall time has passed yet"

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import finite_value as _num
+from .format import duration
 from .format import percent as _pct
 
 LOOP_PARTS = ("data", "checkpoint", "eval", "compute")
@@ -83,15 +84,18 @@ def _parts(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
+def _untimed(part: dict[str, Any] | None) -> str | None:
+    """Why a part reads zero when nobody timed it (no checkpoint was saved), else None: such a
+    zero is not measured, and is shown so, never as 0 ms."""
+    if part is not None and part.get("reason") and not _num(part.get("s")):
+        return str(part["reason"])
+    return None
+
+
 def _per_step(part: dict[str, Any] | None, steps: float | None) -> float | None:
-    if part is None or not steps:
+    if part is None or not steps or _untimed(part):
         return None
     return float(part["s"]) / steps
-
-
-
-def _ms(x: float) -> str:
-    return f"{x * 1000:.3g} ms" if abs(x) < 1 else f"{x:.3g} s"
 
 
 def compare(
@@ -129,11 +133,15 @@ def compare(
         pa, pb = parts_a.get(name), parts_b.get(name)
         label = str((pa or pb or {}).get("label") or name)
         if name in LOOP_PARTS:
-            rows.append(_row("time_per_step", name, label, "s/step",
-                             _per_step(pa, steps_a), _per_step(pb, steps_b)))
+            row = _row("time_per_step", name, label, "s/step",
+                       _per_step(pa, steps_a), _per_step(pb, steps_b))
         else:
-            rows.append(_row("time", name, label, "s",
-                             _num((pa or {}).get("s")), _num((pb or {}).get("s"))))
+            row = _row("time", name, label, "s", None if _untimed(pa) else _num((pa or {}).get("s")),
+                       None if _untimed(pb) else _num((pb or {}).get("s")))
+        for side, part in (("a", pa), ("b", pb)):
+            if _untimed(part):
+                row[f"{side}_not_measured"] = _untimed(part)
+        rows.append(row)
     ladder_a = _dict(_dict(a.get("ladder")).get("mean"))
     ladder_b = _dict(_dict(b.get("ladder")).get("mean"))
     for rung in LADDER_RUNGS:
@@ -184,8 +192,8 @@ def _differences(
         label = row["label"].lower()
         lead = "the biggest difference is" if i == 0 else "then"
         words.append(
-            f"{lead} {label}: {more} spends {_ms(max(row['a'], row['b']))} a step on it against "
-            f"{_ms(min(row['a'], row['b']))} for {less} ({_pct(share)} of the slower step)"
+            f"{lead} {label}: {more} spends {duration(max(row['a'], row['b']))} a step on it "
+            f"against {duration(min(row['a'], row['b']))} for {less} ({_pct(share)} of the slower step)"
         )
         if i == 0:
             biggest = {"section": row["section"], "key": row["key"], "label": row["label"],
@@ -197,7 +205,7 @@ def _differences(
             delta = row["b"] - row["a"]
             if abs(delta) > 1.0 and abs(delta) > 0.25 * max(row["a"], row["b"]):
                 more = b_name if delta > 0 else a_name
-                words.append(f"{row['label'].lower()} takes {abs(delta):.3g} s longer in {more}")
+                words.append(f"{row['label'].lower()} takes {duration(abs(delta))} longer in {more}")
     mfu = by_key[("mfu", "mfu")]
     if mfu["a"] is not None and mfu["b"] is not None and mfu["ratio"] is not None:
         if not 1 / SAME_RATIO < mfu["ratio"] < SAME_RATIO:

@@ -10,6 +10,7 @@ from typing import Any
 
 from .format import percent as _pct
 from .format import si as _si
+from .format import si_unit
 
 
 def _factor(x: float) -> str:
@@ -29,9 +30,9 @@ def samples_lines(snap: dict[str, Any]) -> list[str]:
     if isinstance(s.get("per_step"), (int, float)):
         head.append(f"{_si(s['per_step'])} samples/step ({s.get('source')})")
     if isinstance(s.get("flops_per_sample"), (int, float)):
-        head.append(f"{_si(s['flops_per_sample'])} FLOPs/sample")
+        head.append(f"{si_unit(s['flops_per_sample'], 'FLOP')}/sample")
     if isinstance(s.get("flops_per_step"), (int, float)):
-        head.append(f"{_si(s['flops_per_step'])} FLOPs/step")
+        head.append(f"{si_unit(s['flops_per_step'], 'FLOP')}/step")
     mfu = s.get("mfu")
     if isinstance(mfu, dict) and isinstance(mfu.get("value"), (int, float)):
         head.append(f"MFU {_pct(mfu['value'])} (counted)")

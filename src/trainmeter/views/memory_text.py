@@ -7,16 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import get_dict
+from .format import mantissa, percent, si_unit
 
 
 def size(b: Any) -> str:
-    """Bytes in binary units, as the allocator and `nvidia-smi` count them: '3.40 GiB'."""
+    """Bytes in binary units, as the allocator and `nvidia-smi` count them, by the one rule:
+    '3.4 GiB', '344 MiB'."""
     if isinstance(b, bool) or not isinstance(b, (int, float)):
         return "?"
-    for scale, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if abs(b) >= scale:
-            return f"{b / scale:.2f} {unit}"
-    return f"{b:.0f} B"
+    return si_unit(b, "B")
 
 
 def _rows(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -39,12 +38,12 @@ def rank_line(rank: str, row: dict[str, Any]) -> str:
         total = row.get("total_b")
         of = f" of {size(total)}" if total else ""
         share = row.get("reserved_share")
-        pct = f" ({share:.0%})" if isinstance(share, (int, float)) else ""
+        pct = f" ({percent(share)})" if isinstance(share, (int, float)) else ""
         peak = row.get("reserved_peak_b")
         bits.append(f"reserved {size(row['reserved_b'])}{of}{pct}, peak {size(peak)}")
     if "fragmentation" in row and row.get("reserved_b"):
         bits.append(f"cached, not allocated {size(row['fragmentation_b'])} "
-                    f"({row['fragmentation']:.0%})")
+                    f"({percent(row['fragmentation'])})")
     if "alloc_retries" in row:
         bits.append(f"{row['alloc_retries']:.0f} retries, {row.get('ooms', 0):.0f} OOMs")
     if "rss_b" in row:
@@ -62,7 +61,7 @@ def memory_lines(snap: dict[str, Any]) -> list[str]:
 
 
 def end_phrase(snap: dict[str, Any]) -> str | None:
-    """For the end-of-run line: 'mem peak 71.20 GiB of 79.65 GiB' (GPU), 'RSS peak 1.20 GiB'."""
+    """For the end-of-run line: 'mem peak 71.2 GiB of 79.6 GiB' (GPU), 'RSS peak 1.2 GiB'."""
     mem = get_dict(snap, "memory") or {}
     if mem.get("reserved_peak_b") is not None:
         total = mem.get("total_b")
@@ -73,9 +72,8 @@ def end_phrase(snap: dict[str, Any]) -> str | None:
 
 
 def _short(b: float, scale: float) -> str:
-    """Bytes in `scale` units, three figures at most: 61.2, 80.0, 304."""
-    v = b / scale
-    return f"{v:.1f}" if abs(v) < 99.95 else f"{v:.0f}"
+    """Bytes in `scale` units, by the one rule: 61.2, 80.0, 304."""
+    return mantissa(b / scale)
 
 
 def _unit(b: float) -> tuple[float, str]:
@@ -87,7 +85,7 @@ def _unit(b: float) -> tuple[float, str]:
 
 def now_figure(snap: dict[str, Any]) -> tuple[str, str, str] | None:
     """Memory now, for the live views: (label, figure, where). With a caching allocator, the
-    fullest rank's reserved bytes against its card, ('mem', '61.2/80.0 GiB', 'rank 3, 77%'),
+    fullest rank's reserved bytes against its card, ('mem', '61.2/80.0 GiB', 'rank 3, 76.5%'),
     because reserved memory is what runs out; without one (CPU), the largest process's
     resident memory, ('RSS', '304 MiB', 'rank 0'). None when no rank has reported memory."""
     rows = _rows(snap)
@@ -101,7 +99,7 @@ def now_figure(snap: dict[str, Any]) -> tuple[str, str, str] | None:
         if isinstance(total, number) and total > 0:
             scale, unit = _unit(total)
             figure = f"{_short(reserved, scale)}/{_short(total, scale)} {unit}"
-            bits = [where.format(rank=rank), f"{reserved / total:.0%}"]
+            bits = [where.format(rank=rank), percent(reserved / total)]
         else:
             scale, unit = _unit(reserved)
             figure, bits = f"{_short(reserved, scale)} {unit}", [where.format(rank=rank)]
@@ -129,7 +127,7 @@ def peak_per_gpu(snap: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def peak_text(row: dict[str, Any]) -> str:
-    """A passport row as 'rank 0 cuda:0 | 4.10 GiB reserved, 3.40 GiB allocated, of 79.65 GiB'."""
+    """A passport row as 'rank 0 cuda:0 | 4.1 GiB reserved, 3.4 GiB allocated, of 79.6 GiB'."""
     where = _where(str(row.get("rank")), row)
     bits = []
     if "reserved_peak_b" in row:
@@ -179,14 +177,14 @@ def death_lines(snap: dict[str, Any]) -> list[str]:
 
 def alert_numbers(alert: dict[str, Any]) -> str:
     """The measured numbers of a memory alert, to follow its message ('' for other kinds):
-    ' (reserved 77.00 GiB of 80.00 GiB, 96%; 3 allocation retries, 0 before)'."""
+    ' (reserved 77.0 GiB of 80.0 GiB, 96.2%; 3 allocation retries, 0 before)'."""
     if not str(alert.get("kind") or "").startswith("memory_"):
         return ""
     bits = []
     if "reserved_b" in alert:
         of = f" of {size(alert['total_b'])}" if "total_b" in alert else ""
         share = alert["reserved_b"] / alert["total_b"] if alert.get("total_b") else None
-        bits.append(f"reserved {size(alert['reserved_b'])}{of}" + (f", {share:.0%}" if share else ""))
+        bits.append(f"reserved {size(alert['reserved_b'])}{of}" + (f", {percent(share)}" if share else ""))
     if "alloc_retries" in alert:
         bits.append(f"{alert['alloc_retries']:.0f} allocation retries, "
                     f"{alert.get('alloc_retries_before', 0):.0f} before")

@@ -11,37 +11,21 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import get
-from .format import duration, fixed, percent
+from .absent_text import grouped
+from .format import amount, duration, fixed
 from .markdown_safe import md_safe
 from .memory_text import peak_text
 from .passport_model import model_markdown
 
 
 def fmt(value: float | list[float] | None, unit: str = "") -> str:
-    """A number for a person: percentages and durations as every view writes them (format.py);
-    counts with thousands separators; other values 3 significant digits, k/M/G/T/P/E scaled;
-    a range as its two ends."""
+    """A number for a person, by the one rule every view follows (`readable.amount`); an absent
+    one as "not known"; a range as its two ends."""
     if value is None:
         return "not known"
     if isinstance(value, (list, tuple)):
         return " – ".join(fmt(v, unit) for v in value)
-    if unit == "fraction":
-        return percent(value)
-    if unit == "s":
-        return duration(value)
-    if unit in ("steps", "tokens") and value == int(value):
-        return f"{int(value):,} {unit}"
-    if unit == "FLOP" and value:
-        mantissa, exponent = f"{value:.3e}".split("e")
-        return f"{float(mantissa):.3g}e{int(exponent)} FLOP"
-    mag = abs(value)
-    for factor, suffix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"),
-                           (1e3, "k")):
-        if mag >= factor:
-            return f"{value / factor:.3g}{suffix}" + (f" {unit}" if unit else "")
-    text = f"{value:.0f}" if value == int(value) and mag < 1e3 else f"{value:.3g}"
-    return text + (f" {unit}" if unit else "")
-
+    return amount(value, unit)
 
 
 LABELS = {
@@ -89,12 +73,9 @@ def value_text(name: str, entry: dict[str, Any]) -> str:
 
 
 def absent_by_reason(absent: dict[str, str]) -> list[tuple[str, list[str]]]:
-    """The missing numbers grouped by their reason, in first-seen order: one line per reason
+    """The missing numbers grouped by their cause (`absent_text.grouped`): one line per cause
     reads shorter than the same sentence repeated under each key."""
-    groups: dict[str, list[str]] = {}
-    for name, reason in absent.items():
-        groups.setdefault(str(reason), []).append(str(name))
-    return list(groups.items())
+    return grouped(absent)
 
 
 def render_markdown(passport: dict[str, Any]) -> str:
@@ -123,10 +104,8 @@ def render_markdown(passport: dict[str, Any]) -> str:
         lines.append("| Software | " + ", ".join(f"{k} {v}" for k, v in sw.items()) + " |")
     lines += ["", "### Speeds, Sizes, Times", "", "| Quantity | Value |", "| --- | --- |"]
     for name, label in LABELS.items():
-        if name in numbers:
+        if name in numbers:  # what was not computed is under "Not computed", once, with why
             lines.append(f"| {label} | {value_text(name, numbers[name])} |")
-        elif name in absent and name not in ("progress", "eta_s", "samples_per_s", "samples_mfu"):
-            lines.append(f"| {label} | not computed (see below) |")
     for row in passport.get("memory") or []:
         lines.append(f"| Peak memory, {peak_text(row)} |")
     lines.append("")

@@ -71,7 +71,7 @@ def model_markdown(model: dict[str, Any] | None, fmt: Any) -> list[str]:
         for name, row in model["conventions"].items():
             mark = " (chosen)" if name == model.get("chosen") else ""
             formula = f"`{row['formula']}`" if row.get("formula") else ""
-            lines.append(f"| {name}{mark} | {fmt(row['flops_per_token'])} | {formula} |")
+            lines.append(f"| {name}{mark} | {fmt(row['flops_per_token'], 'FLOP')} | {formula} |")
         if model.get("chosen") is None:
             lines += ["", "No convention was chosen, so MFU is given as the range over these "
                       "(`--convention` picks one)."]

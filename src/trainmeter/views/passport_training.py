@@ -5,6 +5,7 @@ goodput, energy, samples and progress, each with its provenance or its reason fo
 from __future__ import annotations
 
 from ..snapread import finite_value as _num
+from .format import si_unit
 from .passport_entry import Builder, as_dict, input_entry, number_entry
 
 
@@ -103,12 +104,16 @@ def _flops(b: Builder) -> None:
             "",
         )
     elif "flops_per_token" in b.absent or fpt_value is None:
+        rng = fpt.get("range")
+        span = (f" ({si_unit(rng[0], 'FLOP')} to {si_unit(rng[1], 'FLOP')} a token by convention)"
+                if isinstance(rng, list) and len(rng) == 2 else "")
         reason = b.absent.get("flops_per_token") or (
-            f"no FLOPs convention chosen (range {fpt.get('range')}): pass --convention"
-            if fpt.get("range") else "the model's FLOPs per token are not known"
+            f"no FLOPs convention chosen{span}: pass --convention" if rng
+            else "the model's FLOPs per token are not known"
         )
         b.put("flops_per_token", None, reason)
         b.put("training_flops", None, reason)
+        b.absent.pop("flops_spent", None)  # the engine's name for training_flops: said once
 
 
 def _efficiency(b: Builder) -> None:
@@ -154,8 +159,10 @@ def _energy(b: Builder) -> None:
                     for k, v in as_dict(energy.get("per_gpu")).items()],
             source=energy.get("source"),
         ),
-        "no GPU energy counter was read (no NVIDIA GPU, or the driver does not count energy)",
+        b.absent.get("energy")
+        or "no GPU energy counter was read (no NVIDIA GPU, or the driver does not count energy)",
     )
+    b.absent.pop("energy", None)  # the engine's name for energy_j: said once
     per_token = _num(energy.get("joules_per_token"))
     if per_token is not None:
         b.put(

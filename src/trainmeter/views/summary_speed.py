@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import get_dict
-from .format import fixed, ms, percent, si, si_unit
+from .format import duration, fixed, ms, percent, si, si_unit
 from .summary_blocks import _grid, _text
 from .terminal import alerts, mfu_text, number
 
@@ -43,8 +43,8 @@ def _window_words(window: Any) -> str:
     if not isinstance(window, dict) or number(window.get("seconds")) is None:
         return ""
     if window.get("kind") == "steady":
-        return f"steady state, {window['seconds']:.3g} s after warm-up"
-    return f"last {window['seconds']:.3g} s"
+        return f"steady state, {duration(window['seconds'])} after warm-up"
+    return f"last {duration(window['seconds'])}"
 
 
 def _spread(snap: dict[str, Any]) -> str:
@@ -90,20 +90,21 @@ def flops(snap: dict[str, Any]) -> list[Any]:
         formula = formulas.get(name) if name in conventions else fpt.get("formula")
         if not formula and name == chosen and fpt.get("source") == "declared":
             formula = "declared with --flops-per-token"
-        rows.append([name, _text((si(value), "bold" if name == chosen else "")),
+        rows.append([name, _text((si_unit(value, "FLOP"), "bold" if name == chosen else "")),
                      _text((formula or "", "dim")), mark])
     if chosen and chosen not in names:
-        rows.append([chosen, si(fpt.get("value")), fpt.get("formula") or "", "◀ chosen"])
+        rows.append([chosen, si_unit(fpt.get("value"), "FLOP"), fpt.get("formula") or "", "◀ chosen"])
     per_token = number(counted.get("per_token"))
     if per_token is not None:
         ratio = (counted.get("against_conventions") or {}).get(chosen) if chosen else None
         vs = f"{fixed(number(ratio), 2)}× {chosen}" if number(ratio) is not None else ""
-        rows.append(["counted", _text((si(per_token), "bold")),
+        rows.append(["counted", _text((si_unit(per_token, "FLOP"), "bold")),
                      _text(("executed by the operators, recompute included", "dim")), vs])
     out: list[Any] = [_grid(rows)]
     if chosen is None and fpt:
         rng = fpt.get("range")
-        span = f" ({si(rng[0])}..{si(rng[1])})" if isinstance(rng, list) and len(rng) == 2 else ""
+        span = (f" ({si_unit(rng[0], 'FLOP')} to {si_unit(rng[1], 'FLOP')} a token)"
+                if isinstance(rng, list) and len(rng) == 2 else "")
         out.append(_text(("no convention chosen", "yellow"), f"{span}: MFU is the range over all of "
                          "them; --convention picks one"))
     params = get_dict(fpt, "params") or {}

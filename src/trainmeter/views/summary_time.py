@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import get_dict
-from .format import duration, percent, si, si_unit
+from .format import duration, metric, percent, si, si_unit
 from .summary_blocks import _grid, _part_legend, _text, bar, time_bar
 from .terminal import number
 
@@ -48,8 +48,8 @@ def budget(snap: dict[str, Any], width: int) -> list[Any]:
         if p is not None:
             projected = number(p.get("projected"))
             planned = number(p.get("planned"))
-            rows.append(["hours", f"{planned:.3g}" if planned is not None else "?",
-                         f"{projected:.3g} projected" if projected is not None else "-", ""])
+            rows.append(["hours", metric(planned),
+                         f"{metric(projected)} projected" if projected is not None else "-", ""])
         if rows:
             out.append(_text(("plan vs actual", "bold")))
             out.append(_grid(rows, header=["", "planned", "actual", ""]))

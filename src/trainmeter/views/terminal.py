@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ..snapread import finite as number
-from .format import duration, percent, si
+from .format import duration, metric, percent, si
 from .node_text import node_text
 
 
 def loss_text(value: Any) -> str:
-    v = number(value)
-    return "?" if v is None else f"{v:.4g}"
+    """A value the loop logs, by the one rule (`readable.metric`): 0.3877, 2.046, 3.0e-4."""
+    return metric(value)
 
 
 def mfu_text(snap: dict[str, Any]) -> str | None:

@@ -46,49 +46,17 @@
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
   function byId(id) { return document.getElementById(id); }
 
-  var SI = [[1e18, "E"], [1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
-  function sig(v, digits) {
-    if (!isNum(v)) return "—";
-    var a = Math.abs(v);
-    if (a === 0) return "0";
-    if (Number.isInteger(v) && a < 1e4) return String(v);   // counts stay whole: 2 GPUs
-    if (a >= 100) return v.toFixed(0);
-    if (a >= 10) return v.toFixed(digits > 2 ? 1 : 1);
-    if (a >= 1) return v.toFixed(2);
-    return v.toPrecision(digits || 3);
-  }
+  // Every number reads by the one rule of views/format.py, in static/format.js (TMFormat):
+  // a count with k, M, B, T; a unit with its SI prefix; bytes in KiB..TiB; 83.9 ms, 2.5 s.
+  var F = window.TMFormat;
+  function sig(v) { return !isNum(v) ? "—" : (Number.isInteger(v) && Math.abs(v) < 1e4 ? String(v) : F.mantissa(v)); }
   function si(v, unit) {
     if (!isNum(v)) return "—";
-    var a = Math.abs(v);
-    for (var i = 0; i < SI.length; i++) {
-      if (a >= SI[i][0]) return sig(v / SI[i][0], 3) + " " + SI[i][1] + (unit || "");
-    }
-    return sig(v, 3) + (unit ? " " + unit : "");
+    return unit ? F.si_unit(v, unit) : F.si(v);
   }
-  function pct(v) {
-    if (!isNum(v)) return "—";
-    var p = v * 100;
-    var a = Math.abs(p);
-    if (a === 0) return "0%";
-    if (a >= 10) return p.toFixed(1) + "%";
-    if (a >= 1) return p.toFixed(2) + "%";
-    return p.toPrecision(2) + "%";   // a tiny MFU keeps its digits
-  }
-  function dur(s) {
-    if (!isNum(s)) return "—";
-    if (s < 1) return (s * 1000).toPrecision(3) + " ms";
-    if (s < 60) return s.toFixed(s < 10 ? 2 : 1) + " s";
-    var m = Math.floor(s / 60), h = Math.floor(m / 60), d = Math.floor(h / 24);
-    if (d > 0) return d + "d " + (h % 24) + "h";
-    if (h > 0) return h + "h " + (m % 60) + "m";
-    return m + "m " + Math.round(s % 60) + "s";
-  }
-  function bytes(v) {
-    if (!isNum(v)) return "—";
-    var u = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
-    while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
-    return sig(v, 3) + " " + u[i];
-  }
+  function pct(v) { return isNum(v) ? F.percent(v) : "—"; }
+  function dur(s) { return isNum(s) ? F.duration(s) : "—"; }
+  function bytes(v) { return isNum(v) ? F.si_unit(v, "B") : "—"; }
   function count(v) { return si(v, ""); }
   function val(entry) { return entry && typeof entry === "object" ? entry.value : entry; }
   function absentReason(name) {
@@ -108,29 +76,13 @@
     for (var i = 1; i < clauses.length && (out + ": " + clauses[i]).length <= SHORT_REASON; i++) out += ": " + clauses[i];
     return out.trim();
   }
+  // A number in the unit the snapshot gives it in; a bare value (a loss) keeps four digits.
   function fmtUnit(v, unit) {
     if (typeof v === "string") return v;
     if (!isNum(v)) return v == null ? "—" : String(v);
-    switch (unit) {
-      case "ratio": case "fraction": case "fraction of dense peak": return pct(v);
-      case "factor": return "×" + sig(v, 4);
-      case "samples/s": return si(v, "") + " samples/s";
-      case "MHz": return sig(v, 4) + " MHz";
-      case "1": case "": return Math.abs(v) >= 1e4 ? si(v, "") : sig(v, 4);
-      case "J/token": return (Math.abs(v) < 1 ? sig(v * 1000, 3) + " mJ" : sig(v, 3) + " J") + "/token";
-      case "FLOP/token": return si(v, "") + " FLOP/token";
-      case "byte/s per GPU": return bytes(v) + "/s per GPU";
-      case "FLOP/s per GPU": return si(v, "FLOP/s") + " per GPU";
-      case "s": return dur(v);
-      case "B": return bytes(v);
-      case "B/s": return bytes(v) + "/s";
-      case "W": return sig(v, 3) + " W";
-      case "J": return si(v, "J");
-      case "FLOP": case "FLOPs": return si(v, "FLOP");
-      case "FLOP/s": return si(v, "FLOP/s");
-      case "tokens/s": return si(v, "") + " tok/s";
-      default: return (Math.abs(v) >= 1e4 ? si(v, "") : sig(v, 4)) + (unit ? " " + unit : "");
-    }
+    if (unit === "1" || !unit) return F.metric(v);
+    if (unit === "tokens/s") return F.si(v) + " tok/s";
+    return F.amount(v, unit);
   }
   function srcBadge(src) {
     if (!src) return null;
@@ -252,7 +204,7 @@
       Object.keys(pl).forEach(function (k) {
         var e = pl[k];
         if (e && typeof e === "object" && ("planned" in e || "measured" in e)) {
-          var f = k === "mfu" ? pct : (k.indexOf("hours") >= 0 ? function (x) { return isNum(x) ? sig(x, 3) + " h" : "—"; } : function (x) { return isNum(x) ? si(x, "") : "—"; });
+          var f = k === "mfu" ? pct : (k.indexOf("hours") >= 0 ? function (x) { return isNum(x) ? F.metric(x) + " h" : "—"; } : function (x) { return isNum(x) ? si(x, "") : "—"; });
           plan.appendChild(el("button", { class: "fact derived", "data-explain": "plan" }, [
             el("div", { class: "k", text: k.replace(/_/g, " ") }),
             el("div", { class: "v num" }, [f(e.planned), el("small", { text: " planned · " + f(e.measured) + " measured" })]),
@@ -270,14 +222,17 @@
     if (w.kind === "steady") return "steady";
     if (w.kind !== "trailing" || !isNum(w.seconds)) return null;
     var shown = isNum(w.span_s) && w.seconds >= w.span_s ? w.span_s : w.seconds;
-    return "last " + (shown >= 10 ? shown.toFixed(0) : String(Number(shown.toPrecision(2)))) + " s";
+    return "last " + (shown >= 10 ? shown.toFixed(0) : String(Number(shown.toPrecision(2)))) + " s";  // views/terminal.py's words
   }
 
-  // A number known only as a range over the FLOPs conventions (none chosen): "601k–748k".
+  // A number known only as a range over the FLOPs conventions (none chosen): "601–748 kFLOP".
   function spanOf(rng, f) {
     if (!rng || rng.length !== 2 || !isNum(rng[0]) || !isNum(rng[1])) return null;
     var lo = f(rng[0]), hi = f(rng[1]);
-    return lo === hi ? lo : lo + "–" + hi;
+    if (lo === hi) return lo;
+    var cut = lo.lastIndexOf(" ");  // one unit for both ends: "601–748 kFLOP"
+    if (cut > 0 && hi.slice(hi.lastIndexOf(" ")) === lo.slice(cut)) return lo.slice(0, cut) + "–" + hi;
+    return lo + "–" + hi;
   }
   // The conventions a range spans, lowest first: "range over hf, megatron, titan, all_params".
   function conventionsNote(conv) {
@@ -344,7 +299,7 @@
     tiles.push({
       id: "energy", label: "Energy", explain: "energy_per_token",
       raw: energy.joules, value: isNum(energy.joules) ? si(energy.joules, "J") : null,
-      sub: isNum(jpt) ? (jpt < 1 ? sig(jpt * 1000, 3) + " mJ" : sig(jpt, 3) + " J") + " per token" : (isNum(energy.joules) ? "per token: " + (absentReason("energy_per_token") || "no tokens yet") : null),
+      sub: isNum(jpt) ? F.si_unit(jpt, "J") + " per token" : (isNum(energy.joules) ? "per token: " + (absentReason("energy_per_token") || "no tokens yet") : null),
       absent: absentReason("energy") || absentReason("energy_per_token"),
     });
     var mem = snap.memory || {};
@@ -356,10 +311,10 @@
       absent: absentReason("memory"), alerting: /memory_/.test(alertKinds),
     });
     var fpt = snap.flops_per_token || {};
-    var fptRange = isNum(fpt.value) ? null : spanOf(fpt.range, function (v) { return si(v, ""); });
+    var fptRange = isNum(fpt.value) ? null : spanOf(fpt.range, function (v) { return si(v, "FLOP"); });
     tiles.push({
       id: "flops_per_token", label: "FLOPs / token", explain: "flops_per_token",
-      raw: fpt.value, value: isNum(fpt.value) ? si(fpt.value, "") : fptRange,
+      raw: fpt.value, value: isNum(fpt.value) ? si(fpt.value, "FLOP") : fptRange,
       sub: isNum(fpt.value) ? (fpt.convention || "") + ": " + (fpt.formula || "") : (fptRange ? conventionsNote(snap.conventions) : null),
       absent: absentReason("flops_per_token"),
     });
@@ -443,10 +398,10 @@
     var extra = el("div", { class: "ladder-extra" });
     var ai = S.snap.arithmetic_intensity, peak = S.snap.peak || {};
     if (ai && isNum(ai.value)) {
-      var bound = isNum(peak.ridge) ? (ai.value < peak.ridge ? "below the ridge of " + sig(peak.ridge, 3) + ": memory-bound" : "above the ridge of " + sig(peak.ridge, 3) + ": compute-bound") : "";
+      var bound = isNum(peak.ridge) ? (ai.value < peak.ridge ? "below the ridge of " + sig(peak.ridge) + ": memory-bound" : "above the ridge of " + sig(peak.ridge) + ": compute-bound") : "";
       extra.appendChild(el("button", { class: "fact derived", "data-explain": "arithmetic_intensity", type: "button" }, [
         el("div", { class: "k", text: "Arithmetic intensity" }),
-        el("div", { class: "v num" }, [sig(ai.value, 3) + " FLOP/byte", el("small", { text: " " + bound }), el("span", { class: "q", text: "?" })]),
+        el("div", { class: "v num" }, [F.metric(ai.value) + " FLOP/byte", el("small", { text: " " + bound }), el("span", { class: "q", text: "?" })]),
       ]));
     }
     var fo = S.snap.flops_observed;
@@ -492,7 +447,7 @@
     var valueCell = el("div", { class: "wf-val num" });
     if (opts.absent) valueCell.appendChild(el("span", { class: "na", text: "n/a" }));
     else if (opts.kind === "factor") {
-      valueCell.appendChild(el("b", { text: "×" + sig(opts.value, 3) }));
+      valueCell.appendChild(el("b", { text: "×" + F.mantissa(opts.value) }));
       var lossText = !isNum(opts.loss) ? "" : opts.loss >= 0 ? "−" + (opts.loss > 0.999 && opts.loss < 1 ? (opts.loss * 100).toFixed(Math.max(1, Math.ceil(-Math.log10(1 - opts.loss)) - 1)) + "%" : pct(opts.loss)) : "+" + pct(-opts.loss);
       valueCell.appendChild(el("small", { text: lossText }));
     } else valueCell.appendChild(el("b", { text: pct(opts.after) }));
@@ -662,7 +617,7 @@
     names.forEach(function (n) {
       tb.appendChild(el("tr", { class: n === mfu.convention ? "chosen" : "" }, [
         el("td", null, [n, el("div", { class: "hint mono", text: forms[n] || "" })]),
-        el("td", { class: "num", text: isNum(conv[n]) ? si(conv[n], "") : "—" }),
+        el("td", { class: "num", text: isNum(conv[n]) ? si(conv[n], "FLOP") : "—" }),
         el("td", { class: "num" + (isNum(by[n]) ? "" : " na"), text: isNum(by[n]) ? pct(by[n]) : "n/a" }),
       ]));
     });
@@ -670,7 +625,7 @@
     if (c && isNum(c.per_token)) {
       tb.appendChild(el("tr", null, [
         el("td", null, ["counted", el("div", { class: "hint", text: c.note || "FLOPs the operators executed" })]),
-        el("td", { class: "num", text: si(c.per_token, "") }),
+        el("td", { class: "num", text: si(c.per_token, "FLOP") }),
         el("td", { class: "num", text: isNum(c.utilization) ? pct(c.utilization) : "n/a" }),
       ]));
     }
@@ -706,7 +661,7 @@
   var GPU_COLS = [
     ["gpu_util", "GPU util", pct], ["sm_active", "SM active", pct], ["tensor_active", "Tensor", pct],
     ["dram_active", "DRAM", pct], ["memory_used_b", "Memory", null], ["power_w", "Power", null],
-    ["sm_clock_mhz", "SM clock", null], ["temperature_c", "Temp", function (v) { return sig(v, 3) + " °C"; }],
+    ["sm_clock_mhz", "SM clock", null], ["temperature_c", "Temp", function (v) { return F.amount(v, "°C"); }],
     ["pcie_tx_b_s", "PCIe tx", function (v) { return bytes(v) + "/s"; }], ["nvlink_tx_b_s", "NVLink tx", function (v) { return bytes(v) + "/s"; }],
   ];
   function renderGpus() {
@@ -725,7 +680,7 @@
         var v = row[c[0]], text;
         if (!isNum(v)) { cells.push(el("td", { class: "na", text: "n/a" })); return; }
         if (c[0] === "memory_used_b") text = bytes(v) + (isNum(row.memory_total_b) ? " / " + bytes(row.memory_total_b) : "");
-        else if (c[0] === "power_w") text = sig(v, 3) + " W" + (isNum(row.power_limit_w) ? " / " + sig(row.power_limit_w, 3) : "");
+        else if (c[0] === "power_w") text = F.amount(v, "W") + (isNum(row.power_limit_w) ? " / " + F.amount(row.power_limit_w, "W") : "");
         else if (c[0] === "sm_clock_mhz") text = v + (isNum(row.max_sm_clock_mhz) ? " / " + row.max_sm_clock_mhz : "") + " MHz";
         else text = c[2](v);
         var td = el("td", { class: "num", text: text });
@@ -750,7 +705,7 @@
     if (n) {
       var cpu = n.cpu || {};
       if (isNum(cpu.idle)) row("CPU busy", pct(1 - cpu.idle) + " of " + (n.cores || "?") + " cores" + (isNum(cpu.iowait) && cpu.iowait > 0.01 ? " · iowait " + pct(cpu.iowait) : ""), 1 - cpu.idle);
-      if (n.load) row("Load (1, 5, 15 min)", n.load.map(function (x) { return sig(x, 3); }).join("  "));
+      if (n.load) row("Load (1, 5, 15 min)", n.load.map(function (x) { return F.metric(x); }).join("  "));
       var mem = n.memory || {};
       if (isNum(mem.total_b)) row("Memory", bytes(mem.total_b - (mem.available_b || 0)) + " used of " + bytes(mem.total_b), mem.available_b != null ? 1 - mem.available_b / mem.total_b : null);
       if (isNum(mem.swap_used_b) && mem.swap_used_b > 0) row("Swap used", bytes(mem.swap_used_b));
@@ -771,7 +726,7 @@
       row("Memory, rank " + r + " (" + (m.device || "?") + (m.index != null ? ":" + m.index : "") + ")", bits.join(" · "), isNum(m.reserved_share) ? m.reserved_share : null);
     });
     if (h) {
-      row("Training processes", (h.procs || "?") + " · " + (isNum(h.cpu_cores) ? sig(h.cpu_cores, 3) + " cores · " : "") + bytes(h.rss_b) + " RSS");
+      row("Training processes", (h.procs || "?") + " · " + (isNum(h.cpu_cores) ? F.amount(h.cpu_cores, "cores") + " · " : "") + bytes(h.rss_b) + " RSS");
     }
     var t = S.snap.time || {};
     if (isNum(t.node_uptime_s)) row("Node up for", dur(t.node_uptime_s));
@@ -871,7 +826,7 @@
         var f = facts[k] || {};
         tb.appendChild(el("tr", null, [
           el("td", { class: "mono", text: k }),
-          el("td", { class: "num", text: isNum(f.value) ? (Math.abs(f.value) >= 1e4 ? si(f.value, "") : String(f.value)) : String(f.value) }),
+          el("td", { class: "num", text: isNum(f.value) ? (Math.abs(f.value) >= 1e4 ? F.si(f.value) : String(f.value)) : String(f.value) }),
           el("td", { style: "text-align:left" }, [srcBadge(f.source)]),
           el("td", { style: "text-align:left;white-space:normal", class: "hint", text: (f.note || "") + (f.conflicts && f.conflicts.length ? " · conflicts: " + JSON.stringify(f.conflicts) : "") }),
         ]));
@@ -1072,7 +1027,7 @@
     if (!isNum(v)) return "";
     if (S.axis === "time") return dur(v);
     if (S.axis === "flops") return si(v, "");
-    return Math.abs(v) >= 1e4 ? si(v, "") : String(Math.round(v * 100) / 100);
+    return Math.abs(v) >= 1e4 ? F.si(v) : String(Math.round(v * 100) / 100);
   }
   // Shares, bytes, watts and cores start at zero (a flat 100% reads as full, not as noise);
   // shares go to 100% at least. Throughput and step time keep uPlot's own range, to show change.
@@ -1142,7 +1097,7 @@
   function yFormatter(unit) {
     return function (v) {
       if (!isNum(v)) return "";
-      if (unit === "tokens/s" || unit === "cores" || unit === "") return Math.abs(v) >= 1e3 ? si(v, "") : sig(v, 3);
+      if (unit === "tokens/s" || unit === "cores" || unit === "") return F.metric(v);
       return fmtUnit(v, unit);
     };
   }
