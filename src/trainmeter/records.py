@@ -10,7 +10,7 @@ A record is ``{"v": 1, "t": <monotonic s>, "src": str, "rank": int|None, "pid": 
 in its process (from 1, in order), by which `tm` tells the values the socket delivered from
 those it reads from the process's ring after the process ended (`agent/ring.py`).
 
-Each kind's `d` is typed in `payloads.py`. A named value (`emit`, a tap) becomes its record in
+Each kind's `d` is in `payloads.py`, the one table of kinds. A named value (`emit`, a tap) becomes its record in
 one place, `value_record`, for the agent that sends it and for `tm` reading it from a ring.
 """
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import math
+
+from . import payloads
 
 TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
 if TYPE_CHECKING:
@@ -39,26 +41,11 @@ ENV_FAKE_CUDA_MEMORY = "TRAINMETER_FAKE_CUDA_MEMORY"
 #: Where measured peak files live.
 ENV_PEAKS_DIR = "TRAINMETER_PEAKS_DIR"
 
-KINDS = frozenset(
-    {
-        "run.start",
-        "hello",
-        "fact",
-        "step",
-        "metric",
-        "phase",
-        "sample.gpu",
-        "sample.host",
-        "sample.node",
-        "alert",
-        "memory",
-        "crash",
-        "run.end",
-    }
-)
+#: The kinds this version reads: `payloads.KINDS`, the one table of kinds.
+KINDS = frozenset(payloads.KINDS)
 
-#: Keys that `emit()` takes as facts about the run rather than as series.
-FACT_KEYS = frozenset({"tokens_per_step"})
+#: Keys that `emit()` takes as facts about the run rather than as series (`payloads`).
+FACT_KEYS = payloads.EMITTED_FACT_KEYS
 
 #: The largest datagram the agent sends; several records are joined by newlines inside it.
 MAX_DATAGRAM = 60_000
@@ -96,20 +83,19 @@ def value_record(
     """A named value given through `via` (`emit` or a tap's name) as its record.
 
     `emit` of a key in `FACT_KEYS` is a fact about the run (`source: emitted`, no step); any other
-    value is a `metric` (`via`, and `step` when known). `src` is `emit` for `emit`, `agent` for a
+    value is a `metric` (`via`, and `step` when known): `payloads.value_is_fact`, the one rule. `src` is `emit` for `emit`, `agent` for a
     tap. `q` is the value's number in its process; `recovered` marks a value read from a ring
     after its process ended (`supervisor/ring.py`).
     """
-    d: dict[str, Any]
-    if via == "emit" and key in FACT_KEYS:
-        kind, d = "fact", {"key": key, "value": value, "source": "emitted"}
+    recovered_ = True if recovered else None
+    if payloads.value_is_fact(via, key):
+        kind = payloads.FACT
+        d = kind.build(key=key, value=value, source="emitted", recovered=recovered_)
     else:
-        kind, d = "metric", {"key": key, "value": value, "via": via}
-        if step is not None:
-            d["step"] = step
-    if recovered:
-        d["recovered"] = True
-    record = make(kind, d, t=t, src="emit" if via == "emit" else "agent", rank=rank, pid=pid)
+        kind = payloads.METRIC
+        d = kind.build(key=key, value=value, via=via, step=step, recovered=recovered_)
+    src = "emit" if via == "emit" else "agent"
+    record = make(kind.name, d, t=t, src=src, rank=rank, pid=pid)
     if q is not None:
         record["q"] = q
     return record

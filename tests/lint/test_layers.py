@@ -1,9 +1,10 @@
 """The layers import one way, checked from the import graph of the source tree (not by running).
 
-- the agent (inside the user's training process) imports nothing of ours outside `agent/` and
-  `records.py`, and at module level nothing outside the standard library (torch and the
-  trackers only late, inside functions, once the user imported them);
-- `records.py` is standard library only (the agent imports it);
+- the agent (inside the user's training process) imports nothing of ours outside `agent/`,
+  `records.py` and `payloads.py`, and at module level nothing outside the standard library
+  (torch and the trackers only late, inside functions, once the user imported them);
+- `records.py` and `payloads.py` are standard library only (the agent imports them), and
+  `payloads.py` does not import `typing` when it runs (milliseconds of every process's start);
 - the supervisor knows nothing of the command line (`cli/`);
 - the engine is pure: it imports none of the parts that do I/O (supervisor, sources, views, cli);
 - every package imports only its own layer and the layers below (`LAYERS`): the supervisor no
@@ -78,6 +79,10 @@ def is_type_checking_only(path: Path, name: str) -> bool:
     return False
 
 
+#: The wire schema: the envelope and the table of record kinds, which the agent builds with.
+WIRE = ("trainmeter.records", "trainmeter.payloads")
+
+
 def test_the_agent_is_closed_over_itself_and_the_wire_schema() -> None:
     stdlib = set(sys.stdlib_module_names)
     bad = []
@@ -85,7 +90,7 @@ def test_the_agent_is_closed_over_itself_and_the_wire_schema() -> None:
         for name, top in imports(path):
             root = name.split(".")[0]
             if root == "trainmeter":
-                if not (name.startswith("trainmeter.agent") or name == "trainmeter.records"):
+                if not (name.startswith("trainmeter.agent") or name in WIRE):
                     bad.append(f"{path.relative_to(SRC)} imports {name}")
             elif top and root not in stdlib and not is_type_checking_only(path, name):
                 bad.append(f"{path.relative_to(SRC)} imports {name} at module level")
@@ -96,11 +101,16 @@ def test_the_wire_schema_is_standard_library_only() -> None:
     """At module level; `redact_argv` loads `trainmeter.redact` late, on `tm`'s side only."""
     stdlib = set(sys.stdlib_module_names)
     found = imports(PKG / "records.py")
-    top = [name for name, at_top in found if at_top]
+    top = [name for name, at_top in found if at_top and name != "trainmeter.payloads"]
     late = [name for name, at_top in found if not at_top]
     assert top and all(n.split(".")[0] in stdlib for n in top), top
     assert late == ["trainmeter.redact"]
     assert all(n.split(".")[0] in stdlib for n, _ in imports(PKG / "redact.py"))
+    tables = imports(PKG / "payloads.py")
+    assert all(n.split(".")[0] in stdlib for n, _ in tables), tables
+    assert [n for n, top in tables if top and not is_type_checking_only(PKG / "payloads.py", n)] in (
+        [], ["__future__"]
+    ), "payloads.py runs in every training process: it imports nothing when it runs"
 
 
 def test_the_supervisor_knows_nothing_of_the_command_line() -> None:

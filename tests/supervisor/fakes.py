@@ -35,10 +35,15 @@ class FakeEngine:
         }
 
 
+#: A field of each sample kind the fake counts its calls in (a payload holds only its kind's
+#: fields: `payloads.py`).
+COUNTED = {"sample.gpu": "selected", "sample.host": "procs", "sample.node": "cores"}
+
+
 class FakeSampler:
     def __init__(self, kind: str, payload: dict | None = None, fail: bool = False) -> None:
         self.kind = kind
-        self.payload = payload or {"n": 0}
+        self.payload = payload or {}
         self.fail = fail
         self.calls = 0
         self.closed = False
@@ -47,7 +52,7 @@ class FakeSampler:
         self.calls += 1
         if self.fail:
             raise RuntimeError("sensor on fire")
-        return {**self.payload, "n": self.calls}
+        return {**self.payload, COUNTED[self.kind]: self.calls}
 
     def close(self) -> None:
         self.closed = True

@@ -236,7 +236,7 @@ def test_a_finished_run_leaves_a_checkpoint_that_equals_a_full_replay(
     write_script(tmp_path / "train.py", SENDER)
     status = supervise(
         parse_run_args(["-q", "--no-agent", "train.py"]),
-        samplers_factory=lambda pid, run_dir: [FakeSampler("sample.host", {"pid": pid})],
+        samplers_factory=lambda pid, run_dir: [FakeSampler("sample.host", {"pids": [pid]})],
         watcher=object(),
         interval=0.02,
     )

@@ -6,7 +6,7 @@ import io
 import json
 from pathlib import Path
 
-from trainmeter import records
+from trainmeter import payloads, records
 from trainmeter.runlog.recorder import Recorder
 from trainmeter.runlog.store import RunStore
 from trainmeter.runlog.warn import WarnOnce
@@ -54,7 +54,7 @@ def test_a_tick_samples_watches_counts_drops_and_raises_new_alerts_once(tmp_path
         "sample.gpu", "sample.host", "fact",  # tick 2: ingest_dropped 3
         "sample.gpu", "sample.host",  # tick 3
     ]
-    assert log[1]["src"] == "tm" and log[1]["rank"] is None and log[1]["d"] == {"n": 1}
+    assert log[1]["src"] == "tm" and log[1]["rank"] is None and log[1]["d"] == {"selected": 1}
     assert log[3]["d"] == {"key": "observe_only", "value": "pid 101 has no agent",
                            "source": "detected"}
     assert log[4]["d"] == alert
@@ -82,14 +82,14 @@ def test_failing_sampler_and_watcher_are_switched_off_with_one_warning(tmp_path:
 
 def test_records_before_the_engine_are_fed_when_it_attaches(tmp_path: Path) -> None:
     recorder, store = _recorder(tmp_path, io.StringIO())
-    recorder.write_tm("run.start", {"argv": ["x"]}, t=1.0)
-    recorder.write_tm("fact", {"key": "dp", "value": 2, "source": "declared"}, t=2.0)
+    recorder.write_tm(payloads.KINDS["run.start"], {"argv": ["x"]}, t=1.0)
+    recorder.write_tm(payloads.KINDS["fact"], {"key": "dp", "value": 2, "source": "declared"}, t=2.0)
     engine = FakeEngine()
     assert recorder.attach_engine(engine) is True
     assert recorder.attach_engine(FakeEngine()) is False  # a second engine would miss records
-    recorder.write_tm("run.end", {"exit_status": 0}, t=3.0)
+    recorder.write_tm(payloads.KINDS["run.end"], {"exit_status": 0}, t=3.0)
     recorder.seal()
-    recorder.write_tm("sample.host", {"procs": 1}, t=4.0)  # after run.end: not written
+    recorder.write_tm(payloads.KINDS["sample.host"], {"procs": 1}, t=4.0)  # after run.end: not written
     assert [r["kind"] for r in engine.fed] == ["run.start", "fact", "run.end"]
     assert [e["kind"] for e in _log(store)] == ["run.start", "fact", "run.end"]
 
@@ -98,7 +98,7 @@ def test_tm_records_reach_the_engine_as_a_replay_parses_them(tmp_path: Path) -> 
     recorder, _ = _recorder(tmp_path, io.StringIO())
     engine = FakeEngine()
     recorder.attach_engine(engine)
-    recorder.write_tm("sample.node", {"load": (1.0, 2.0, 3.0)}, t=5.0)
+    recorder.write_tm(payloads.KINDS["sample.node"], {"load": (1.0, 2.0, 3.0)}, t=5.0)
     assert engine.fed[0]["d"]["load"] == [1.0, 2.0, 3.0]  # a tuple comes back as a list
 
 

@@ -9,11 +9,10 @@ non-ASCII, a key that looks like a hole).
 from __future__ import annotations
 
 import json
-import typing
 
 import pytest
 
-from trainmeter import payloads, records
+from trainmeter import records
 from trainmeter.agent import outbox
 
 
@@ -57,10 +56,3 @@ def test_a_value_record_by_hand() -> None:
     rec = records.value_record("loss", 0.5, "emit", None, t=3.0, q=8, recovered=True)
     assert rec["d"] == {"key": "loss", "value": 0.5, "via": "emit", "recovered": True}
     assert rec["src"] == "emit" and rec["q"] == 8
-
-
-def test_every_kind_has_a_typed_payload() -> None:
-    assert set(payloads.PAYLOADS) == set(records.KINDS)
-    step = typing.get_type_hints(payloads.Step)
-    assert {"k", "n", "tokens", "real_tokens", "micro"} <= set(step)
-    assert set(typing.get_type_hints(payloads.Metric)) >= {"key", "value", "via", "step"}

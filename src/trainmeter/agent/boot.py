@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..payloads import HELLO
 from ..records import ENV_DISABLE, ENV_NO_TAP
 from . import importhook
 from .probes import guard
@@ -64,25 +65,25 @@ def say_hello() -> None:
     if sender is None:
         return
     world = _int_env("WORLD_SIZE")
-    d: dict[str, Any] = {
-        "world_size": world if world and world > 0 else 1,
-        "local_rank": _first_int("LOCAL_RANK", "SLURM_LOCALID"),
+    d = HELLO.build(
+        world_size=world if world and world > 0 else 1,
+        local_rank=_first_int("LOCAL_RANK", "SLURM_LOCALID"),
         # where this process sits in a job of several nodes (docs/ranks.md)
-        "local_world_size": _first_int("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE"),
-        "node_rank": _first_int("GROUP_RANK", "SLURM_NODEID"),
-        "nodes": _first_int("GROUP_WORLD_SIZE", "SLURM_NNODES"),
-        "run_id": _run_id(),
-        "rank": sender.rank,
-        "probes": list(STATE.probes),
-        "taps_armed": [name for name in _armed if name not in STATE.probes],
-        "python": sys.version.split()[0],
-        "executable": sys.executable,
-        "argv0": sys.argv[0] if getattr(sys, "argv", None) else None,
-        "pid": os.getpid(),
-        "ppid": os.getppid(),
-        "versions": dict(_versions),
-    }
-    sender.send("hello", d)
+        local_world_size=_first_int("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE"),
+        node_rank=_first_int("GROUP_RANK", "SLURM_NODEID"),
+        nodes=_first_int("GROUP_WORLD_SIZE", "SLURM_NNODES"),
+        run_id=_run_id(),
+        rank=sender.rank,
+        probes=list(STATE.probes),
+        taps_armed=[name for name in _armed if name not in STATE.probes],
+        python=sys.version.split()[0],
+        executable=sys.executable,
+        argv0=sys.argv[0] if getattr(sys, "argv", None) else None,
+        pid=os.getpid(),
+        ppid=os.getppid(),
+        versions=dict(_versions),
+    )
+    sender.send(HELLO.name, d)
 
 
 def _probe_modules() -> list[tuple[str, Any]]:

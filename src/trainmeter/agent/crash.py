@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 
+from ..payloads import CRASH
 from ..records import ENV_SOCKET
 from .sender import get_sender
 
@@ -65,16 +66,14 @@ def report(exc_type: Any, exc: Any, tb: Any, thread: str) -> None:
         except Exception:  # noqa: BLE001 - an exception whose __str__ fails: its type alone
             message = ""
         collective, where = _frames(tb)
-        d: dict[str, Any] = {
-            "type": _type_name(exc_type),
-            "message": message[:MAX_MESSAGE],
-            "thread": thread,
-        }
-        if collective:
-            d["collective"] = collective
-        if where:
-            d["where"] = where
-        sender.send("crash", d)
+        d = CRASH.build(
+            type=_type_name(exc_type),
+            message=message[:MAX_MESSAGE],
+            thread=thread,
+            collective=collective or None,
+            where=where or None,
+        )
+        sender.send(CRASH.name, d)
         sender.flush()
     except Exception:  # noqa: BLE001 - promise 1: reporting never changes how the process dies
         pass

@@ -17,7 +17,8 @@ import struct
 import time
 
 from .. import records
-from ..records import FACT_KEYS, MAX_DATAGRAM
+from ..payloads import value_is_fact
+from ..records import MAX_DATAGRAM
 from . import ring as ring_module
 from .sender import get_sender
 from .values import as_number
@@ -227,6 +228,13 @@ def template(sender: object, via: str, key: str, stepped: bool = False) -> str:
     return line
 
 
+def template_pair(sender: object, via: str, key: str) -> tuple[str, str | None]:
+    """(the line without a step, the line with one) of a value of `key` given through `via`;
+    the second is None for a fact, which carries no step (`payloads.value_is_fact`)."""
+    plain = template(sender, via, key)
+    return plain, None if value_is_fact(via, key) else template(sender, via, key, stepped=True)
+
+
 #: A datagram of values as the ring holds them (`tm` formats them, not the training process):
 #: MAGIC, the header, the new key table entries, then whole slots.
 VALUES_MAGIC = b"\x00TMV1"
@@ -285,9 +293,7 @@ def drain_lines(limit: int) -> tuple[list[bytes], int]:
         forms = templates.get(kid)
         if forms is None:
             via, key = names[kid]
-            fact = via == "emit" and key in FACT_KEYS  # about the run, not a step
-            stepped = None if fact else template(sender, via, key, stepped=True)
-            forms = templates[kid] = (template(sender, via, key), stepped)
+            forms = templates[kid] = template_pair(sender, via, key)
         plain, stepped = forms
         try:
             if step >= 0 and stepped is not None:

@@ -28,6 +28,7 @@ import threading
 import time
 
 from .. import records
+from ..payloads import FACT
 from ..records import ENV_SOCKET
 
 TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
@@ -167,7 +168,7 @@ class Sender:
         total = self.dropped_total()
         if total != self._reported_dropped:
             self._reported_dropped = total
-            d = {"key": "agent_dropped_records", "value": total, "source": "detected"}
+            d = FACT.build(key="agent_dropped_records", value=total, source="detected")
             if total > self.dropped:
                 self.drop_reasons["refused by the ring (full, or its key table full)"] = (
                     total - self.dropped
@@ -180,7 +181,7 @@ class Sender:
             d["note"] = "; ".join(parts + ([f"the ring's refusals: {words}"] if words else []))
             self._queue.append(
                 records.make(
-                    "fact",
+                    FACT.name,
                     d,
                     t=time.monotonic(),
                     src="agent",

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from trainmeter import __version__, records
+from trainmeter import __version__, payloads, records
 
 OBSERVE_ONLY = "attached from outside: no agent in the program"
 
@@ -35,12 +35,14 @@ class _Log:
         self._fh: TextIO = open(path / "events.jsonl", "a", buffering=1)  # noqa: SIM115
         self.dashboard: Any = None  # the web dashboard, shown each record written
 
-    def write(self, kind: str, d: dict[str, Any]) -> None:
-        rec = records.make(kind, d, t=time.monotonic(), src="tm", pid=os.getpid())
+    def write(self, kind: payloads.Kind, d: dict[str, Any]) -> None:
+        """One record of `kind`, its payload built through the kind's table entry."""
         try:
+            rec = records.make(kind.name, kind.build(**d), t=time.monotonic(), src="tm",
+                               pid=os.getpid())
             self._fh.write(records.encode(rec) + "\n")
-        except (records.RecordError, OSError) as exc:
-            print(f"tm attach: cannot record {kind}: {exc}", file=sys.stderr)
+        except (records.RecordError, OSError, TypeError) as exc:
+            print(f"tm attach: cannot record {kind.name}: {exc}", file=sys.stderr)
             return
         if self.dashboard is not None:
             self.dashboard.record(rec)
@@ -182,7 +184,7 @@ def main(argv: list[str]) -> int:
             print(f"tm attach: no dashboard ({exc})", file=sys.stderr)
     start = time.monotonic()
     log.write(
-        "run.start",
+        payloads.RUN_START,
         {
             "argv": records.redact_argv(cmdline),
             "tm_version": __version__,
@@ -196,7 +198,7 @@ def main(argv: list[str]) -> int:
         },
     )
     log.write(
-        "fact",
+        payloads.FACT,
         {"key": "observe_only", "value": OBSERVE_ONLY, "source": "detected", "note": "tm attach"},
     )
     samplers = default_samplers(args.pid, run_dir, args.gpus, _target_env(proc))
@@ -220,13 +222,14 @@ def main(argv: list[str]) -> int:
             for sampler in samplers:
                 d = sampler.sample()
                 latest[sampler.kind] = d
-                log.write(sampler.kind, d)
-            host = latest.get("sample.host", {})
+                log.write(payloads.KINDS[sampler.kind], d)
+            host = latest.get(payloads.SAMPLE_HOST.name, {})
             elapsed = time.monotonic() - start
             if log.dashboard is not None:
                 log.dashboard.tick(time.monotonic())
             if not args.quiet:
-                line = status_line(args.pid, elapsed, host, latest.get("sample.gpu", {}), prev)
+                gpu = latest.get(payloads.SAMPLE_GPU.name, {})
+                line = status_line(args.pid, elapsed, host, gpu, prev)
                 status.show(line)
             if "cpu_s" in host:
                 prev = (elapsed, host["cpu_s"])
@@ -249,7 +252,7 @@ def main(argv: list[str]) -> int:
         }
         if ended == "exited":
             end["note"] = "the program exited; not tm's child, so its exit status is unknown"
-        log.write("run.end", end)
+        log.write(payloads.RUN_END, end)
         if log.dashboard is not None:
             log.dashboard.finish()
         log.close()

@@ -22,6 +22,8 @@ from typing import Any
 
 from trainmeter.runlog.replay import MAX_LINE
 
+from ..payloads import RUN_END
+
 USAGE = """\
 usage: tm top [RUN] [--once]
   RUN     a run directory, or a name or prefix under .trainmeter/runs (default: the latest)
@@ -92,7 +94,7 @@ class Follower:
             self._partial = b""
         fed = 0
         for line, record in self.decoder.lines_of(lines):
-            if record["kind"] == "run.end":
+            if record["kind"] == RUN_END.name:
                 self.finished = True
             self.recorder.accept(line, record)
             fed += 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import payloads
 from . import (
     advice,
     alerts,
@@ -86,19 +87,19 @@ class Engine:
         self._points: list[tuple[str, int, float, float, float | None]] | None = None
         self.records = 0
         self.ignored = 0
-        self._handlers = {
-            "step": self._on_step,
-            "metric": self._on_metric,
-            "phase": self._on_phase,
-            "fact": self._on_fact,
-            "hello": self._on_hello,
-            "run.start": self._on_start,
-            "run.end": self._on_end,
-            "sample.gpu": self._on_gpu,
-            "sample.host": self._on_host,
-            "sample.node": self._on_node,
-            "memory": self._on_memory,
-            "crash": self.death.crash,
+        self._handlers = {  # by the table of kinds; an alert is logged for people, not read back
+            payloads.STEP.name: self._on_step,
+            payloads.METRIC.name: self._on_metric,
+            payloads.PHASE.name: self._on_phase,
+            payloads.FACT.name: self._on_fact,
+            payloads.HELLO.name: self._on_hello,
+            payloads.RUN_START.name: self._on_start,
+            payloads.RUN_END.name: self._on_end,
+            payloads.SAMPLE_GPU.name: self._on_gpu,
+            payloads.SAMPLE_HOST.name: self._on_host,
+            payloads.SAMPLE_NODE.name: self._on_node,
+            payloads.MEMORY.name: self._on_memory,
+            payloads.CRASH.name: self.death.crash,
         }
 
     # ---- input -------------------------------------------------------------------------

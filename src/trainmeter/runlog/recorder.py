@@ -15,11 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .. import records
+from .. import payloads, records
 from .plausible import Implausible, check
 from .store import RunStore
 
 FLUSH_EVERY_S = 1.0
+_HELLO, _FACT = payloads.HELLO.name, payloads.FACT.name
 
 
 def no_engine_snapshot(reason: str) -> dict[str, Any]:
@@ -61,17 +62,19 @@ class Recorder:
 
     # ---- writing ---------------------------------------------------------------------------
 
-    def write_tm(self, kind: str, d: dict[str, Any], t: float | None = None) -> None:
-        """A record made by `tm` itself: src "tm", no rank, tm's pid, monotonic time."""
-        record = records.make(
-            kind, d, t=time.monotonic() if t is None else t, src="tm", rank=None, pid=self.pid
-        )
+    def write_tm(self, kind: payloads.Kind, d: dict[str, Any], t: float | None = None) -> None:
+        """A record made by `tm` itself: src "tm", no rank, tm's pid, monotonic time; its
+        payload built through its kind's table entry (`payloads`)."""
         try:
-            line = records.encode(record)
+            d = kind.build(**d)
+            line = records.encode(records.make(
+                kind.name, d, t=time.monotonic() if t is None else t, src="tm", rank=None,
+                pid=self.pid,
+            ))
             parsed = records.decode(line)  # what a replay will see, tuples turned into lists
             check(parsed)  # a replay skips what cannot be true: so is it never written
-        except (records.RecordError, Implausible) as exc:
-            self.warn(f"encode:{kind}", f"a {kind} record could not be written ({exc})")
+        except (records.RecordError, Implausible, TypeError) as exc:
+            self.warn(f"encode:{kind.name}", f"a {kind.name} record could not be written ({exc})")
             return
         self.accept(line.encode("utf-8"), parsed)
 
@@ -87,9 +90,9 @@ class Recorder:
                 self._last_flush = now
                 self.store.flush()
             kind = record.get("kind")
-            if kind == "hello" and isinstance(record.get("pid"), int):
+            if kind == _HELLO and isinstance(record.get("pid"), int):
                 self.hello_pids.add(record["pid"])
-            elif kind == "fact" and record["d"].get("key") == "observe_only":
+            elif kind == _FACT and record["d"].get("key") == "observe_only":
                 self.observe_only.append(str(record["d"].get("value")))
             if self._before_engine is not None:
                 self._before_engine.append(record)
@@ -111,9 +114,9 @@ class Recorder:
                 if append is not None:
                     append(line)
                 kind = record.get("kind")
-                if kind == "hello" and isinstance(record.get("pid"), int):
+                if kind == _HELLO and isinstance(record.get("pid"), int):
                     self.hello_pids.add(record["pid"])
-                elif kind == "fact" and record["d"].get("key") == "observe_only":
+                elif kind == _FACT and record["d"].get("key") == "observe_only":
                     self.observe_only.append(str(record["d"].get("value")))
                 if feed is None:
                     if self._before_engine is not None:

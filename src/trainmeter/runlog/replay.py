@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import payloads
 from . import checkpoint
 from . import engine_load as parts
 from .decode import Decoder, log_summary
@@ -39,7 +40,7 @@ MAX_SNAPSHOTS = 2000
 #: and no more often than this, in seconds of the run (the live loop's pace).
 MIN_INTERVAL_S = 1.0
 #: Records at which a snapshot may be taken (they move the step clock or the GPU counters).
-_SNAPSHOT_KINDS = frozenset({"step", "sample.gpu"})
+_SNAPSHOT_KINDS = frozenset({payloads.STEP.name, payloads.SAMPLE_GPU.name})
 #: A line longer than this is not a record (the longest are a few kB): dropped unread up to
 #: its newline, so a corrupt log of one endless line cannot fill memory.
 MAX_LINE = 8 << 20

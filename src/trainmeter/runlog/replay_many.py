@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..payloads import RUN_START
 from ..snapread import finite as _num
 from . import job_keys
 from .replay import ReplayResult, replay
@@ -44,7 +45,7 @@ def _start(events: Path) -> dict[str, Any]:
             rec = json.loads(fh.readline(1 << 20) or b"null")
     except (OSError, ValueError, RecursionError):
         return {}
-    return rec if isinstance(rec, dict) and rec.get("kind") == "run.start" else {}
+    return rec if isinstance(rec, dict) and rec.get("kind") == RUN_START.name else {}
 
 
 def replay_nodes(run_dirs: list[Path]) -> list[NodeRun]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.inputs import load_json
+from ..payloads import RUN_START
 from ..snapread import finite_value as _number
 from ..snapread import get_dict
 from .store import runs_root
@@ -162,7 +163,7 @@ def status_of(meta: dict[str, Any], snap: dict[str, Any], events: Path) -> str:
     if isinstance(exit_status, int):
         return "ok" if exit_status == 0 else f"exit {exit_status}"
     first = _first_record(events) or {}
-    if first.get("kind") == "run.start" and _pid_alive(first.get("pid")):
+    if first.get("kind") == RUN_START.name and _pid_alive(first.get("pid")):
         return "running"
     return "no end"
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..payloads import SAMPLE_HOST
+
 try:
     import psutil
 except ImportError:  # pragma: no cover - psutil is a dependency; doctor reports it if absent
@@ -22,7 +24,7 @@ READ_TRIES = 3
 
 
 class HostSampler:
-    kind = "sample.host"
+    kind = SAMPLE_HOST.name
 
     def __init__(self, root_pid: int) -> None:
         self.root_pid = root_pid

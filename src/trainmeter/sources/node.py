@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..payloads import SAMPLE_NODE
 from . import cgroup
 from .files import Files
 
@@ -41,7 +42,7 @@ def _cpu_split(prev: Any, cur: Any) -> dict[str, float] | None:
 
 
 class NodeSampler:
-    kind = "sample.node"
+    kind = SAMPLE_NODE.name
 
     def __init__(
         self,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 
+from ..payloads import CRASH, FACT, RUN_END
 from .observe_only import explain_observe_only
 
 TYPE_CHECKING = False  # what only annotations need: imported by type checkers, not by a run
@@ -89,9 +90,9 @@ def finish(session: Ended, child: ChildExit) -> None:
         ingest.stop()
         ring.recover(rings, session.delivered, recorder.accept)  # what a death kept back
         for fault in faults:  # a native crash: where faulthandler's stacks now are
-            recorder.write_tm("crash", fault)
+            recorder.write_tm(CRASH, fault)
         if ingest.rings_unread:  # what the socket did not bring from them is lost
-            recorder.write_tm("fact", {
+            recorder.write_tm(FACT, {
                 "key": "agent_rings_unread", "value": ingest.rings_unread,
                 "source": "detected",
                 "note": "ring files tm could not open at the end (out of descriptors?): "
@@ -117,7 +118,7 @@ def finish(session: Ended, child: ChildExit) -> None:
     if oom is not None:
         end["oom_kills"] = oom["kills"]
         end["oom_source"] = oom["source"]
-    recorder.write_tm("run.end", end)
+    recorder.write_tm(RUN_END, end)
     recorder.seal()
     recorder.close()
     session.attach_engine()

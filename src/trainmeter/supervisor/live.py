@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .. import payloads
 from ..runlog.recorder import Recorder
 
 Warn = Callable[[str, str], None]
@@ -106,8 +107,8 @@ class LiveLoop:
                 self.samplers.remove(sampler)
                 self.warn(f"sampler:{kind}", f"the {kind} sampler failed and is off: {exc!r}")
                 continue
-            if isinstance(d, dict) and isinstance(kind, str):
-                self.recorder.write_tm(kind, d)
+            if isinstance(d, dict) and kind in payloads.KINDS:
+                self.recorder.write_tm(payloads.KINDS[kind], d)
 
     def _watch(self) -> None:
         if self.watcher is None:
@@ -120,7 +121,7 @@ class LiveLoop:
             return
         for d in facts or []:
             if isinstance(d, dict) and isinstance(d.get("key"), str):
-                self.recorder.write_tm("fact", d)
+                self.recorder.write_tm(payloads.FACT, d)
                 if d["key"] == "observe_only":  # said when found, not only in the log
                     self.warn(f"observe_only:{d.get('value')}", f"observe only: {d.get('value')}")
 
@@ -139,7 +140,7 @@ class LiveLoop:
             }
             if self.drop_reasons is not None:
                 fact["reasons"] = dict(self.drop_reasons())
-            self.recorder.write_tm("fact", fact)
+            self.recorder.write_tm(payloads.FACT, fact)
 
     def _alerts(self) -> None:
         now = time.monotonic()
@@ -153,7 +154,7 @@ class LiveLoop:
             if key in self._alerts_seen:
                 continue
             self._alerts_seen.add(key)
-            self.recorder.write_tm("alert", dict(alert))
+            self.recorder.write_tm(payloads.ALERT, dict(alert))
 
     def close_samplers(self) -> None:
         for sampler in self.samplers:

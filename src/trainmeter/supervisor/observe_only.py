@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from ..payloads import FACT
+
 TYPE_CHECKING = False  # what only annotations need: imported by type checkers, not by a run
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -52,7 +54,7 @@ def explain_observe_only(session: Judged) -> None:
     if reason:
         note = "judged when the run ended: no process of the run said hello"
         recorder.write_tm(
-            "fact", {"key": "observe_only", "value": reason, "source": source, "note": note}
+            FACT, {"key": "observe_only", "value": reason, "source": source, "note": note}
         )
     if session.opts.agent:
         for said in recorder.observe_only:

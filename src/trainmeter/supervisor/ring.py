@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import records
 from ..agent import ring as layout
+from ..payloads import FACT, STEP
 
 _GAP = 64  # numbers a writer may have taken and not filled (killed between the two)
 
@@ -55,12 +56,12 @@ class Delivered:
         if type(r) is int:
             self._see_rare(pid, r)  # type: ignore[arg-type]
         kind = record.get("kind")
-        if kind == "fact":
+        if kind == FACT.name:
             d = record.get("d") or {}
             if d.get("key") == "agent_dropped_records" and type(d.get("value")) is int:
                 self.dropped_reported[pid] = d["value"]  # type: ignore[index]
             return
-        if kind != "step" or record.get("src") != "agent":
+        if kind != STEP.name or record.get("src") != "agent":
             return
         d = record.get("d") or {}
         totals = self.steps.get(pid)  # type: ignore[arg-type]
@@ -197,7 +198,9 @@ def _missing(mm: mmap.mmap, delivered: Delivered) -> list[dict[str, Any]]:
     )  # numbered, never delivered and not in the ring (its rare area was full)
     step = _missing_step(h, header["step_t"], delivered.steps.get(pid))
     if step is not None:
-        out.append(records.make("step", step, t=header["step_t"], src="agent", rank=rank, pid=pid))
+        out.append(records.make(
+            STEP.name, STEP.build(**step), t=header["step_t"], src="agent", rank=rank, pid=pid
+        ))
     out.extend(
         _missing_values(mm, h, pid, rank, delivered.last_q.get(pid, 0), header["reserved"])
     )
@@ -207,20 +210,20 @@ def _missing(mm: mmap.mmap, delivered: Delivered) -> list[dict[str, Any]]:
         h[layout.H_DROPPED_SENDER],
     )
     if full + keys + sender + rare_lost > delivered.dropped_reported.get(pid, 0):
-        fact = {
-            "key": "agent_dropped_records",
-            "value": full + keys + sender + rare_lost,
-            "source": "detected",
-            "note": (
+        fact = FACT.build(
+            key="agent_dropped_records",
+            value=full + keys + sender + rare_lost,
+            source="detected",
+            note=(
                 f"{full} values refused with the agent's ring full (the receiver fell "
                 f"{layout.CAPACITY} values behind), {keys} with its key table full or not storable, "
                 f"{sender} records the sender could not deliver (receiver full at exit, or gone;"
                 f" those its ring kept are in the log, recovered), {rare_lost} rare records"
                 " neither delivered nor kept (the ring's area for them was full)"
             ),
-        }
+        )
         t = out[-1]["t"] if out else header["step_t"]
-        out.append(records.make("fact", fact, t=t, src="agent", rank=rank, pid=pid))
+        out.append(records.make(FACT.name, fact, t=t, src="agent", rank=rank, pid=pid))
     return out
 
 

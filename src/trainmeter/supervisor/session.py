@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from ..payloads import FACT, RUN_START
 from ..runlog.observers import ObserverSet
 from ..runlog.warn import WarnOnce
 from .descriptors import Reserve
@@ -154,16 +155,15 @@ class Session:
         recorder = self.recorder
         for view in self.observers.observers:
             if hasattr(view, "log_fact"):  # a view that counts its failures in the log (--notify)
-                view.log_fact = lambda d: recorder.write_tm("fact", d)
+                view.log_fact = lambda d: recorder.write_tm(FACT, d)
         self.store.write_json("meta.json", meta(self.about(), self.started_utc))
-        self.recorder.write_tm("run.start", start_payload(self.about(), self.opts), t=self.t0)
+        self.recorder.write_tm(RUN_START, start_payload(self.about(), self.opts), t=self.t0)
         if self.ingest is not None:  # a step from before it cannot be true (forged, or a bug)
             self.ingest.decoder.t_start = self.t0
         for key, value in self.opts.declared.items():
-            fact = {"key": key, "value": value, "source": "declared"}
-            if key in self.opts.notes:
-                fact["note"] = self.opts.notes[key]
-            self.recorder.write_tm("fact", fact)
+            note = self.opts.notes.get(key)
+            fact = {"key": key, "value": value, "source": "declared", "note": note}
+            self.recorder.write_tm(FACT, fact)
         self.recorder.flush()
         if self.ingest is not None:
             self.ingest.sink = self.delivered.wrap(self.recorder.accept)

@@ -67,9 +67,7 @@ class ValueLines:
             form = forms.get((pid, kid))
             if form is None:
                 via, key = keys[kid]
-                fact = via == "emit" and key in outbox.FACT_KEYS
-                stepped = None if fact else outbox.template(sender, via, key, stepped=True)
-                form = forms[(pid, kid)] = (outbox.template(sender, via, key), stepped)
+                form = forms[(pid, kid)] = outbox.template_pair(sender, via, key)
             plain, stepped = form
             if step >= 0 and stepped is not None:
                 append((stepped % (t, value, step, seq)).encode())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...payloads import FACT
 from ..sender import get_sender
 from . import model, parts, steps
 
@@ -33,7 +34,7 @@ _torch: Any = None
 def _fact(key: str, value: Any, note: str) -> None:
     sender = get_sender()
     if sender is not None:
-        sender.send("fact", {"key": key, "value": value, "source": "detected", "note": note})
+        sender.send(FACT.name, FACT.build(key=key, value=value, source="detected", note=note))
 
 
 def lookup_params(root: Any) -> int:

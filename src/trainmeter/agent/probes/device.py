@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...payloads import FACT
 from ..sender import get_sender
 from . import steps
 
@@ -52,8 +53,7 @@ def look(index: int | None = None) -> bool:
     sender = get_sender()
     if sender is not None:
         sender.send(
-            "fact",
-            {"key": "device", "value": value, "source": "detected", "note": "torch.cuda"},
+            FACT.name, FACT.build(key="device", value=value, source="detected", note="torch.cuda")
         )
     _sent = True
     _index = index

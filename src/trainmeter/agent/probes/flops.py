@@ -29,6 +29,7 @@ import os
 import sys
 from typing import Any
 
+from ...payloads import FACT
 from ..sender import get_sender
 from . import flop_formulas, phases, steps
 from . import step_signal as signal
@@ -57,7 +58,7 @@ _tries = 0
 def _send(key: str, value: Any, note: str) -> None:
     sender = get_sender()
     if sender is not None:
-        sender.send("fact", {"key": key, "value": value, "source": "measured", "note": note})
+        sender.send(FACT.name, FACT.build(key=key, value=value, source="measured", note=note))
 
 
 def _unavailable(reason: str) -> None:
@@ -231,8 +232,8 @@ def _send_samples() -> None:
         if sender is not None:
             axis = "dim 1, sequence-first" if tok.batch_axis == 1 else "dim 0"
             note = f"batch size {_batch} of the first batch ({axis}) x {micro} micro-batch(es)"
-            d = {"key": "samples_per_step", "value": _batch * micro, "source": "detected"}
-            sender.send("fact", {**d, "note": note})
+            d = FACT.build(key="samples_per_step", value=_batch * micro, source="detected", note=note)
+            sender.send(FACT.name, d)
 
 
 def counter() -> Any:

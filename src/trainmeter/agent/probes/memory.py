@@ -25,6 +25,7 @@ import os
 import resource
 import time
 
+from ...payloads import MEMORY
 from ...records import ENV_FAKE_CUDA_MEMORY
 from ..inputs import MIB, load_json
 from ..sender import get_sender
@@ -204,7 +205,7 @@ def sample(at_step: bool) -> None:
     d["at_step"] = at_step
     sender = get_sender()
     if sender is not None:
-        sender.send("memory", d, t=now)
+        sender.send(MEMORY.name, MEMORY.build(**d), t=now)
 
 
 def _on_step(n: int) -> None:

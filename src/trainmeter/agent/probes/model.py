@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...payloads import FACT
 from ..sender import get_sender
 from . import parts, steps, structure
 from . import tokens as tok
@@ -283,7 +284,7 @@ def _fully_shard_mesh(root: Any) -> Any:
 def _fact(key: str, value: Any, note: str) -> None:
     sender = get_sender()
     if sender is not None:
-        sender.send("fact", {"key": key, "value": value, "source": "detected", "note": note})
+        sender.send(FACT.name, FACT.build(key=key, value=value, source="detected", note=note))
 
 
 # ---- T from what the first sequence layer is fed (see `structure`) ------------------------

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import time
 
+from ...payloads import FACT, PHASE
 from .. import importhook
 from ..sender import get_sender
 from . import guard, steps
@@ -92,7 +93,7 @@ def _send_moved(sender: Any, totals: Any, t: float | None) -> None:
         s, n = totals[name]
         sent_s, sent_n = _sent[name]
         if n > sent_n:  # a mark read late may be behind what was already sent
-            sender.send("phase", {"name": name, "s": s - sent_s, "n": int(n - sent_n)}, t=t)
+            sender.send(PHASE.name, PHASE.build(name=name, s=s - sent_s, n=int(n - sent_n)), t=t)
             _sent[name] = (s, n)
 
 
@@ -132,8 +133,9 @@ def _note_workers(it: Any) -> None:
         _workers = n if isinstance(n, int) and not isinstance(n, bool) else -1
         sender = get_sender()
         if sender is not None and _workers >= 0:
-            d = {"key": "dataloader_workers", "value": n, "source": "detected"}
-            sender.send("fact", {**d, "note": "num_workers of the first training DataLoader"})
+            note = "num_workers of the first training DataLoader"
+            d = FACT.build(key="dataloader_workers", value=n, source="detected", note=note)
+            sender.send(FACT.name, d)
     except Exception:  # noqa: BLE001 - promise: nothing raises into the training loop
         _workers = -1
 

@@ -17,6 +17,7 @@ import sys
 import warnings
 from typing import Any
 
+from ...payloads import FACT
 from ..sender import get_sender
 from . import steps
 
@@ -89,8 +90,8 @@ def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
     sender = get_sender()
     if sender is not None:
         sender.send(
-            "fact",
-            {"key": "matmul_precision", "value": precision, "source": "detected", "note": how},
+            FACT.name,
+            FACT.build(key="matmul_precision", value=precision, source="detected", note=how),
         )
 
 

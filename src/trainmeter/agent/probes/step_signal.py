@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 
+from ...payloads import FACT
 from ..sender import get_sender
 
 TYPE_CHECKING = False  # typing costs milliseconds in every Python the run starts
@@ -124,8 +125,8 @@ def say(kind: str, note: str | None = None) -> None:
     _sent = kind
     sender = get_sender()
     if sender is not None:
-        d = {"key": "step_signal", "value": kind, "source": "detected"}
-        sender.send("fact", {**d, "note": note or NOTES[kind]})
+        d = FACT.build(key="step_signal", value=kind, source="detected", note=note or NOTES[kind])
+        sender.send(FACT.name, d)
 
 
 def said() -> str:

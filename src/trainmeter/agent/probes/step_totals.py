@@ -20,6 +20,7 @@ import struct
 import time
 from collections import namedtuple
 
+from ...payloads import STEP
 from .. import ring as ring_module
 from ..sender import get_sender
 from .step_state import call, state, step_listeners
@@ -96,12 +97,15 @@ def drain() -> None:
     sender = get_sender()
     if sender is None:
         return
-    d: dict[str, Any] = {"k": c.steps - s.steps, "n": c.steps, "micro": c.micro - s.micro}
+    tokens = real = None
     if state.any_tokens:
-        d["tokens"] = c.tokens - s.tokens
+        tokens = c.tokens - s.tokens
         if c.real_missing == s.real_missing and c.micro > s.micro:
-            d["real_tokens"] = c.real - s.real
-    sender.send("step", d, t=c.t)
+            real = c.real - s.real
+    d = STEP.build(
+        k=c.steps - s.steps, n=c.steps, micro=c.micro - s.micro, tokens=tokens, real_tokens=real
+    )
+    sender.send(STEP.name, d, t=c.t)
     state.sent = c
 
 

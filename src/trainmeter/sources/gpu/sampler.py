@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ...hardware.measured_peaks import read_peak
+from ...payloads import SAMPLE_GPU
 from .backend import Backend, GpuError
 from .dcgm import dcgm_reason
 from .families import backend_from_env
@@ -96,7 +97,7 @@ class _DeviceState:
 class GpuSampler:
     """Samples the run's GPUs. Construct cheaply; NVML is opened on the first `sample()`."""
 
-    kind = "sample.gpu"
+    kind = SAMPLE_GPU.name
 
     def __init__(
         self,
