@@ -17,7 +17,6 @@ NOT_PARTS = {
     "finite.finite_only": "the last pass over the built snapshot: no infinity or NaN leaves",
     "noise.blocks_of": "`tm check` reads a finished run's step-time blocks out of summary.json",
 }
-LONGEST = 80  # lines a function of the composition may have (issue 32)
 
 
 def _functions(tree: ast.AST):
@@ -63,14 +62,3 @@ def test_the_snapshot_being_built_is_handed_to_no_part() -> None:
         if any(isinstance(a, ast.Name) and a.id == "snap" for a in args):
             handed.append(ast.unparse(call.func))
     assert handed == ["finite_only"]
-
-
-def test_the_composition_reads_in_short_functions() -> None:
-    tree = ast.parse((ENGINE / "snapshot.py").read_text())
-    long = [
-        f"{fn.name} {fn.end_lineno - fn.lineno + 1} lines"  # type: ignore[operator]
-        for fn in _functions(tree)
-        if fn.end_lineno - fn.lineno + 1 > LONGEST  # type: ignore[operator]
-    ]
-    assert not long
-    assert _engine_snapshot().end_lineno - _engine_snapshot().lineno < 50  # type: ignore[operator]

@@ -135,7 +135,8 @@ def _write_summary(run_dir: Path) -> None:
         print(f"tm attach: no summary.json ({type(exc).__name__}: {exc})", file=sys.stderr)
 
 
-def main(argv: list[str]) -> int:
+def _parse(argv: list[str]) -> argparse.Namespace | None:
+    """The command line, or None when it was refused (the one line said on stderr)."""
     parser = argparse.ArgumentParser(prog="tm attach", description=__doc__.splitlines()[0])
     parser.add_argument("pid", type=int)
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
@@ -146,27 +147,30 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-web", action="store_true", help="no dashboard")
     args = parser.parse_args(argv)
     if args.port is not None and not 0 <= args.port <= 65535:
-        print(f"tm attach: --port: {args.port} is not a port number (0-65535)", file=sys.stderr)
-        return 2
-    if args.pid <= 0:  # 0 and -1 name process groups and "every process", not one program
-        print(f"tm attach: {args.pid} is not a process id", file=sys.stderr)
-        return 2
-    if not 0 < args.interval < 86400:  # also NaN and infinity
-        print("tm attach: --interval must be a number of seconds above 0", file=sys.stderr)
-        return 2
-    if args.duration is not None and not 0 < args.duration < float("inf"):
-        print("tm attach: --duration must be a number of seconds above 0", file=sys.stderr)
-        return 2
-    import psutil
+        why = f"--port: {args.port} is not a port number (0-65535)"
+    elif args.pid <= 0:  # 0 and -1 name process groups and "every process", not one program
+        why = f"{args.pid} is not a process id"
+    elif not 0 < args.interval < 86400:  # also NaN and infinity
+        why = "--interval must be a number of seconds above 0"
+    elif args.duration is not None and not 0 < args.duration < float("inf"):
+        why = "--duration must be a number of seconds above 0"
+    else:
+        return args
+    print(f"tm attach: {why}", file=sys.stderr)
+    return None
 
-    from trainmeter.sources import default_samplers
+
+def _open(args: argparse.Namespace) -> tuple[Any, list[str], Path, _Log] | None:
+    """(the process, its command line, the run directory, its log with the dashboard), or None
+    when there is no such process or no run directory (said on stderr)."""
+    import psutil
 
     try:
         proc = psutil.Process(args.pid)
         cmdline = proc.cmdline()
     except psutil.NoSuchProcess:
         print(f"tm attach: no process {args.pid}", file=sys.stderr)
-        return 2
+        return None
     except psutil.AccessDenied:
         cmdline = []
     try:
@@ -174,7 +178,7 @@ def main(argv: list[str]) -> int:
         log = _Log(run_dir)
     except OSError as exc:
         print(f"tm attach: cannot create the run directory: {exc}", file=sys.stderr)
-        return 2
+        return None
     if not args.no_web:
         try:
             from trainmeter.views.web.attached import AttachedDashboard
@@ -182,15 +186,21 @@ def main(argv: list[str]) -> int:
             log.dashboard = AttachedDashboard(args.port, run_dir)
         except Exception as exc:  # noqa: BLE001 - watching goes on without the page
             print(f"tm attach: no dashboard ({exc})", file=sys.stderr)
-    start = time.monotonic()
+    return proc, cmdline, run_dir, log
+
+
+def _begin(log: _Log, pid: int, cmdline: list[str]) -> None:
+    """`run.start` and the observe-only fact: what a run started by tm logs first."""
+    import psutil
+
     log.write(
         payloads.RUN_START,
         {
             "argv": records.redact_argv(cmdline),
             "tm_version": __version__,
-            "name": f"attach-{args.pid}",
+            "name": f"attach-{pid}",
             "declared": {},
-            "attached_pid": args.pid,
+            "attached_pid": pid,
             "node_uptime_s": round(time.time() - psutil.boot_time(), 1),
             "unix_time": time.time(),
             "hostname": socket.gethostname(),
@@ -201,13 +211,11 @@ def main(argv: list[str]) -> int:
         payloads.FACT,
         {"key": "observe_only", "value": OBSERVE_ONLY, "source": "detected", "note": "tm attach"},
     )
-    samplers = default_samplers(args.pid, run_dir, args.gpus, _target_env(proc))
-    shown = " ".join(records.redact_argv(cmdline)).replace("\n", " ")[:80]
-    print(
-        f"tm attach: watching pid {args.pid} ({shown}); run dir {run_dir}; "
-        "Ctrl-C detaches and leaves it running",
-        file=sys.stderr,
-    )
+
+
+def _watch(args: argparse.Namespace, samplers: list[Any], log: _Log, start: float) -> str:
+    """Sample every interval until the program exits (`exited`), --duration passes or Ctrl-C
+    or SIGTERM detaches (`detached`); each sample is logged and shown."""
     ended = "detached"
     prev: tuple[float, float] | None = None
     status = _StatusLine(sys.stdout)
@@ -243,26 +251,57 @@ def main(argv: list[str]) -> int:
         ended = "detached"
     finally:
         status.close()
+    return ended
+
+
+def _end(log: _Log, run_dir: Path, pid: int, cmdline: list[str], ended: str, start: float) -> None:
+    """`run.end` (the exit status unknown: not tm's child), the dashboard's end, meta.json."""
+    end = {
+        "exit_status": None,
+        "elapsed_s": round(time.monotonic() - start, 3),
+        "attach_end": ended,
+    }
+    if ended == "exited":
+        end["note"] = "the program exited; not tm's child, so its exit status is unknown"
+    log.write(payloads.RUN_END, end)
+    if log.dashboard is not None:
+        log.dashboard.finish()
+    log.close()
+    (run_dir / "meta.json").write_text(
+        json.dumps(
+            {"attached_pid": pid, "argv": records.redact_argv(cmdline), "ended": ended},
+            indent=2,
+        )
+        + "\n"
+    )
+
+
+def main(argv: list[str]) -> int:
+    args = _parse(argv)
+    if args is None:
+        return 2
+    from trainmeter.sources import default_samplers
+
+    opened = _open(args)
+    if opened is None:
+        return 2
+    proc, cmdline, run_dir, log = opened
+    start = time.monotonic()
+    _begin(log, args.pid, cmdline)
+    samplers = default_samplers(args.pid, run_dir, args.gpus, _target_env(proc))
+    shown = " ".join(records.redact_argv(cmdline)).replace("\n", " ")[:80]
+    print(
+        f"tm attach: watching pid {args.pid} ({shown}); run dir {run_dir}; "
+        "Ctrl-C detaches and leaves it running",
+        file=sys.stderr,
+    )
+    ended = "detached"
+    try:
+        ended = _watch(args, samplers, log, start)
+    finally:
         for sampler in samplers:
             sampler.close()
-        end = {
-            "exit_status": None,
-            "elapsed_s": round(time.monotonic() - start, 3),
-            "attach_end": ended,
-        }
-        if ended == "exited":
-            end["note"] = "the program exited; not tm's child, so its exit status is unknown"
-        log.write(payloads.RUN_END, end)
-        if log.dashboard is not None:
-            log.dashboard.finish()
-        log.close()
-        (run_dir / "meta.json").write_text(
-            json.dumps(
-                {"attached_pid": args.pid, "argv": records.redact_argv(cmdline), "ended": ended},
-                indent=2,
-            )
-            + "\n"
-        )
+        _end(log, run_dir, args.pid, cmdline, ended, start)
     _write_summary(run_dir)
     print(
         f"tm attach: {ended} after {time.monotonic() - start:.0f}s; log in {run_dir}",
