@@ -46,9 +46,10 @@ def test_one_module_picks_the_door():
     builders = {"PynvmlBackend", "AmdsmiBackend"}
     found = []
     for path in sorted((SRC).rglob("*.py")):
-        if path.name in ("families.py", "record.py"):
+        text = path.read_text()
+        if path.name in ("families.py", "record.py") or not any(b in text for b in builders):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) in builders:
                 found.append(f"{path.relative_to(SRC)}:{node.lineno}")
     assert found == []
