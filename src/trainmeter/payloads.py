@@ -189,6 +189,24 @@ PHASE = Kind(
     read_in=("engine/snapshot.py",),
 )
 
+COMM = Kind(
+    "comm",
+    ("agent",),
+    {
+        "k": _f(int, "steps covered: those since this process's last comm record"),
+        "n": _f(int, "the step index after them (the record's t is that step's time)"),
+        "s": _f(NUMBER, "seconds blocked in collectives waiting for the other ranks (exposed: "
+                "not overlapped with compute)"),
+        "spans_s": _f(NUMBER, "the part of s inside eval or checkpoint spans"),
+        "calls": _f(int, "waits timed"),
+        "timed": _f(str, "host (the host blocked: CPU, gloo) or device (CUDA events on the "
+                    "compute stream)"),
+        "recovered": _f(bool, "read from a ring after the process ended"),
+    },
+    made_in=("agent/probes/collectives.py",),
+    read_in=("engine/snapshot.py",),
+)
+
 SAMPLE_GPU = Kind(
     "sample.gpu",
     ("tm",),
@@ -315,7 +333,7 @@ RUN_END = Kind(
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
-        RUN_START, HELLO, FACT, STEP, METRIC, PHASE, SAMPLE_GPU, SAMPLE_HOST, SAMPLE_NODE,
+        RUN_START, HELLO, FACT, STEP, METRIC, PHASE, COMM, SAMPLE_GPU, SAMPLE_HOST, SAMPLE_NODE,
         ALERT, MEMORY, CRASH, RUN_END,
     )
 }

@@ -32,6 +32,7 @@ MAPS = {
     "waterfall.absent": "<factor>",
     "log.reasons": "<reason>",
     "memory.ranks": "<rank>",
+    "comm.ranks": "<rank>",
     "memory.ranks.<rank>.missing": "<field>",
 }
 #: values that are data, not structure (a fact's value may be a dict; declared maps)

@@ -69,12 +69,11 @@ def test_clocks_held_by_power_name_the_reason_and_the_clock():
     assert "clocks_held" not in kinds(loop(device(0.3), gpu(5.0, row)))
 
 
-def test_one_rank_slower():
-    # rank 0 steps every 1.0 s, rank 1 every 1.25 s: spread 25%
+def test_step_times_alone_give_no_slow_rank_advice():
+    # rank 0 steps every 1.0 s, rank 1 every 1.25 s: no compute/wait split, no advice (the
+    # advice from a named straggler: tests/engine/test_stragglers.py)
     slow = [rec("step", 1.0 + i * 1.25, rank=1, k=1) for i in range(9)]
-    snap = loop(slow)
-    (item,) = [a for a in snap["advice"] if a["kind"] == "slow_rank"]
-    assert "Rank 1 takes 25% longer" in item["message"]
+    assert "slow_rank" not in kinds(loop(slow))
 
 
 def test_padding_share():

@@ -58,16 +58,16 @@ def test_gpu_throttle():
     )
 
 
-def test_straggler():
-    # rank 0 steps every 1.0 s, rank 1 every 1.3 s: spread 1.3 / 1.0 - 1 = 0.3 > 0.2
+def test_step_times_alone_raise_no_straggler():
+    # rank 0 steps every 1.0 s, rank 1 every 1.3 s: a 30% spread of step times, as a loaded
+    # machine gives one rank for a while. Step times cannot say which rank the others wait
+    # for (in a synchronous job they are equal): only the compute/wait split names one
+    # (tests/engine/test_stragglers.py)
     base = [start(0.0), hello(0.1, world_size=2)]
     snap = run(base, steps(1.0, 1.0, 8, 100), steps(1.0, 1.3, 8, 100, rank=1))
-    (alert,) = snap["alerts"]
-    assert (alert["kind"], alert["rank"]) == ("straggler", "1")
-    assert alert["spread"] == pytest.approx(0.3)
+    assert kinds(snap) == []
     assert snap["ranks"]["slowest"] == "1" and snap["ranks"]["fastest"] == "0"
-    # 1.1 s: spread 0.1 is within tolerance
-    assert kinds(run(base, steps(1.0, 1.0, 8, 100), steps(1.0, 1.1, 8, 100, rank=1))) == []
+    assert snap["ranks"]["spread"] == pytest.approx(0.3)
 
 
 def node(t, free_b):

@@ -154,3 +154,25 @@ def test_what_only_grows_is_a_counter_and_the_rest_gauges():
     body = render(SNAP)[0].decode()
     assert "trainmeter_steps_total{" in body
     assert "trainmeter_steps{" not in body
+
+
+def test_each_ranks_compute_and_wait_and_the_straggler_per_rank():
+    snap = {
+        **SNAP,
+        "comm": {"ranks": {
+            "2": {"compute_s": 0.02, "wait_s": 0.08, "wait_total_s": 3.5},
+            "3": {"compute_s": 0.08, "wait_s": 0.02, "wait_total_s": 0.9},
+        }},
+        "straggler": {"kind": "rank", "rank": 3, "ranks": [3], "extra_s": 0.06},
+    }
+    got = parse(render(snap)[0])
+    by_rank = {name: {s[0]["rank"]: s[1] for s in got[name]} for name in (
+        "trainmeter_rank_compute_per_step_seconds", "trainmeter_rank_wait_per_step_seconds",
+        "trainmeter_rank_waited_seconds_total", "trainmeter_straggler_extra_seconds")}
+    assert by_rank["trainmeter_rank_compute_per_step_seconds"] == {"2": 0.02, "3": 0.08}
+    assert by_rank["trainmeter_rank_wait_per_step_seconds"] == {"2": 0.08, "3": 0.02}
+    assert by_rank["trainmeter_rank_waited_seconds_total"] == {"2": 3.5, "3": 0.9}
+    # the slow rank's extra compute, 0 on the other: a graph shows who holds the job, and when
+    assert by_rank["trainmeter_straggler_extra_seconds"] == {"2": 0.0, "3": 0.06}
+    # no rank reported its waits: no sample at all (absent, never zero)
+    assert "trainmeter_rank_wait_per_step_seconds" not in parse(render(SNAP)[0])

@@ -239,7 +239,14 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
     all_ranks = {r: v for s in per_node for r, v in s["ranks"]["step_time_s"].items()}
     assert job["ranks"]["slowest"] == max(all_ranks, key=all_ranks.get)
     assert job["n_gpus"]["value"] == 4  # the fake NVML shows two GPUs to each node
+    # the slow node named across nodes: ranks 2 and 3 sleep 0.09 and 0.11 s a step, ranks 0
+    # and 1 0.05 and 0.07 s; the node's compute is its fastest rank's, 0.04 s over the other's
+    named = job["straggler"]
+    assert (named["kind"], named["ranks"]) == ("node", [2, 3]), job.get("comm")
+    assert named["extra_s"] == pytest.approx(0.04, rel=0.25)
+    assert named["node"] == next(s["job"]["node_rank"] for s in per_node if 2 in s["job"]["ranks"])
     text = run_tm(["summary", str(dirs[0]), str(dirs[1])], tmp_path, timeout=60).stdout
     assert f"job {JOB}: 2 nodes of 2, 4 ranks, 4 GPUs" in text
     assert f"slowest rank {job['ranks']['slowest']}" in text
+    assert f"node {named['node']} (ranks 2, 3) computes" in text
     assert "None" not in text and "?" not in text.split("absent:")[0]

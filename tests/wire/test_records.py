@@ -63,7 +63,7 @@ def test_garbage_is_refused(line) -> None:
 
 def test_every_kind_of_the_contract_is_known() -> None:
     assert records.KINDS == {
-        "run.start", "hello", "fact", "step", "metric", "phase",
+        "run.start", "hello", "fact", "step", "metric", "phase", "comm",
         "sample.gpu", "sample.host", "sample.node", "alert", "memory", "crash", "run.end",
     }
 

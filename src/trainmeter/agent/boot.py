@@ -87,7 +87,17 @@ def say_hello() -> None:
 
 
 def _probe_modules() -> list[tuple[str, Any]]:
-    from .probes import architecture, device, flops, memory, model, phases, precision, steps
+    from .probes import (
+        architecture,
+        collectives,
+        device,
+        flops,
+        memory,
+        model,
+        phases,
+        precision,
+        steps,
+    )
 
     # steps first: the others ride on its hooks and listeners
     return [
@@ -99,6 +109,7 @@ def _probe_modules() -> list[tuple[str, Any]]:
         ("flops", flops),
         ("device", device),
         ("memory", memory),
+        ("collectives", collectives),
     ]
 
 

@@ -1,14 +1,14 @@
 """What to try, in words: advice only where a measured number supports it, each with its number.
 
 Each rule is given, by name, the numbers the other parts found (the time split, the GPU
-counters' ladder and rows, the alerts, the ranks' step times, padding, memory) and fires only
+counters' ladder and rows, the alerts, the straggler named, padding, memory) and fires only
 past a threshold (below), so a run whose numbers do not point anywhere gets no advice at all. Every item carries the
 numbers it rests on (`evidence`: name, value, unit, source): no advice without its reason.
 
     data_wait        data wait / (compute + data wait)           >= DATA_SHARE
     non_tensor_work  SM active >= SM_BUSY and tensor / SM active <  TENSOR_SHARE     (GPM)
     clocks_held      a GPU's latest throttle reasons name power or heat
-    slow_rank        slowest / fastest rank's step time - 1      >= RANK_SPREAD
+    slow_rank        a rank (or node) named by the straggler rule (engine/stragglers.py)
     padding          padding share of the tokens                  >= PADDING_SHARE
     eval, checkpoint that part of the wall time                   >= PHASE_SHARE
     fragmentation    memory is short (a memory alert) and (reserved - allocated) / reserved
@@ -27,7 +27,6 @@ DATA_SHARE = 0.10
 FEW_WORKERS = 2
 SM_BUSY = 0.60
 TENSOR_SHARE = 0.50
-RANK_SPREAD = 0.10
 PADDING_SHARE = 0.10
 PHASE_SHARE = 0.10
 FRAGMENTED_SHARE = 0.20
@@ -134,21 +133,31 @@ def clocks_held(
     return out
 
 
-def slow_rank(ranks: dict[str, Any] | None) -> dict[str, Any] | None:
-    ranks = ranks or {}
-    spread = num(ranks.get("spread"))
-    if spread is None or spread < RANK_SPREAD:
+def slow_rank(straggler: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The straggler the engine named (engine/stragglers.py): which rank, by how much."""
+    named = straggler or {}
+    extra, share = num(named.get("extra_s")), num(named.get("extra_share"))
+    kind = named.get("kind")
+    if extra is None or share is None or kind not in ("rank", "node"):
         return None
-    times = ranks.get("step_time_s") or {}
-    slow, fast = str(ranks.get("slowest")), str(ranks.get("fastest"))
+    who = named.get(kind)
+    others = named.get("others")
+    subject = f"Node {who}" if kind == "node" else f"Rank {who}"
+    look = (
+        "look at that node: its GPUs' clocks and temperatures, its network link, its host load"
+        if kind == "node"
+        else "look at its data shard, its GPU's clocks and its host"
+    )
     return _item(
         "slow_rank",
-        f"Rank {slow} takes {spread:.0%} longer a step than rank {fast} "
-        f"({times.get(slow, 0):.3f} s vs {times.get(fast, 0):.3f} s): the others wait for it at "
-        "each synchronization; look at its data shard, its GPU's clocks and its host",
-        [_ev("rank_spread", spread, "fraction", "slowest / fastest step time - 1"),
-         _ev(f"step_time_s[{slow}]", times.get(slow), "s", "measured"),
-         _ev(f"step_time_s[{fast}]", times.get(fast), "s", "measured")],
+        f"{subject} computes {extra * 1000:.0f} ms longer a step than the other ranks since "
+        f"step {named.get('since_step')}; "
+        f"{'the other rank waits' if others == 1 else f'the other {others} ranks wait'} for it "
+        "each step "
+        f"({share:.0%} of the job's step time): {look}",
+        [_ev("extra_s", extra, "s", "compute per step over the median of the other ranks'"),
+         _ev("extra_share", share, "fraction", "extra_s / step time"),
+         _ev("step_time_s", named.get("step_time_s"), "s", "median over ranks, same blocks")],
     )
 
 
@@ -203,14 +212,14 @@ def advise(
     time: dict[str, Any] | None = None,
     workers: float | None = None,
     ladder: dict[str, Any] | None = None,
-    ranks: dict[str, Any] | None = None,
+    straggler: dict[str, Any] | None = None,
     padding: dict[str, Any] | None = None,
     alerts: list[dict[str, Any]] | None = None,
     gpus: dict[str, dict[str, Any]] | None = None,
     memory: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Every piece of advice the numbers support, most time-costly kinds first."""
-    found = (data_wait(time, workers), non_tensor_work(ladder), slow_rank(ranks),
+    found = (data_wait(time, workers), non_tensor_work(ladder), slow_rank(straggler),
              padding_share(padding))
     out: list[dict[str, Any]] = [item for item in found if item is not None]
     out.extend(clocks_held(alerts, gpus))

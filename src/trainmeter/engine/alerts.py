@@ -10,8 +10,10 @@ already logged. The thresholds:
 - data starvation: the loader's wait is over DATA_SHARE of rank 0's last DATA_WINDOW_S of
   training (at least DATA_MIN_SPAN_S of it seen);
 - GPU throttling: the latest sample of a GPU lists a thermal or power throttle reason;
-- a rank falling behind: the slowest rank's step time is over STRAGGLER_SPREAD above the
-  fastest's;
+- a rank (or a node) the others wait for: named by the straggler rule of engine/stragglers.py
+  (its compute per step over the others' by a share of the step time, blocks in a row), for as
+  long as it stays named; per-rank step times alone never raise it (in a synchronous job they
+  are all the same, and a loaded machine moves one of them for a while);
 - disk filling: free bytes fell over the last DISK_TREND_S (at least DISK_MIN_SPAN_S of it) at
   a rate that empties the disk within DISK_HORIZON_S;
 - a stuck run: not finished and no step record for STUCK_FACTOR times the usual interval
@@ -30,7 +32,6 @@ from .formulas import by_gpu
 DATA_SHARE = 0.25
 DATA_WINDOW_S = 60.0
 DATA_MIN_SPAN_S = 5.0
-STRAGGLER_SPREAD = 0.20
 DISK_HORIZON_S = 3600.0
 DISK_MIN_SPAN_S = 60.0
 STUCK_FACTOR = 10.0
@@ -98,21 +99,26 @@ def throttling(throttle: dict[str, tuple[list[str], float]]) -> list[dict[str, A
     return out
 
 
-def straggler(ranks: dict[str, Any] | None, t: float | None) -> dict[str, Any] | None:
-    if not ranks or ranks["spread"] <= STRAGGLER_SPREAD:
+def straggler(named: dict[str, Any] | None, t: float | None) -> dict[str, Any] | None:
+    """The straggler the engine names now (`snap["straggler"]`), as an alert."""
+    if not named:
         return None
-    slow = ranks["slowest"]
+    kind = named.get("kind", "rank")
+    who = named.get(kind)
+    subject = f"node {who} (ranks {', '.join(str(r) for r in named.get('ranks') or [])})" if (
+        kind == "node") else f"rank {who}"
     return {
         "kind": "straggler",
-        "key": f"straggler:{slow}",
+        "key": f"straggler:{kind}:{who}",
         "message": (
-            f"rank {slow} takes over {STRAGGLER_SPREAD:.0%} longer a step than the fastest rank: "
-            "the others wait for it"
+            f"{subject} computes longer per step than the other ranks, which wait for it every "
+            "step: the job runs at its pace"
         ),
         "t": t,
-        "rank": slow,
-        "spread": ranks["spread"],
-        "step_time_s": ranks["step_time_s"],
+        kind: who,
+        "extra_s": named.get("extra_s"),
+        "extra_share": named.get("extra_share"),
+        "since_step": named.get("since_step"),
     }
 
 
@@ -195,7 +201,7 @@ def collect(
     *,
     data_window: DataWindow | None,
     throttle: dict[str, tuple[list[str], float]],
-    ranks: dict[str, Any] | None,
+    straggler_named: dict[str, Any] | None,
     last_step_t: float | None,
     disk_trend: deque[tuple[float, float]],
     disk_path: Any,
@@ -210,7 +216,7 @@ def collect(
     if data_window is not None:
         out.append(data_starvation(data_window))  # type: ignore[arg-type]
     out.extend(throttling(throttle))
-    out.append(straggler(ranks, last_step_t))  # type: ignore[arg-type]
+    out.append(straggler(straggler_named, last_step_t))  # type: ignore[arg-type]
     out.append(disk_filling(disk_trend, disk_path))  # type: ignore[arg-type]
     out.append(stuck(now, finished, last_step_t, step_interval_s))  # type: ignore[arg-type]
     ofu = ofu or {}

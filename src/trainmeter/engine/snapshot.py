@@ -41,6 +41,7 @@ from .model_flops import SHAPE_KEYS
 from .ranks import RankModel, RankTimes
 from .section import Section
 from .series import SeriesStore
+from .stragglers import Stragglers
 from .throughput import StepClock
 from .timesplit import TimeLedger
 
@@ -65,6 +66,7 @@ class Engine:
         self.facts = FactStore()
         self.clock = StepClock()
         self.ranks = RankTimes()
+        self.stragglers = Stragglers()  # per-rank compute and wait, the slow rank named
         self.rank_model = RankModel()  # the node's ranks and its step clock (docs/ranks.md)
         self.ledger = TimeLedger()
         self.series = SeriesStore()
@@ -91,6 +93,7 @@ class Engine:
             payloads.STEP.name: self._on_step,
             payloads.METRIC.name: self._on_metric,
             payloads.PHASE.name: self._on_phase,
+            payloads.COMM.name: self._on_comm,
             payloads.FACT.name: self._on_fact,
             payloads.HELLO.name: self._on_hello,
             payloads.RUN_START.name: self._on_start,
@@ -216,6 +219,17 @@ class Engine:
             n = d.get("n")
             self.ledger.phase(name, seconds, n if isinstance(n, int) and n > 0 else 1, t)
 
+    def _on_comm(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
+        r = record.get("rank") or 0
+        self.stragglers.add(r if isinstance(r, int) else 0, d, t)
+        if not self.rank_model.is_clock(r):
+            return
+        seconds, spans = num(d.get("s")), num(d.get("spans_s")) or 0.0
+        calls = d.get("calls")
+        if seconds is not None and seconds >= 0:  # waits inside eval/checkpoint stay there
+            n = calls if isinstance(calls, int) and calls > 0 else 1
+            self.ledger.phase("comm", max(seconds - max(spans, 0.0), 0.0), n, t)
+
     def _on_fact(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         key = d.get("key")
         if key == "device":
@@ -291,6 +305,19 @@ class Engine:
 
     # ---- output ------------------------------------------------------------------------
 
+    def _comm_section(self, finished: bool) -> Section:
+        """comm (each rank's compute and wait per step) and straggler (engine/stragglers.py)."""
+        out = Section()
+        comm, straggler, absent = self.stragglers.snapshot(
+            finished, self.world_size, self.rank_model.clock_rank
+        )
+        if comm is not None:
+            out.values["comm"] = comm
+        if straggler is not None:
+            out.values["straggler"] = straggler
+        out.absent.update(absent)
+        return out
+
     def shape(self) -> ModelShape | None:
         return model_flops.shape_of(self.facts)
 
@@ -337,7 +364,7 @@ class Engine:
         for part in (
             p.pace, p.model, p.progress, p.utilization, p.counters, p.energy, p.gpus.section,
             self.host.section(), self.node.section(), p.memory, self.series.section(),
-            p.time_split, p.executed, p.planned, p.spent,
+            p.time_split, p.waits, p.executed, p.planned, p.spent,
             notices.section(self.facts, self.clock, self.ignored),
         ):
             whole.merge(part)
@@ -425,7 +452,10 @@ class Engine:
     def _accounts(self, p: _Parts, now: float | None) -> None:
         """The time split, the cost, the counted FLOPs and the plan."""
         facts, gpus = self.facts, p.gpus
-        p.time_split = time_split = self.ledger.section(self.t_last, now, self.probes, p.no_agent)
+        p.time_split = time_split = self.ledger.section(
+            self.t_last, now, self.probes, p.no_agent, self.world_size
+        )
+        p.waits = self._comm_section(p.finished)
         elapsed = (time_split.values.get("time") or {}).get("elapsed_s")
         p.spent = cost.section(
             n_gpus=gpus.n_gpus,
@@ -459,7 +489,7 @@ class Engine:
         return alerts.collect(
             data_window=self.data_window if "dataloader" in self.probes else None,
             throttle=self.gpu.throttle,
-            ranks=p.pace.values.get("ranks"),
+            straggler_named=p.waits.values.get("straggler"),
             last_step_t=clock.last_t,
             disk_trend=node.disk_trend,
             disk_path=(node.latest.get("disk") or {}).get("path"),
@@ -496,12 +526,16 @@ class Engine:
             outside_phase_s=waterfall.phases_outside_window(
                 time, self.ledger.before, self.ledger.tail
             ),
+            comm_outside_s=waterfall.phases_outside_window(
+                time, {"comm": self.ledger.before.get("comm", 0.0)},
+                {"comm": self.ledger.tail.get("comm", 0.0)},
+            ),
             peak_source=(gpus.peak or {}).get("source"),
         )))
         whole.override(_guarded("advice", "forming advice", lambda: Section(values={
             "advice": advice.advise(
                 time=time, workers=num(self.facts.value("dataloader_workers")), ladder=ladder,
-                ranks=pace.values.get("ranks"), padding=pace.values.get("padding"),
+                straggler=p.waits.values.get("straggler"), padding=pace.values.get("padding"),
                 alerts=found, gpus=counters.get("gpus"),
                 memory=p.memory.values.get("memory"),
             ),
@@ -527,6 +561,7 @@ class _Parts:
     energy: Section
     memory: Section
     time_split: Section
+    waits: Section  # each rank's compute and wait, the straggler (stragglers.py)
     spent: Section  # GPU-hours
     executed: Section  # counted FLOPs
     planned: Section  # the plan

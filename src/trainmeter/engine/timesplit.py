@@ -1,6 +1,6 @@
 """Where the wall time went: startup, data wait, checkpoints, eval, compute, after the last step.
 
-    elapsed = startup + data + checkpoint + eval + compute + after
+    elapsed = startup + data + checkpoint + eval + comm + compute + after
 
 Rank 0's first and last step records cut the wall time into three slots: before the first step,
 the training window (to now while the run is live), and after the last step (once the run has
@@ -8,7 +8,10 @@ ended). Each measured phase second belongs to the slot it was recorded in, so a 
 checkpoint after the last step comes out of the tail, not out of compute, and the parts add up
 to the elapsed time. Startup, compute and after are what is left of their slot. A part whose
 probe never attached is not measured: its time stays inside the slot's remainder and the
-compute label says so. Goodput = (compute + data wait past the first step) / elapsed.
+compute label says so. `comm` is the clock rank's exposed wait for the other ranks in
+collectives (the `comm` records; a wait inside an eval or checkpoint span stays in that span).
+Goodput = (compute + data wait + waiting for other ranks, past the first step) / elapsed: the
+time in steps, the waits a step needs included.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ MEASURED_PARTS = (
     ("data", "dataloader", "Data wait"),
     ("checkpoint", "checkpoint", "Checkpoints"),
     ("eval", "eval", "Eval"),
+    ("comm", "collectives", "Waiting for other ranks"),
 )
+#: Parts inside the steps: counted as training time in goodput (past the first step).
+IN_STEPS = ("data", "comm")
 
 #: Why a phase whose probe was attached has no seconds: the probe saw none of it. The views
 #: say "not measured" with this reason rather than show a zero that reads as a timed one.
@@ -32,6 +38,7 @@ NONE_SEEN = {
     "checkpoint": "nothing was saved with torch.save, save_pretrained, safetensors or "
     "torch.distributed.checkpoint",
     "eval": "the model never went to eval() and back to train()",
+    "comm": "no collective was waited on in a step",
 }
 
 
@@ -77,12 +84,14 @@ class TimeLedger:
             self.tail.clear()
 
     def section(
-        self, t_last: float, now: float | None, probes: set[str], no_agent: str | None
+        self, t_last: float, now: float | None, probes: set[str], no_agent: str | None,
+        world_size: int = 1,
     ) -> Section:
         """time: the split at `now` (None: at the latest record); `t_last` is the latest
-        record's t. `no_agent` is why no agent spoke (None when one did)."""
+        record's t. `no_agent` is why no agent spoke (None when one did). The wait for other
+        ranks is a part only in a job of several ranks (or when its probe reported)."""
         out = Section()
-        split = self._split(t_last, now, probes, no_agent, out)
+        split = self._split(t_last, now, probes, no_agent, out, world_size)
         if split is not None:
             out.values["time"] = split
         return out
@@ -105,6 +114,7 @@ class TimeLedger:
         probes: set[str],
         no_agent: str | None,
         out: Section,
+        world_size: int = 1,
     ) -> dict[str, Any] | None:
         absent = out.absent
         if self.t_start is None:
@@ -139,11 +149,16 @@ class TimeLedger:
         after = sum(self.tail.get(name, 0.0) for name in names) if finished else 0.0
         startup = max(first - self.t_start - before, 0.0)
         compute = max(window_end - first - (sum(measured.values()) - before - after), 0.0)
-        data_rest = 0.0  # data wait past the first step, counted as good time
-        if "data" in measured:
-            data_rest = max(measured["data"] - self.before.get("data", 0.0), 0.0)
+        in_steps_rest = {  # the waits a step needs, past the first step: training time
+            name: max(measured[name] - self.before.get(name, 0.0) - (
+                self.tail.get(name, 0.0) if finished else 0.0), 0.0)
+            for name in IN_STEPS
+            if name in measured
+        }
         parts = [_part("startup", "Startup and compile", startup, True)]
         for name, probe, label in MEASURED_PARTS:
+            if name == "comm" and name not in measured and world_size < 2:
+                continue  # one process: nobody to wait for
             part = _part(name, label, measured.get(name), name in measured, self.phase_n.get(name, 0))
             if name not in measured:
                 part["reason"] = data_reason if name == "data" and data_reason else (
@@ -163,28 +178,40 @@ class TimeLedger:
         split["parts"] = parts
         split["remainder_includes"] = unmeasured
         if elapsed > 0:
-            goodput = min((compute + data_rest) / elapsed, 1.0)  # a share: never above all
+            goodput = min((compute + sum(in_steps_rest.values())) / elapsed, 1.0)  # a share
             split["goodput"] = goodput
-            parts_note = "startup, " + ", ".join(
-                label.lower() for name, _p, label in MEASURED_PARTS if name != "data"
-            )
-            inputs = [
-                explain.given("compute_s", compute, "s",
-                              "measured: the training window less the measured phases in it"),
-                explain.given("elapsed_s", elapsed, "s", "wall time from tm's run.start"),
-            ]
-            formula = "compute_s / elapsed_s"
-            if "data" in measured:
-                formula = "(compute_s + data_after_first_step_s) / elapsed_s"
-                inputs.insert(1, explain.given(
-                    "data_after_first_step_s", data_rest, "s",
-                    "measured by the DataLoader probe after the first step",
-                ))
-            out.explain["goodput"] = explain.explanation(
-                goodput, "fraction", formula, inputs,
-                note=f"the share of the wall time spent training; {parts_note} and the time "
-                "after the last step count as time not spent training",
-            )
+            out.explain["goodput"] = _explain_goodput(goodput, compute, elapsed, in_steps_rest)
         else:
             absent["goodput"] = "no wall time has passed yet"
         return split
+
+
+_GOOD = {
+    "data": ("data_after_first_step_s", "measured by the DataLoader probe after the first step"),
+    "comm": ("comm_after_first_step_s",
+             "measured by the collectives probe (rank's exposed waits) after the first step"),
+}
+
+
+def _explain_goodput(
+    goodput: float, compute: float, elapsed: float, rest: dict[str, float]
+) -> dict[str, Any]:
+    parts_note = "startup, " + ", ".join(
+        label.lower() for name, _p, label in MEASURED_PARTS if name not in IN_STEPS
+    )
+    inputs = [
+        explain.given("compute_s", compute, "s",
+                      "measured: the training window less the measured phases in it"),
+    ]
+    terms = ["compute_s"]
+    for name, seconds in rest.items():
+        key, source = _GOOD[name]
+        inputs.append(explain.given(key, seconds, "s", source))
+        terms.append(key)
+    inputs.append(explain.given("elapsed_s", elapsed, "s", "wall time from tm's run.start"))
+    formula = f"({' + '.join(terms)}) / elapsed_s" if len(terms) > 1 else "compute_s / elapsed_s"
+    return explain.explanation(
+        goodput, "fraction", formula, inputs,
+        note=f"the share of the wall time spent training; {parts_note} and the time "
+        "after the last step count as time not spent training",
+    )

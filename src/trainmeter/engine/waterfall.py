@@ -7,14 +7,16 @@ peak): the time before the first step and after the last one is not in it. So th
 in two:
 
     whole run:  window / elapsed                          startup and compile, after the last step
-    in steps:   compute / window                          data wait, eval, checkpoints between steps
+    in steps:   (compute + comm) / window                 data wait, eval, checkpoints between steps
+                compute / (compute + comm)                waiting for other ranks (exposed comm)
                 (SM active or GPU-Util) / (compute/window) GPU idle within steps
                 tensor active / SM active                 SM work that is not tensor work
                 OFU / tensor active                       SM clock below the tensor clock
                 MFU / OFU                                 executed vs model FLOPs
 
-The in-steps factors multiply to the MFU exactly (they telescope: compute/window x busy/(compute/
-window) x tensor/busy x OFU/tensor x MFU/OFU); with the whole-run factor in front, the chain
+The in-steps factors multiply to the MFU exactly (they telescope: (compute+comm)/window x
+compute/(compute+comm) x busy/(compute/window) x tensor/busy x OFU/tensor x MFU/OFU; without
+ranks to wait for, comm is 0 and its factor is left out); with the whole-run factor in front, the chain
 ends at window/elapsed x MFU, the model FLOPs of the whole run as a share of the peak at the
 steady rate. A counter that is absent (no GPM, no tensor clock, no GPU sample) leaves its factor
 absent with the reason and its loss is carried by the last factor, which then says what it
@@ -65,6 +67,7 @@ def _factor(
 _SOURCE = {
     "time_outside_window": "measured: the time split (step records, phase probes, run start/end)",
     "time_outside_steps": "measured: the time split",
+    "comm_wait": "measured: the time split (the clock rank's waits in collectives)",
     "gpu_idle": "measured: NVML (GPM SM active, else GPU-Util) and the time split",
     "tensor_share": "measured: GPM tensor active and SM active",
     "clocks": "measured: NVML SM clock; the tensor clock from the card's spec",
@@ -229,11 +232,13 @@ def _covered_rows(
 
 
 def _time(
-    time: dict[str, Any] | None, time_reason: str | None, outside_phase_s: float
-) -> tuple[float, float, float, list[dict[str, Any]]] | str:
-    """(elapsed, window, compute, inputs) from the time split, or why not. The training
+    time: dict[str, Any] | None, time_reason: str | None, outside_phase_s: float,
+    comm_outside_s: float = 0.0,
+) -> tuple[float, float, float, float, list[dict[str, Any]]] | str:
+    """(elapsed, window, compute, comm, inputs) from the time split, or why not. The training
     window runs from the first step to the last: elapsed less startup, the tail after the last
-    step, and measured phases (data, eval, checkpoints) that fell before or after it."""
+    step, and measured phases (data, eval, checkpoints, waits) that fell before or after it.
+    `comm` is the exposed wait for other ranks inside the window (0 when not measured)."""
     time = time or {}
     parts = {p.get("name"): p for p in time.get("parts") or []}
     elapsed = num(time.get("elapsed_s"))
@@ -242,6 +247,8 @@ def _time(
         return time_reason or "no wall time has passed yet"
     startup = num((parts.get("startup") or {}).get("s")) or 0.0
     after = num((parts.get("after") or {}).get("s")) or 0.0
+    comm_part = parts.get("comm") or {}
+    comm = (num(comm_part.get("s")) or 0.0) if comm_part.get("measured") else 0.0
     window = elapsed - startup - after - outside_phase_s
     if window <= 0 or compute <= 0:
         return "no time inside the training window yet (fewer than two steps)"
@@ -255,20 +262,22 @@ def _time(
              "measured phases recorded before the first step or after the last")
     )
     inputs.append(_inp("window", window, "s", "elapsed - startup - after - phases outside it"))
-    return elapsed, window, compute, inputs
+    # the waits in the window: the part less those before the first step or after the last
+    comm = max(min(comm - comm_outside_s, window - compute), 0.0)
+    return elapsed, window, compute, comm, inputs
 
 
 def phases_outside_window(
     time: dict[str, Any] | None, before: dict[str, float], tail: dict[str, float]
 ) -> float:
-    """Seconds of measured phases (data, eval, checkpoints) recorded before the clock rank's
-    first step (`before`, the time ledger's) or, once the run has ended, after its last
-    (`tail`): they are outside the training window."""
+    """Seconds of measured phases (data, eval, checkpoints, waits for other ranks) recorded
+    before the clock rank's first step (`before`, the time ledger's) or, once the run has ended,
+    after its last (`tail`): they are outside the training window."""
     time = time or {}
     names = [
         p["name"]
         for p in time.get("parts") or []
-        if p.get("measured") and p.get("name") in ("data", "checkpoint", "eval")
+        if p.get("measured") and p.get("name") in ("data", "checkpoint", "eval", "comm")
     ]
     outside = sum(before.get(n, 0.0) for n in names)
     return outside + (sum(tail.get(n, 0.0) for n in names) if time.get("finished") else 0.0)
@@ -288,12 +297,14 @@ def build(
     time: dict[str, Any] | None,
     time_reason: str | None,
     outside_phase_s: float = 0.0,
+    comm_outside_s: float = 0.0,
 ) -> dict[str, Any] | str:
     """The waterfall, or the reason there is none. Its inputs, by name: the MFU (else the
     counted utilization, else the samples' MFU) it ends at; the GPU counters (`ladder`, `ofu`,
     the latest `gpus` rows, and each GPU's tensor clock from its card's spec, looked up once by
     the counters); the time split, and `outside_phase_s`: seconds of measured phases recorded
-    before the first step or after the last one (the time ledger knows them)."""
+    before the first step or after the last one (the time ledger knows them), of which
+    `comm_outside_s` were waits for other ranks."""
     target = _target(mfu, mfu_reason, counted, samples)
     if isinstance(target, str):
         return target
@@ -301,30 +312,46 @@ def build(
     missing: dict[str, str] = {}
     steps: list[dict[str, Any]] = []
     head: dict[str, Any] | None = None
-    timed = _time(time, time_reason, outside_phase_s)
+    timed = _time(time, time_reason, outside_phase_s, comm_outside_s)
     in_steps: float | None = None
     if isinstance(timed, str):
         missing["time_outside_steps"] = timed
     else:
-        elapsed, window, compute, inputs = timed
+        elapsed, window, compute, comm, inputs = timed
         in_steps = compute / window
         head = _factor(
             "time_outside_window", "Startup and compile, after the last step", window / elapsed,
             "window / elapsed", "run", inputs,
         )
+        stepping = compute + comm
         steps.append(
             _factor(
                 "time_outside_steps",
                 "Data wait, eval, checkpoints between steps",
-                in_steps,
-                "compute / window",
+                stepping / window,
+                "(compute + comm) / window" if comm > 0 else "compute / window",
                 "steps",
                 [
                     _inp("compute", compute, "s", "time split"),
+                    *([_inp("comm", comm, "s", "time split, inside the window")] if comm else []),
                     _inp("window", window, "s", "time split"),
                 ],
             )
         )
+        if comm > 0:
+            steps.append(
+                _factor(
+                    "comm_wait",
+                    "Waiting for other ranks (exposed communication, a slow rank)",
+                    compute / stepping,
+                    "compute / (compute + comm)",
+                    "steps",
+                    [
+                        _inp("compute", compute, "s", "time split"),
+                        _inp("comm", comm, "s", "time split: waits in collectives in the window"),
+                    ],
+                )
+            )
     _counters(steps, missing, ladder, ladder_reason, ofu, gpus, tensor_clocks, in_steps)
     steps.append(_gap(steps, missing, value, mfu_from, convention))
     out: dict[str, Any] = {

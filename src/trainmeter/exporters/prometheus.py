@@ -104,6 +104,17 @@ FAMILIES: tuple[Family, ...] = (
     Family("gpu_energy_joules", "counter", "GPU energy used since the run started, per GPU",
            ("gpu",)),
     Family("rank_step_time_seconds", "gauge", "Seconds per step of each rank", ("rank",)),
+    Family("rank_compute_per_step_seconds", "gauge",
+           "Seconds per step each rank spends computing (its step less its waits for the others)",
+           ("rank",)),
+    Family("rank_wait_per_step_seconds", "gauge",
+           "Seconds per step each rank waits for the others in collectives", ("rank",)),
+    Family("rank_waited_seconds", "counter",
+           "Seconds each rank waited for the others in collectives since the run started",
+           ("rank",)),
+    Family("straggler_extra_seconds", "gauge",
+           "Seconds per step the rank named slow computes over the others' median (0: none)",
+           ("rank",)),
     *(Family(name, "gauge", doc, ("rank", "device")) for _field, name, doc in MEMORY),
     Family("alerts", "gauge", "Alerts standing now, all kinds"),
     Family("alert", "gauge", "Alerts standing now, by kind", ("kind",)),
@@ -115,6 +126,22 @@ Sample = tuple[str, Any, dict[str, Any]]  # (family name, value, its own labels)
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _waits(snap: dict[str, Any]) -> Iterator[Sample]:
+    """Each rank's compute and wait per step, and the straggler's extra compute per rank (its
+    ranks, for a slow node); every rank that reported its waits gets the gauge, 0 when it is not
+    the one named, so a graph of it shows when a rank started and stopped holding the job."""
+    rows = _dict(get(snap, "comm.ranks"))
+    named = _dict(snap.get("straggler"))
+    slow = {str(r) for r in named.get("ranks") or []}
+    for rank, row in rows.items():
+        if isinstance(row, dict):
+            yield "rank_compute_per_step_seconds", row.get("compute_s"), {"rank": rank}
+            yield "rank_wait_per_step_seconds", row.get("wait_s"), {"rank": rank}
+            yield "rank_waited_seconds", row.get("wait_total_s"), {"rank": rank}
+            extra = named.get("extra_s") if rank in slow else 0.0
+            yield "straggler_extra_seconds", extra, {"rank": rank}
 
 
 def _samples(snap: dict[str, Any]) -> Iterator[Sample]:
@@ -154,6 +181,7 @@ def _samples(snap: dict[str, Any]) -> Iterator[Sample]:
             yield "rank_step_time_seconds", seconds, {"rank": rank}
     else:
         yield "rank_step_time_seconds", snap.get("step_time_s"), {"rank": job.get("clock_rank", 0)}
+    yield from _waits(snap)
     for rank, row in _dict(get(snap, "memory.ranks")).items():
         if isinstance(row, dict):
             for field, name, _doc in MEMORY:

@@ -162,7 +162,16 @@ def _fact(d: dict[str, Any]) -> None:
         raise Implausible(f"implausible fact: {d['key']}={d['value']!r} is negative")
 
 
-_BY_KIND = {"step": _step, "phase": _phase, "fact": _fact}
+def _comm(d: dict[str, Any]) -> None:
+    _in_range("comm", d, "k", MAX_STEPS_PER_RECORD)
+    for name in ("n", "s", "spans_s", "calls"):
+        _in_range("comm", d, name)
+    _whole("comm", d, ("k", "n", "calls"))
+    if _number(d.get("s")) and _number(d.get("spans_s")) and d["spans_s"] > d["s"]:
+        raise Implausible("implausible comm: more wait in spans than wait")
+
+
+_BY_KIND = {"step": _step, "phase": _phase, "fact": _fact, "comm": _comm}
 
 
 def check(record: dict[str, Any]) -> None:

@@ -56,6 +56,7 @@ class ReplayResult:
     finished: bool = False  # a run.end record was seen
     feed_errors: int = 0
     first_step_t: float | None = None  # the step clock's first step record (its monotonic t)
+    stragglers: Any = None  # the engine's per-rank waits (engine/stragglers.py), for a job's merge
 
 
 def replay(
@@ -135,6 +136,7 @@ def replay(
     result.feed_errors = recorder.feed_errors
     clock = getattr(state.engine, "clock", None)
     result.first_step_t = getattr(clock, "first_t", None)
+    result.stragglers = getattr(state.engine, "stragglers", None)
     result.snapshot = recorder.snapshot(now=None)
     result.snapshot["log"] = log_summary(result.lines, decoder.good, decoder.reasons)
     feed.finish(result.snapshot)

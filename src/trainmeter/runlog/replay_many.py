@@ -119,6 +119,7 @@ def merge(nodes: list[NodeRun]) -> dict[str, Any]:
         out["n_gpus"] = {"value": int(n_gpus), "source": "sum over nodes"}
     _merge_mfu(out, snaps, absent)
     _merge_ranks(out, snaps)
+    _merge_waits(out, nodes, jobs, absent)
     joules = _sum(snaps, lambda s: (s.get("energy") or {}).get("joules"))
     if joules is not None:
         energy: dict[str, Any] = {"joules": joules, "source": "sum over nodes"}
@@ -189,6 +190,33 @@ def _merge_ranks(out: dict[str, Any], snaps: list[dict[str, Any]]) -> None:
         "fastest": fastest,
         "spread": times[slowest] / times[fastest] - 1.0,
     }
+
+
+def _merge_waits(
+    out: dict[str, Any], nodes: list[NodeRun], jobs: list[dict[str, Any]], absent: dict[str, str]
+) -> None:
+    """Every rank's compute and wait, compared across nodes over the same steps, so the rank
+    (or the node) the others wait for is named for the whole job (engine/stragglers.py)."""
+    from ..engine.stragglers import Stragglers
+
+    parts = [n.result.stragglers for n in nodes if n.result.stragglers is not None]
+    node_of = {
+        int(r): int(j["node_rank"])
+        for j in jobs
+        if isinstance(j.get("node_rank"), int)
+        for r in j.get("ranks") or []
+        if isinstance(r, int)
+    }
+    world = max((j.get("world_size") or 1 for j in jobs), default=1)
+    comm, straggler, reasons = Stragglers.merged(parts, node_of).snapshot(
+        all(n.result.finished for n in nodes), world, 0
+    )
+    if comm is not None:
+        out["comm"] = comm
+    if straggler is not None:
+        out["straggler"] = straggler
+    for key, reason in reasons.items():
+        absent.setdefault(key, reason)
 
 
 def _merge_time(

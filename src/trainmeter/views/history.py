@@ -58,6 +58,12 @@ SNAPSHOT_SERIES: dict[str, tuple[tuple[str, ...], str, str]] = {
     "node_net_tx_b_s": (("node", "rates_b_s", "net_tx_b"), "B/s", "Network sent"),
 }
 
+#: Ranks whose compute a step is drawn, one series each (`comm.ranks.<rank>.compute_s`): the
+#: rank the others wait for is the highest line. The first ones by rank number, so a job of
+#: hundreds of ranks on one node still costs a bounded number of series.
+RANK_SERIES = 16
+RANK_PREFIX = "rank_compute_s:"
+
 #: Snapshot shares drawn as their complement: name -> (path, unit, label); 1 - idle is busy.
 SNAPSHOT_COMPLEMENTS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "node_cpu_busy": (("node", "cpu", "idle"), "ratio", "Node CPU busy"),
@@ -275,6 +281,21 @@ class History:
             value = _dig(snap, path)
             if value is not None:
                 self.add(name, "system", 1.0 - value, self.step, self.tokens, self.time, unit, label)
+        self._ranks(snap)
+
+    def _ranks(self, snap: dict[str, Any]) -> None:
+        """Each rank's compute a step, from the engine's per-rank split (docs/ranks.md)."""
+        comm = snap.get("comm")
+        rows = comm.get("ranks") if isinstance(comm, dict) else None
+        if not isinstance(rows, dict):
+            return
+        ranks = sorted(rows, key=lambda r: (len(str(r)), str(r)))[:RANK_SERIES]
+        for rank in ranks:
+            row = rows[rank]
+            value = _number(row.get("compute_s")) if isinstance(row, dict) else None
+            if value is not None:
+                self.add(f"{RANK_PREFIX}{rank}", "ranks", value, self.step, self.tokens,
+                         self.time, "s", f"rank {rank}")
 
     def add(
         self,

@@ -31,6 +31,11 @@ def job_text(snap: dict[str, Any]) -> str:
             f"slowest rank {slow} ({ms(step_s)}/step, "
             f"{percent(ranks.get('spread', 0.0))} slower than rank {ranks.get('fastest')})"
         )
+    from .straggler_text import verdict
+
+    slow_one = verdict(snap)  # the rank or node the others wait for, across nodes
+    if slow_one and snap.get("comm"):
+        lines.append(slow_one)
     offsets = {
         n.get("node_rank"): n.get("start_offset_s")
         for n in get(snap, "time.nodes") or []

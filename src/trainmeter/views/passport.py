@@ -14,7 +14,7 @@ be computed is listed under `absent` with its reason, never written as a zero.
 
 The parts: `passport_entry` (a number with its provenance), `passport_context` (run, hardware,
 software), `passport_training` (the training numbers), `passport_sections` (series, time split,
-plan, waterfall), `passport_model` (the model's shape and FLOPs per token by convention).
+each rank's compute and wait, plan, waterfall), `passport_model` (the model's shape and FLOPs per token by convention).
 """
 
 from __future__ import annotations
@@ -26,7 +26,13 @@ from .memory_text import peak_per_gpu
 from .passport_context import hardware_section, run_section, software_section
 from .passport_entry import Builder, as_dict
 from .passport_model import model_section
-from .passport_sections import plan_section, series_section, time_split_section, waterfall_section
+from .passport_sections import (
+    plan_section,
+    ranks_section,
+    series_section,
+    time_split_section,
+    waterfall_section,
+)
 from .passport_training import training_numbers
 
 PASSPORT_VERSION = 1
@@ -46,6 +52,7 @@ def build_passport(snap: dict[str, Any], scrub: list[str] | None = None) -> dict
         "software": software_section(snap),
         "training": b.numbers,
         "time_split": time_split_section(snap),
+        "ranks": ranks_section(snap),
         "model": model_section(snap),
         "series": series_section(snap),
         "memory": peak_per_gpu(snap),

@@ -140,6 +140,7 @@ def render_markdown(passport: dict[str, Any]) -> str:
             mark = "" if part.get("measured") else " (remainder)"
             lines.append(f"| {part.get('label')}{mark} | {duration(part['s'])} | {fmt(share, 'fraction')} |")
         lines.append("")
+    lines += _md_ranks(passport.get("ranks"))
     lines += _md_waterfall(passport.get("waterfall"))
     if absent:
         lines += ["### Not computed", ""]
@@ -152,6 +153,27 @@ def render_markdown(passport: dict[str, Any]) -> str:
         lines += _md_derivation(LABELS.get(name, name), entry, cited)
     lines += ["</details>", ""]
     return "\n".join(lines)
+
+
+def _md_ranks(ranks: Any) -> list[str]:
+    """Each rank's step: compute and waiting for the others; the straggler in a sentence."""
+    if not isinstance(ranks, dict) or not ranks.get("per_rank"):
+        return []
+    from .format import ms
+    from .straggler_text import sentence
+
+    lines = ["### Ranks: a step, computing and waiting for the others", "",
+             "| Rank | Step | Compute | Waiting | Share waiting |", "| --- | --- | --- | --- | --- |"]
+    for rank, row in ranks["per_rank"].items():
+        lines.append(
+            f"| {_cell(rank)} | {ms(row.get('step_s'))} | {ms(row.get('compute_s'))} "
+            f"| {ms(row.get('wait_s'))} | {fmt(row.get('wait_share'), 'fraction')} |"
+        )
+    lines.append("")
+    episodes = [e for e in ranks.get("episodes") or [] if isinstance(e, dict)]
+    lines += [f"- {sentence(e)}" for e in episodes] or [f"- No straggler: {ranks.get('rule')}"]
+    lines.append("")
+    return lines
 
 
 def waterfall_rows(wf: Any) -> list[tuple[str, str, str]]:

@@ -69,3 +69,27 @@ def plan_section(snap: dict[str, Any]) -> dict[str, Any] | None:
             if part.get("convention"):
                 out[key]["convention"] = part["convention"]
     return out or None
+
+
+def ranks_section(snap: dict[str, Any]) -> dict[str, Any] | None:
+    """Each rank's step split into compute and waiting for the others (over every block once
+    the run has ended), and the straggler named with what it cost; None when the ranks did not
+    report their waits (a single process)."""
+    comm = as_dict(snap.get("comm"))
+    rows = as_dict(comm.get("ranks"))
+    if not rows:
+        return None
+    keep = ("step_s", "compute_s", "wait_s", "wait_share", "wait_total_s")
+    out: dict[str, Any] = {
+        "per_rank": {
+            str(r): {k: _num(row.get(k)) for k in keep}
+            for r, row in rows.items() if isinstance(row, dict)
+        },
+        "timed": comm.get("timed"),
+        "rule": comm.get("rule"),
+        "episodes": [e for e in comm.get("episodes") or [] if isinstance(e, dict)],
+    }
+    straggler = as_dict(snap.get("straggler"))
+    if straggler:
+        out["straggler"] = straggler
+    return out

@@ -95,7 +95,7 @@ def summary_line(
     """The one line on stderr when a run ends. `elapsed_s` stands in when the engine had none.
 
     Elapsed, steps, tokens, tokens/s, MFU with its convention, OFU where counted, the last
-    training loss, the alert count, then where the run log is.
+    training loss, the straggler named at the end, the alert count, then where the run log is.
     """
     measured = run_elapsed(snap)
     parts = [duration(measured if measured is not None else elapsed_s)]
@@ -116,6 +116,11 @@ def summary_line(
     memory = end_phrase(snap)
     if memory:
         parts.append(memory)
+    from .straggler_text import end_phrase as straggler_phrase
+
+    slow = straggler_phrase(snap)  # the rank the others wait for (views/straggler_text.py)
+    if slow:
+        parts.append(slow)
     n_alerts = len(alerts(snap))
     if n_alerts:
         parts.append(plural(n_alerts, "alert") + " (tm summary)")

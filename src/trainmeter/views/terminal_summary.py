@@ -19,7 +19,7 @@ from .memory_text import memory_lines
 from .summary_blocks import _text
 from .summary_explain import explain
 from .summary_gpus import energy, gpus
-from .summary_ranks import ranks
+from .summary_ranks import ranks, ranks_title
 from .summary_records import absent, alert_lines, facts, node, series, warnings
 from .summary_run import header
 from .summary_speed import flops, mfu, throughput
@@ -58,7 +58,7 @@ def sections(snap: dict[str, Any], width: int) -> list[Section]:
         (_samples_title(snap), _plain(samples_lines(snap))),
         (waterfall_title(snap), _plain(waterfall_lines(snap))),
         ("What to try", _plain(advice_lines(snap))),
-        ("Ranks (step time)", ranks(snap)),
+        (ranks_title(snap), ranks(snap)),
         ("Memory (per rank)", _plain(memory_lines(snap))),
         ("Series (last value)", series(snap)),
         ("Warnings", warnings(snap)),

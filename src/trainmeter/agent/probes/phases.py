@@ -101,6 +101,12 @@ def eval_open() -> bool:
     return _eval_since is not None
 
 
+def in_span() -> bool:
+    """An eval span is open or a checkpoint is being saved (a collective's wait in it belongs
+    to that span in the time split)."""
+    return _eval_since is not None or _saving > 0
+
+
 # ---- data ----------------------------------------------------------------------------------
 
 

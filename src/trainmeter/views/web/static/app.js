@@ -636,8 +636,48 @@
     if (mfu.peak_source) box.appendChild(peakCitation(mfu.peak_source, "hint"));
   }
 
+  // Who the others wait for, in words (views/straggler_text.py says the same on a terminal)
+  function stragglerSentence(n) {
+    var who = n.kind === "node" ? "Node " + n.node + " (ranks " + (n.ranks || []).join(", ") + ")" : "Rank " + n.rank;
+    var others = n.others === 1 ? "the other rank waits" : "the other " + n.others + " ranks wait";
+    var when = n.active ? "since step " + n.since_step : "from step " + n.since_step + " to step " + n.until_step;
+    return who + " computes " + dur(n.extra_s) + " longer a step than the others " + when + "; " + others +
+      " for it" + (isNum(n.extra_share) ? ": " + pct(n.extra_share) + " of the job's time." : ".");
+  }
+  function renderSplit(box, comm) {
+    var rows = comm.ranks, ids = Object.keys(rows);
+    var named = S.snap.straggler || null;
+    var slow = named ? (named.ranks || []).map(String) : [];
+    var max = Math.max.apply(null, ids.map(function (k) { return isNum(rows[k].step_s) ? rows[k].step_s : 0; }));
+    var tb = el("tbody");
+    ids.forEach(function (k) {
+      var row = rows[k], c = row.compute_s, w = row.wait_s;
+      var bar = el("span", { class: "split" }, [
+        el("i", { class: "compute", style: "width:" + (max > 0 && isNum(c) ? c / max * 100 : 0) + "%" }),
+        el("i", { class: "wait", style: "width:" + (max > 0 && isNum(w) ? w / max * 100 : 0) + "%" }),
+      ]);
+      tb.appendChild(el("tr", { class: slow.indexOf(k) >= 0 ? "slow" : "" }, [
+        el("td", { text: "rank " + k + (slow.indexOf(k) >= 0 ? " (the others wait for it)" : "") }),
+        el("td", { class: "num", text: dur(row.step_s) }),
+        el("td", { class: "num", text: dur(c) }),
+        el("td", { class: "num", text: dur(w) }),
+        el("td", { class: "num" }, [bar]),
+      ]));
+    });
+    box.appendChild(el("table", { id: "rank-split" }, [el("thead", null, [el("tr", null, [
+      el("th", { text: "Rank" }), el("th", { text: "Step" }), el("th", { text: "Compute" }),
+      el("th", { text: "Waiting" }), el("th", { text: "compute | waiting" })])]), tb]));
+    var said = [];
+    if (named) said.push(stragglerSentence(named));
+    (comm.episodes || []).forEach(function (e) { if (!e.active) said.push(stragglerSentence(e)); });
+    if (!said.length) said.push(absentReason("straggler") ? "No straggler named: " + absentReason("straggler") : "No rank is slower than the others: " + comm.rule + ".");
+    said.forEach(function (t, i) { box.appendChild(el("p", { class: i === 0 && named ? "hint slow-said" : "hint", text: t })); });
+  }
+
   function renderRanks() {
     var box = clear(byId("ranks"));
+    var comm = S.snap.comm;
+    if (comm && comm.ranks && Object.keys(comm.ranks).length) { renderSplit(box, comm); return; }
     var r = S.snap.ranks;
     if (!r || !r.step_time_s) {
       var ws = S.snap.agent && S.snap.agent.world_size;
@@ -1004,6 +1044,9 @@
       var have = c.names.filter(function (n) { return S.series[n]; });
       if (have.length) specs.push({ id: c.id, title: c.title, names: have, unit: c.unit });
     });
+    // each rank's compute a step: the rank the others wait for is the highest line
+    var ranks = names.filter(function (n) { return S.series[n].group === "ranks"; });
+    if (ranks.length) specs.push({ id: "rank_compute", title: "Compute a step, per rank (the others wait for the highest)", names: ranks, unit: "s" });
     // the ones read first come first: loss, tokens/s, MFU, memory; then the rest as they were
     var at = function (sp) { var i = CHART_FIRST.indexOf(sp.id); return i < 0 ? CHART_FIRST.length : i; };
     specs.forEach(function (sp, i) { sp.order = i; });
