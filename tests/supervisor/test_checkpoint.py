@@ -172,7 +172,8 @@ def test_a_checkpoint_signed_by_another_key_is_never_unpickled(tmp_path: Path, m
 
     # a well-formed checkpoint of a hostile state, signed with someone else's key
     monkeypatch.setenv("TRAINMETER_STATE_DIR", str(tmp_path / "someone-else"))
-    assert checkpoint.save(events, events.stat().st_size, [], Bomb())
+    size = events.stat().st_size
+    assert checkpoint.save(events, size, [], Bomb(), checkpoint.prefix_hash(events, size).hexdigest())
     monkeypatch.setenv("TRAINMETER_STATE_DIR", str(tmp_path / "state"))
     assert checkpoint.load(events) is None
     assert replay(events).snapshot == truth
@@ -210,6 +211,45 @@ def test_a_rewritten_log_makes_the_checkpoint_stale(tmp_path: Path) -> None:
     events.write_text(text[: len(text) // 2])  # shorter than the checkpoint covers
     assert checkpoint.load(events) is None
     assert replay(events).snapshot == replay(events, resume=False).snapshot
+
+
+def test_a_same_length_edit_and_one_appended_byte_do_not_pass(tmp_path: Path) -> None:
+    """Issue 29 item 9: an edit in the middle of the log that keeps its length, then one byte
+    appended (so the size moved and the inode and times were not compared), left the checkpoint
+    believed: the head and tail hashes still matched. Every covered byte is hashed now."""
+    events, _ = _prepared(tmp_path)
+    text = events.read_text()
+    first = text.index('"kind":"step"', len(text) // 3)
+    at = text.index('"k":1,', first)
+    changed = text[:at] + '"k":9,' + text[at + 6 :]  # same length: this record is 9 steps now
+    events.write_text(changed + "\n")  # and one byte more
+    truth = replay(events, resume=False).snapshot
+    assert truth["steps"] == 399 + 8
+    assert checkpoint.load(events) is None
+    assert replay(events).snapshot == truth
+
+
+def test_an_unwritten_log_is_not_hashed_and_a_touched_one_is(tmp_path: Path, monkeypatch) -> None:
+    """Opening a finished run reads the checkpoint alone while the log was not written since the
+    save (inode, size, mtime, ctime); after anything touched it, every covered byte is hashed,
+    and an unchanged content passes."""
+    import os
+
+    events, truth = _prepared(tmp_path)
+    hashed: list[int] = []
+    real = checkpoint.prefix_hash
+
+    def counting(path, offset):
+        hashed.append(offset)
+        return real(path, offset)
+
+    monkeypatch.setattr(checkpoint, "prefix_hash", counting)
+    assert checkpoint.load(events)[3] is None and hashed == []
+    st = events.stat()
+    os.utime(events, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same times again: ctime moves
+    found = checkpoint.load(events)
+    assert found is not None and hashed == [found[0]]
+    assert replay(events).snapshot == truth
 
 
 def test_another_version_of_the_code_does_not_resume(tmp_path: Path, monkeypatch) -> None:

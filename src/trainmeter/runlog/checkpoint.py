@@ -3,17 +3,25 @@
 Replaying a long log (`tm summary`, `tm view`, `tm report`, `tm runs`, `tm compare`) costs a
 minute at millions of steps. After a replay the state it reached (the engine, the decoder's
 counts, the dashboard's bounded history) is saved as `events.jsonl.ckpt`, keyed to the number
-of log bytes it covers and a hash of the log's first and last bytes before that point; the next
-replay resumes from it and reads only what follows. The log stays the one source of truth:
+of log bytes it covers and the SHA-256 of exactly those bytes; the next replay resumes from it
+and reads only what follows. `tm` also saves its live engine while the run goes (every
+`CHECKPOINT_EVERY_B` bytes of log or `CHECKPOINT_EVERY_S` seconds, `runlog/live_checkpoint.py`),
+so a `tm` killed outright leaves one at most that far behind. The log stays the one source of
+truth:
 
 - a checkpoint is never trusted. It is signed with an HMAC whose key lives in this user's
   private state directory (`$TRAINMETER_STATE_DIR`, else `$XDG_STATE_HOME/trainmeter`, else
   `~/.local/state/trainmeter`, mode 0700, the key 0600) and is unpickled only after the
   signature checks: a checkpoint written by anyone else, edited, or cut short is ignored;
-- it is used only when the log still holds the same bytes where it was taken (its size at least
-  the offset, the same head and tail hashes; at the same size, the same inode and modification
-  time: the log is only ever appended to), by the same trainmeter code (a fingerprint of the
-  package's files) and the same Python: a stale or foreign one is ignored and rebuilt;
+- it is used only for bytes it provably covers: the log's first `offset` bytes must hash to the
+  checkpoint's SHA-256 (read and hashed in full, about a gigabyte a second), by the same
+  trainmeter code (a fingerprint of the package's files) and the same Python; a stale or
+  foreign one is ignored and rebuilt. Hashing is skipped only when the log has not been written
+  since the checkpoint was saved: the same inode, size, modification time and change time
+  (`st_ctime`, which no user can set back: writing or `touch` moves it). What this cannot see:
+  a rewrite within the same timestamp tick as the save (file systems keep nanoseconds, some
+  update them at a coarser grain), a rewrite by someone who sets the system clock back (root),
+  a file system that keeps no change time, and a SHA-256 collision;
 - every failure (no key, an unwritable directory, a full disk) costs the speed-up, never the
   answer: the replay then reads the whole log, as it did before.
 """
@@ -34,14 +42,13 @@ from typing import Any
 
 from ..agent.inputs import read_bytes
 
-MAGIC = b"trainmeter-checkpoint 1\n"
+MAGIC = b"trainmeter-checkpoint 2\n"
 SUFFIX = ".ckpt"
-#: Bytes of the log hashed at each end of the covered part.
-HEAD_BYTES = 4096
+#: Bytes read at a time when a covered prefix is hashed.
+HASH_BLOCK = 1 << 20
 #: A replay's state is bounded (each curve keeps a bounded history): a file past this is not
 #: one of ours, and is not read (the log is replayed whole instead)
 MAX_CHECKPOINT_BYTES = 1 << 30
-TAIL_BYTES = 65536
 _MAC = 32
 _KEY_NAME = "checkpoint.key"
 
@@ -107,21 +114,26 @@ def fingerprint() -> str:
     return _fingerprint
 
 
-def _log_hashes(events: Path, offset: int) -> tuple[str, str] | None:
-    """(head, tail) sha256 of the log's first and last bytes before `offset`; None if shorter."""
+def prefix_hash(events: Path, offset: int) -> Any:
+    """A SHA-256 object fed the log's first `offset` bytes; None if the log is shorter."""
+    h = hashlib.sha256()
     try:
-        with open(events, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size < offset:
-                return None
-            head = fh.read(min(HEAD_BYTES, offset))
-            start = max(0, offset - TAIL_BYTES)
-            fh.seek(start)
-            tail = fh.read(offset - start)
+        with open(events, "rb", buffering=0) as fh:
+            left = offset
+            while left > 0:
+                block = fh.read(min(HASH_BLOCK, left))
+                if not block:
+                    return None
+                h.update(block)
+                left -= len(block)
     except OSError:
         return None
-    if len(tail) != offset - start:
-        return None
-    return hashlib.sha256(head).hexdigest(), hashlib.sha256(tail).hexdigest()
+    return h
+
+
+def stat_key(st: os.stat_result) -> list[int]:
+    """What says a file was not written since: inode, size, modification and change times."""
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 class _Pickler(pickle.Pickler):
@@ -135,25 +147,35 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
-def save(events: Path, offset: int, observers: list[str], state: Any) -> bool:
-    """Write the checkpoint of `state`, which covers the log's first `offset` bytes."""
-    secret = key()
-    hashes = _log_hashes(events, offset)
-    if secret is None or hashes is None:
-        return False
+def dumps(state: Any) -> bytes | None:
+    """The state as bytes (None when something in it will not pickle)."""
     try:
         buffer = io.BytesIO()
         _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
-        payload = buffer.getvalue()
     except Exception:  # noqa: BLE001 - something in the state will not pickle: no checkpoint
-        return False
-    try:
-        st = os.stat(events)
-    except OSError:
+        return None
+    return buffer.getvalue()
+
+
+def save(
+    events: Path,
+    offset: int,
+    observers: list[str],
+    state: Any,
+    digest: str,
+    unchanged: list[int] | None = None,
+) -> bool:
+    """Write the checkpoint of `state` (an object, or `dumps`' bytes), which covers the log's
+    first `offset` bytes, whose SHA-256 is `digest` (hex), hashed by the caller from the very
+    bytes it fed. `unchanged`: the log's `stat_key` when it was not written while they were
+    read (then a later look at the same file skips hashing); None: always hash."""
+    secret = key()
+    payload = state if isinstance(state, bytes) else dumps(state)
+    if secret is None or payload is None:
         return False
     header = json.dumps(
-        {"offset": offset, "head": hashes[0], "tail": hashes[1], "code": fingerprint(),
-         "observers": observers, "log": [st.st_ino, st.st_size, st.st_mtime_ns]},
+        {"offset": offset, "sha256": digest, "code": fingerprint(), "observers": observers,
+         "log": unchanged},
         separators=(",", ":"),
     ).encode()
     body = len(header).to_bytes(8, "little") + header + payload
@@ -173,8 +195,11 @@ def save(events: Path, offset: int, observers: list[str], state: Any) -> bool:
     return True
 
 
-def load(events: Path) -> tuple[int, list[str], Any] | None:
-    """(offset, observer names, state) of a checkpoint that can be trusted, else None."""
+def load(events: Path) -> tuple[int, list[str], Any, Any] | None:
+    """(offset, observer names, state, hasher) of a checkpoint that can be trusted, else None.
+
+    `hasher` is a SHA-256 object fed the covered bytes (continue it over what follows to save
+    the next checkpoint), or None when the log was not written since the save (not hashed)."""
     secret = key()
     if secret is None:
         return None
@@ -193,12 +218,15 @@ def load(events: Path) -> tuple[int, list[str], Any] | None:
         offset, observers = int(header["offset"]), list(header["observers"])
         if header["code"] != fingerprint():
             return None
-        if _log_hashes(events, offset) != (header["head"], header["tail"]):
-            return None  # the log is not the one it was taken from (stale, or foreign)
         st = os.stat(events)
-        if st.st_size == header["log"][1] and [st.st_ino, st.st_mtime_ns] != header["log"][::2]:
-            return None  # the same length, but written again since: rewritten, not appended to
+        hasher = None
+        if st.st_size < offset:
+            return None  # cut short since
+        if header["log"] is None or stat_key(st) != header["log"]:
+            hasher = prefix_hash(events, offset)  # written since the save: prove the bytes
+            if hasher is None or not hmac.compare_digest(hasher.hexdigest(), header["sha256"]):
+                return None  # not the bytes it was taken from (rewritten, or another log)
         state = pickle.loads(body[8 + size :])  # noqa: S301 - signed with our private key
     except Exception:  # noqa: BLE001 - any doubt: replay the whole log
         return None
-    return offset, observers, state
+    return offset, observers, state, hasher

@@ -20,6 +20,13 @@ from .plausible import Implausible, check
 from .store import RunStore
 
 FLUSH_EVERY_S = 1.0
+
+
+def _sha256() -> Any:
+    import hashlib  # late: OpenSSL's load is not on the way to the child's start
+
+    return hashlib.sha256()
+
 _HELLO, _FACT = payloads.HELLO.name, payloads.FACT.name
 
 
@@ -58,6 +65,10 @@ class Recorder:
         self._last_flush = time.monotonic()
         self._lock = threading.Lock()
         self.observers: Any = None  # an `ObserverSet`: live views given the engine's points
+        #: SHA-256 of every byte appended to the log, and their count: what a live checkpoint
+        #: covers (`runlog/live_checkpoint.py`); None for a store that writes nothing (a replay)
+        self.log_hash: Any = _sha256() if store.path is not None else None
+        self.log_bytes = 0
         self._origin: float | None = None  # the run's start as last told to the observers
 
     # ---- writing ---------------------------------------------------------------------------
@@ -84,6 +95,10 @@ class Recorder:
             if self.sealed:
                 return
             self.store.append(line)
+            if self.log_hash is not None:
+                self.log_hash.update(line)
+                self.log_hash.update(b"\n")
+                self.log_bytes += len(line) + 1
             self.written += 1
             now = time.monotonic()
             if now - self._last_flush >= FLUSH_EVERY_S:  # even if the live loop is stuck
@@ -110,9 +125,14 @@ class Recorder:
             engine = self.engine
             direct = self._before_engine is None and engine is not None
             feed = engine.feed if direct else None  # type: ignore[union-attr]
+            log_hash = self.log_hash
             for line, record in pairs:
                 if append is not None:
                     append(line)
+                    if log_hash is not None:
+                        log_hash.update(line)
+                        log_hash.update(b"\n")
+                        self.log_bytes += len(line) + 1
                 kind = record.get("kind")
                 if kind == _HELLO and isinstance(record.get("pid"), int):
                     self.hello_pids.add(record["pid"])
@@ -204,6 +224,11 @@ class Recorder:
                 self.warn("engine.snapshot", f"the engine's snapshot failed: {exc!r}")
                 return no_engine_snapshot(f"the snapshot failed: {exc!r}")
         return snap if isinstance(snap, dict) else no_engine_snapshot("snapshot is not a dict")
+
+    def locked(self, fn: Callable[[], Any]) -> Any:
+        """`fn()` with no record half written or fed (a live checkpoint's consistent moment)."""
+        with self._lock:
+            return fn()
 
     def hello_pid_set(self) -> set[int]:
         with self._lock:

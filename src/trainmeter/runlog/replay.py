@@ -17,6 +17,7 @@ all observers of this one replay.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -78,9 +79,10 @@ def replay(
     observers = list(observers)
     # a checkpoint keeps the default pacing of snapshots: a replay paced otherwise reads it all
     use_ckpt = resume and engine_factory is None and min_interval_s == MIN_INTERVAL_S
-    state = _resumed(events, observers) if use_ckpt else None
+    state, hasher = _resumed(events, observers) if use_ckpt else (None, None)
     missing = reason = None
     if state is None:
+        hasher = hashlib.sha256() if use_ckpt else None  # the bytes the next checkpoint covers
         if engine_factory is None:
             engine_factory, missing = parts.load_engine_factory(warn)
         engine, reason = parts.make_engine(engine_factory, warn)
@@ -95,16 +97,22 @@ def replay(
     feed.next_t = state.next_t
     start = state.offset
     with open(events, "rb") as fh:
+        before = checkpoint.stat_key(os.fstat(fh.fileno()))
         fh.seek(start)
         consumed = start  # bytes of the log up to the end of the last whole line read
         rest = b""
         skipping = False  # inside a line too long to be a record: drop bytes up to its newline
         while block := fh.read(BLOCK):
             consumed += len(block)
-            lines = (rest + block).split(b"\n")
+            data = rest + block
+            lines = data.split(b"\n")
             rest = lines.pop()  # the part after the last newline: the next block's start
+            if hasher is not None:  # every byte before `rest`, once: what a checkpoint covers
+                hasher.update(memoryview(data)[: len(data) - len(rest)])
             if skipping:
                 if not lines:
+                    if hasher is not None:
+                        hasher.update(rest)
                     rest = b""
                     continue
                 lines.pop(0)  # the overlong line's tail, counted when it began
@@ -112,6 +120,8 @@ def replay(
             if len(rest) >= MAX_LINE:
                 result.lines += 1
                 decoder.skip("line too long")
+                if hasher is not None:
+                    hasher.update(rest)
                 rest, skipping = b"", True
             result.lines += len(lines)
             if lines and max(map(len, lines)) >= MAX_LINE:  # a whole overlong line in the block
@@ -121,11 +131,16 @@ def replay(
                 lines = kept
             feed(decoder.many(lines))
         offset = consumed - len(rest)
-        if use_ckpt and not skipping and state.engine is not None and offset > start:
+        if (use_ckpt and hasher is not None and not skipping and state.engine is not None
+                and offset > start):
             state.lines, state.offset, state.next_t = result.lines, offset, feed.next_t
             state.feed_errors = recorder.feed_errors
             state.observers = list(feed.observers.observers)
-            checkpoint.save(events, offset, [_name(o) for o in state.observers], state)
+            after = checkpoint.stat_key(os.fstat(fh.fileno()))
+            checkpoint.save(
+                events, offset, [_name(o) for o in state.observers], state, hasher.hexdigest(),
+                unchanged=after if after == before else None,  # written meanwhile: always hash
+            )
         if rest and not skipping:  # a last line without its newline (a crash cut it, or an editor)
             result.lines += 1
             feed(decoder.many([rest]))
@@ -160,54 +175,79 @@ class _State:
 
 
 def save_finished(events: Path, recorder: Recorder) -> bool:
-    """At the end of a run: the live engine's state as the checkpoint of its sealed log.
+    """At the end of a run: the live engine's state as the checkpoint of its sealed log."""
+    return recorder.sealed and save_live(events, recorder)
+
+
+def save_live(events: Path, recorder: Recorder) -> bool:
+    """The live engine's state as the checkpoint of the log written so far: while the run goes
+    (`live_checkpoint.py`), so a `tm` killed outright leaves one, and once the log is sealed.
 
     The live engine was fed exactly the logged records, in order, each of them a good line
-    (`Recorder`), so it is the state a full replay reaches; the dashboard's history is not kept
-    (the live one is paced by the wall clock, a replay's by the run's records), so the first
-    `tm view` replays once and leaves a checkpoint with it."""
-    engine = recorder.engine
-    try:
-        size = events.stat().st_size
-    except OSError:
+    (`Recorder`), so it is the state a full replay reaches at the same byte; the recorder hashed
+    every byte it appended, so the checkpoint covers exactly those. The dashboard's history is
+    not kept (the live one is paced by the wall clock, a replay's by the run's records), so the
+    first `tm view` replays once and leaves a checkpoint with it. Taken under the recorder's
+    lock (nothing half written or fed); the file is written after it is let go."""
+
+    def freeze() -> tuple[bytes, str, int, list[int]] | None:
+        engine, store = recorder.engine, recorder.store
+        if engine is None or recorder.log_hash is None or store.broken is not None:
+            return None
+        store.flush()
+        try:
+            st = os.stat(events)
+        except OSError:
+            return None
+        if st.st_size != recorder.log_bytes or store.broken is not None:
+            return None  # the file is not the bytes this recorder wrote
+        decoder = Decoder()
+        decoder.lines = decoder.good = recorder.written
+        decoder.ended = recorder.sealed
+        decoder.t_start = getattr(getattr(engine, "ledger", None), "t_start", None)
+        state = _State(engine, decoder, MIN_INTERVAL_S, [])
+        state.offset, state.lines = st.st_size, recorder.written
+        state.hello_pids, state.observe_only = set(recorder.hello_pids), list(recorder.observe_only)
+        state.feed_errors = recorder.feed_errors
+        payload = checkpoint.dumps(state)
+        if payload is None:
+            return None
+        return payload, recorder.log_hash.hexdigest(), st.st_size, checkpoint.stat_key(st)
+
+    frozen = recorder.locked(freeze)
+    if frozen is None:
         return False
-    if engine is None or not recorder.sealed:
-        return False
-    decoder = Decoder()
-    decoder.lines = decoder.good = recorder.written
-    decoder.ended = True
-    state = _State(engine, decoder, _interval(events, MAX_SNAPSHOTS), [])
-    state.offset, state.lines = size, recorder.written
-    state.hello_pids, state.observe_only = set(recorder.hello_pids), list(recorder.observe_only)
-    state.feed_errors = recorder.feed_errors
-    return checkpoint.save(events, size, [], state)
+    payload, digest, offset, key = frozen
+    # a sealed log is written no more: the next look may skip hashing while it stays so
+    return checkpoint.save(events, offset, [], payload, digest, key if recorder.sealed else None)
 
 
 def _name(obs: Any) -> str:
     return f"{type(obs).__module__}.{type(obs).__qualname__}"
 
 
-def _resumed(events: Path, observers: list[Any]) -> _State | None:
-    """The checkpoint's state, with each of `observers` given its saved state; None when there
-    is no trusted checkpoint, or it lacks one of them (a view that needs the whole run)."""
+def _resumed(events: Path, observers: list[Any]) -> tuple[_State | None, Any]:
+    """The checkpoint's state, with each of `observers` given its saved state, and the hasher
+    of the bytes it covers (`checkpoint.load`); (None, None) when there is no trusted
+    checkpoint, or it lacks one of them (a view that needs the whole run)."""
     found = checkpoint.load(events)
     if found is None:
-        return None
-    _, _, state = found
+        return None, None
+    _, _, state, hasher = found
     if not isinstance(state, _State):
-        return None
+        return None, None
     saved = list(state.observers)
     merged = []
     for obs in observers:
         match = next((s for s in saved if type(s) is type(obs)), None)
         if match is None or not hasattr(obs, "__dict__"):
-            return None
+            return None, None
         saved.remove(match)
         obs.__dict__.clear()
         obs.__dict__.update(match.__dict__)
         merged.append(obs)
     state.observers = merged + saved  # saved views nobody asked for are kept up to date too
-    return state
+    return state, hasher
 
 
 def _interval(events: Path, max_snapshots: int, min_interval_s: float = MIN_INTERVAL_S) -> float:

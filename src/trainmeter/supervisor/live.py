@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import payloads
+from ..runlog.live_checkpoint import LiveCheckpoints
 from ..runlog.recorder import Recorder
 
 Warn = Callable[[str, str], None]
@@ -50,6 +51,7 @@ class LiveLoop:
         self._reported_dropped = 0
         self._alerts_seen: set[tuple[Any, Any]] = set()
         self.observers: Any = None  # an `ObserverSet`: live views given each tick's snapshot
+        self.checkpoints = LiveCheckpoints(recorder)  # the engine kept beside the log as it grows
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -97,6 +99,10 @@ class LiveLoop:
             except Exception as exc:  # noqa: BLE001 - nothing here may stop the run
                 self.warn(f"live:{step.__name__}", f"live loop: {step.__name__} failed: {exc!r}")
         self.recorder.flush()
+        try:
+            self.checkpoints.tick()
+        except Exception as exc:  # noqa: BLE001 - a checkpoint costs the speed-up, never the run
+            self.warn("live:checkpoint", f"live loop: the checkpoint failed: {exc!r}")
 
     def _sample(self) -> None:
         for sampler in list(self.samplers):
