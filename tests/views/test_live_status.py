@@ -359,3 +359,63 @@ def test_tms_own_lines_are_one_write_each(tmp_path: Path) -> None:
         ]
     finally:
         web.close()
+
+
+def test_off_in_the_background_said_once_with_why() -> None:
+    """Not the terminal's foreground job (under `timeout`, or with &): nothing drawn, and one
+    line that says the status line is off and why (before, it disappeared without a word)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 10, 80, 0, 0))
+    try:
+        status = live_status.LiveStatus(slave, colour=False, signals=False)
+        status._foreground = lambda: False
+        for t in (1.0, 2.0, 3.0):
+            status.on_snapshot({"steps": 3}, t)
+        status.close()
+        out = _drain(master, until=b"the dashboard and tm summary have every number")
+        assert out.count("status line off") == 1
+        assert "not this terminal's foreground job" in out and "timeout" in out
+        assert "tm  3 steps" not in out and "\x1b[1;9r" not in out  # nothing drawn, no region
+        # with the terminal's TOSTOP on, a background write would stop tm: it says nothing
+        attrs = termios.tcgetattr(slave)
+        attrs[3] |= termios.TOSTOP
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+        quiet = live_status.LiveStatus(slave, colour=False, signals=False)
+        quiet._foreground = lambda: False
+        quiet.on_snapshot({"steps": 3}, 1.0)
+        quiet.close()
+        assert _drain(master) == ""
+    finally:
+        os.close(slave)
+        os.close(master)
+
+
+@needs_tmux
+def test_under_timeout_the_status_line_says_once_that_it_is_off(tmp_path: Path) -> None:
+    """`timeout` in a script (no job control) puts tm in a process group of its own, not the
+    terminal's foreground one: the status line cannot be drawn, and one line in the pane says
+    so and why, instead of nothing. (At an interactive prompt the shell makes the job the
+    foreground group, and the line is drawn as usual.)"""
+    (tmp_path / "child.py").write_text(CHILD)
+    screen = Screen(tmp_path, cols=120, rows=14)
+    try:
+        env = shell_env(TRAINMETER_FAKE_NVML=str(FAKE_GPUS))
+        # a script's two commands (a lone one bash would exec, keeping the job's group)
+        screen.type(f"clear; {env} bash -c 'timeout 120 {sys.executable} -m trainmeter "
+                    f"{TM_ARGS}; echo tm exited $?'; printf END")
+        screen.wait_for(lambda ls: any("status line off" in line for line in ls),
+                        what="the line that says the status line is off")
+        (tmp_path / "go").write_text("")
+        screen.wait_for(_finished, what="END after tm")
+        text = screen.history()
+        assert text.count("status line off") == 1
+        assert "not this terminal's foreground job" in text and "tm exited 0" in text
+        assert not any(_is_status(line) for line in text.splitlines())
+        assert b"\x1b[1;13r" not in screen.raw_bytes()  # no row was reserved
+    finally:
+        screen.close()

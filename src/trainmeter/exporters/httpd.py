@@ -206,6 +206,11 @@ class LoopServer:
         except OSError:
             pass  # a full pipe: the loop is already due to wake
 
+    def streams(self) -> list[tuple[Stream, bool]]:
+        """(stream, whether bytes of it wait to go out) for each open stream. Safe to call from
+        another thread to poll: it copies the table, which the loop changes by whole entries."""
+        return [(c.stream, bool(c.out)) for c in list(self._conns.values()) if c.stream is not None]
+
     def shutdown(self) -> None:
         """Stop the loop and wait until it has (at once when it never ran)."""
         self._stop.set()

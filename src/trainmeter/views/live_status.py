@@ -161,6 +161,7 @@ class LiveStatus:
         self.snap: dict[str, Any] = {}
         self._alerted: set[Any] = set()
         self._observe_only_said = False
+        self._off_said = False  # "the status line is off while ..." said once
         self._lock = threading.Lock()
         self._console: Any = None
         self._previous_winch: Any = None
@@ -222,8 +223,40 @@ class LiveStatus:
         except OSError:
             return False
 
+    def _may_write_in_background(self) -> bool:
+        """Whether a line written while not in the foreground is written (the terminal's
+        TOSTOP flag off), rather than stopping `tm` with SIGTTOU."""
+        try:
+            import termios
+        except ImportError:
+            return False
+        try:
+            return not termios.tcgetattr(self.fd)[3] & termios.TOSTOP
+        except (OSError, termios.error):
+            return False
+
+    def _say_off(self) -> None:
+        """Once: the status line is off while `tm` is not the terminal's foreground job (run
+        under `timeout`, which puts it in a background group, or with `&`), and why; it comes
+        back if `tm` is brought to the foreground."""
+        if self._off_said:
+            return
+        self._off_said = True
+        if not self._may_write_in_background():
+            return
+        from rich.text import Text
+
+        self._say(Text.assemble(
+            ("trainmeter: ", "bold magenta"),
+            "status line off: tm is not this terminal's foreground job (run with & or under a "
+            "command such as timeout, which starts it in the background); it draws again in "
+            "the foreground, and the dashboard and tm summary have every number"))
+
     def _draw(self) -> None:
-        if self.closed or not self._foreground():
+        if self.closed:
+            return
+        if not self._foreground():
+            self._say_off()
             return
         if not self._layout():
             return

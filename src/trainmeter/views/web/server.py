@@ -263,6 +263,23 @@ class DashboardServer(httpd.LoopServer):
                 self._deltas[since] = found
         return found
 
+    def settle(self, timeout: float) -> bool:
+        """Wait, at most `timeout`, until every open event stream has handed the kernel the
+        latest snapshot (the final one, at the end of a run): what the kernel holds reaches the
+        page even once `tm` has exited, so the page ends on the run's own numbers, not on the
+        last live ones and "connection lost". True when all had it in time."""
+        target = self.state.seq
+        deadline = time.monotonic() + timeout
+        while True:
+            behind = [s for s, waiting in self.streams()
+                      if isinstance(s, _Events) and (s.seq < target or waiting)]
+            if not behind:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            self.wake()
+            time.sleep(0.002)
+
     def shutdown(self) -> None:
         self.stopping.set()
         super().shutdown()
