@@ -66,12 +66,17 @@ class FactStore:
     def __init__(self) -> None:
         self._by_key: dict[str, dict[str, Fact]] = {}
         self._best: dict[str, Fact] = {}
+        #: grows with every statement offered: what is derived from the facts alone (the model's
+        #: shape) is kept in `memo` with the version it was derived at, and derived again after
+        self.version = 0
+        self.memo: dict[str, tuple[int, Any]] = {}
 
     def offer(self, key: str, value: Any, source: str | None, note: str | None = None) -> None:
         """Record what `source` says about `key`. A None value is no statement."""
         if value is None:
             return
         src = source if isinstance(source, str) and source else "detected"
+        self.version += 1
         per_source = self._by_key.setdefault(key, {})
         fact = Fact(value, src, note if isinstance(note, str) else None)
         per_source[src] = fact

@@ -56,6 +56,17 @@ def _windows(facts: FactStore, n_layers: int) -> tuple[int | None, ...] | None:
 
 
 def shape_of(facts: FactStore) -> ModelShape | None:
+    """The model's shape from the facts (None while one of `SHAPE_KEYS` is unknown); derived
+    once per version of the facts (a snapshot asks several times, a replay thousands)."""
+    memo = facts.memo.get("shape")
+    if memo is not None and memo[0] == facts.version:
+        return memo[1]  # type: ignore[no-any-return]
+    shape = _shape_of(facts)
+    facts.memo["shape"] = (facts.version, shape)
+    return shape
+
+
+def _shape_of(facts: FactStore) -> ModelShape | None:
     values = [facts.number(k) for k in SHAPE_KEYS]
     if any(v is None for v in values):
         return None

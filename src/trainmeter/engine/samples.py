@@ -38,6 +38,19 @@ def _per_step(facts: FactStore, dp: int, key: str) -> tuple[float, str, str | No
     return value * dp, fact.source, note
 
 
+def no_tokens(clock: Any, tokens_seen: float | None) -> str | None:
+    """Why `tokens_seen` is absent rather than a counted 0: steps were counted and no batch
+    showed a token tensor (nor was a count declared); None when tokens stand."""
+    if clock.records and not clock.has_tokens and clock.declared_per_step is None:
+        if not tokens_seen:
+            return (
+                "the agent could not count tokens in the batches (no 2-D integer token "
+                "tensor): a model without tokens is measured in samples; if it has tokens, "
+                "declare --tokens-per-step or emit(tokens_per_step=...)"
+            )
+    return None
+
+
 def section(
     facts: FactStore,
     clock: StepClock,
@@ -56,13 +69,9 @@ def section(
     replace theirs (`Section.override`), so `absent.tokens_seen` takes the counted 0 out."""
     out = Section()
     absent, explain = out.absent, out.explain
-    if clock.records and not clock.has_tokens and clock.declared_per_step is None:
-        if not tokens_seen:
-            absent["tokens_seen"] = (
-                "the agent could not count tokens in the batches (no 2-D integer token "
-                "tensor): a model without tokens is measured in samples; if it has tokens, "
-                "declare --tokens-per-step or emit(tokens_per_step=...)"
-            )
+    untokened = no_tokens(clock, tokens_seen)
+    if untokened is not None:
+        absent["tokens_seen"] = untokened
     dp = max(int(clock.dp or 1), 1)
     samples = _per_step(facts, dp, "samples_per_step")
     counted = _per_step(facts, dp, "counted_flops_per_step")

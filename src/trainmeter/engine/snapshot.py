@@ -395,12 +395,37 @@ class Engine:
         snap["absent"] = whole.absent
         return snap
 
-    def _pace(self, p: _Parts) -> None:
+    def sample(self, now: float | None = None) -> dict[str, Any]:
+        """The snapshot's numbers a chart draws along the run (`SAMPLED`: steps, tokens, the
+        rates, MFU, OFU, the ladder, the GPUs, energy, memory, host, node, the time split,
+        progress), composed by the same parts as `snapshot`, so equal to its values, without
+        the parts no chart draws (alerts, explanations, advice, facts). A replay hands it to its
+        observers up to 2,000 times along a run; the final snapshot is a whole one."""
+        p = _Parts(self.no_agent(), self.ledger.t_end is not None, self.shape())
+        self._pace(p, detail=False)
+        self._devices(p)
+        p.time_split = self.ledger.section(
+            self.t_last, now, self.probes, p.no_agent, self.world_size
+        )
+        whole = Section()
+        for part in (
+            p.pace, p.model, p.progress, p.utilization, p.counters, p.energy, p.gpus.section,
+            self.host.section(), self.node.section(), p.memory, p.time_split,
+        ):
+            whole.merge(part)
+        untokened = samples.no_tokens(self.clock, p.tokens_seen)  # as `_insight` says it
+        if untokened is not None:
+            whole.values.pop("tokens_seen", None)
+        snap = whole.values
+        finite_only(snap, whole.absent)
+        return snap
+
+    def _pace(self, p: _Parts, detail: bool = True) -> None:
         """The step clock, the model's FLOPs per token, and the budget's progress."""
         clock, facts = self.clock, self.facts
         p.pace = pace = throughput.section(
             clock, self.ranks, p.no_agent, self.world_size, self.rank_model.clock_rank,
-            p.finished,
+            p.finished, detail,
         )
         p.tokens_seen = pace.values.get("tokens_seen")
         p.tps = pace.values.get("tokens_per_s")

@@ -123,9 +123,11 @@ def section(
     world_size: int,
     clock_rank: int = 0,
     finished: bool = False,
+    detail: bool = True,
 ) -> Section:
     """steps, tokens_seen, step_index, tokens_per_s, tokens_counted, step_time_s, rate_window,
-    step_times, padding, ranks.
+    step_times, padding, ranks (`detail` False: the explanations, the step-time spread and the
+    ranks' table left out, for `Engine.sample`).
 
     `no_agent` is the reason no agent spoke from the training process (None when one did):
     then nothing counts steps or tokens, so they are absent with that reason, never 0.
@@ -167,7 +169,8 @@ def section(
             else "all (padding included)"
         )
         out.values["tokens_counted"] = counted
-        out.explain["tokens_per_s"] = _explain_rate(clock, window, tps, counted, clock_rank)  # type: ignore[arg-type]
+        if detail:
+            out.explain["tokens_per_s"] = _explain_rate(clock, window, tps, counted, clock_rank)  # type: ignore[arg-type]
     elif not tokens_known:
         out.absent["tokens_per_s"] = no_tokens
     else:
@@ -175,9 +178,12 @@ def section(
     step_time = window.step_time() if window is not None else None
     if step_time:
         out.values["step_time_s"] = step_time
-        out.explain["step_time_s"] = _explain_step_time(window, step_time, clock_rank)  # type: ignore[arg-type]
+        if detail:
+            out.explain["step_time_s"] = _explain_step_time(window, step_time, clock_rank)  # type: ignore[arg-type]
     else:
         out.absent["step_time_s"] = too_few
+    if not detail:
+        return out
     if window is not None and window.seconds > 0:
         out.values["rate_window"] = _window_entry(window, clock, tokens_known)
     spread = clock.window.spread()

@@ -230,6 +230,20 @@ class Recorder:
         with self._lock:
             return fn()
 
+    def sample(self, now: float | None = None) -> dict[str, Any]:
+        """The engine's `sample` (the snapshot's drawn numbers), taken under the lock; a whole
+        snapshot from an engine that has no `sample`."""
+        sample = getattr(self.engine, "sample", None)
+        if sample is None:
+            return self.snapshot(now)
+        with self._lock:
+            try:
+                snap = sample(now=now)
+            except Exception as exc:  # noqa: BLE001 - as a snapshot's failure
+                self.warn("engine.sample", f"the engine's sample failed: {exc!r}")
+                return no_engine_snapshot(f"the sample failed: {exc!r}")
+        return snap if isinstance(snap, dict) else no_engine_snapshot("sample is not a dict")
+
     def hello_pid_set(self) -> set[int]:
         with self._lock:
             return set(self.hello_pids)

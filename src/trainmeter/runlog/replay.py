@@ -8,10 +8,11 @@ writes nothing, so the feeding, the error handling and the snapshot are the live
 (promise 6, docs/promises.md).
 
 A view that draws the whole run (the dashboard's history) passes `observers`: each gets the
-points of the loop's values the engine took (`on_points`, `Engine.take_points`), a snapshot about every `interval` seconds of the run's own time
-(`on_snapshot(snap, t)`, taken at a step or GPU sample record, as the live loop would have
-seen them; at most `max_snapshots` over the run, no closer than `min_interval_s`), and the final
-snapshot (`on_finish`). The dashboard's history, the report's charts and the export tables are
+points of the loop's values the engine took (`on_points`, `Engine.take_points`), the engine's
+`sample` about every `interval` seconds of the run's own time (`on_snapshot(sample, t)`: the
+snapshot's numbers a chart draws, the same values without the parts nothing draws, taken at a
+step or GPU sample record, as the live loop would have seen them; at most `max_snapshots`
+over the run, no closer than `min_interval_s`), and the final, whole snapshot (`on_finish`). The dashboard's history, the report's charts and the export tables are
 all observers of this one replay.
 """
 
@@ -310,7 +311,7 @@ class _Observed:
                     next_t = t + self.interval
                     self._feed(pairs[start : i + 1])
                     start = i + 1
-                    self.observers.snapshot(self.recorder.snapshot(now=t), t)
+                    self.observers.snapshot(self.recorder.sample(now=t), t)
         self.next_t = next_t
         self._feed(pairs[start:] if start else pairs)
 
