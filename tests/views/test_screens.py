@@ -144,13 +144,14 @@ def test_summary_in_colour_on_a_terminal_and_plain_with_no_color(example_run: Pa
 @needs_tmux
 def test_top_shows_a_finished_run_and_quits_on_q(example_run: Path) -> None:
     snap = json.loads(_summary(example_run, "--json"))
-    screen = Screen(example_run.parent, cols=100, rows=24)
+    screen = Screen(example_run.parent, cols=120, rows=24)
     try:
         screen.type(f"clear; echo before top; {shell_env()} {sys.executable} -m trainmeter top "
                     f"{example_run}; echo top exited $?")
         lines = screen.wait_for(lambda ls: "finished" in ls[0], what="tm top's title")
         text = "\n".join(lines)
         flat = _flat(text)
+        assert "…" not in "".join(lines[1:6]), lines[1:6]  # 120 columns: every tile whole
         # tiles: progress and ETA, tokens/s, MFU and its convention, OFU, loss, goodput, energy
         tiles = " ".join(flat[1:5])
         eta = f"ETA {duration(snap['eta_s'])}" if "eta_s" in snap else percent(snap["progress"])
@@ -178,6 +179,29 @@ def test_top_shows_a_finished_run_and_quits_on_q(example_run: Path) -> None:
         raw = screen.raw_bytes()
         assert raw.rfind(b"\x1b[?1049l") > raw.rfind(b"\x1b[?1049h") > 0
         assert raw.rfind(b"\x1b[?25h") > raw.rfind(b"\x1b[?25l")  # the cursor shown again
+    finally:
+        screen.close()
+
+
+@needs_tmux
+def test_top_at_80_columns_drops_tiles_and_cuts_no_number(example_run: Path) -> None:
+    """80 columns cannot hold the eight tiles: the least wanted are left out, and every tile
+    shown is whole, read off the pane (capture-pane) as a person sees it."""
+    snap = json.loads(_summary(example_run, "--json"))
+    screen = Screen(example_run.parent, cols=80, rows=24)
+    try:
+        screen.type(f"clear; {shell_env()} {sys.executable} -m trainmeter top {example_run}")
+        lines = screen.wait_for(lambda ls: "finished" in ls[0], what="tm top's title")
+        tiles = lines[1:6]
+        assert all(len(line) <= 80 for line in tiles)
+        assert "…" not in "".join(tiles), tiles
+        heads = tiles[1].strip("│ ").split()
+        assert heads[:3] == ["progress", "tokens/s", "MFU"] and len(heads) < 8, heads
+        values = " ".join(tiles[2].split())
+        for value in (percent(snap["progress"]), si(snap["tokens_per_s"]),
+                      percent(snap["mfu"]["value"])):
+            assert value in values, (value, values)
+        screen.keys("q")
     finally:
         screen.close()
 

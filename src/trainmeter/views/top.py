@@ -56,6 +56,42 @@ def _memory_tile(snap: dict[str, Any]) -> tuple[str, str | None, str, str]:
     return ("memory", value, ", ".join(b for b in (first, where) if b), "memory")
 
 
+#: Which tiles stay when the terminal is too narrow for all of them: the first ones.
+TILE_PRIORITY = ("progress", "tokens/s", "MFU", "loss", "memory", "OFU", "goodput", "energy")
+_GAP = 2  # columns between two tiles
+
+
+def _tile_width(title: str, value: str | None, sub: str) -> int:
+    """The columns a tile needs whole: its title, its number, and what is under a number (an
+    absent one's reason may be cut: it is words, said in full by tm summary)."""
+    from rich.cells import cell_len
+
+    if value is None:
+        return max(cell_len(title), len("absent"))
+    return max(cell_len(title), cell_len(value), cell_len(sub))
+
+
+def fit_tiles(
+    tiles: list[tuple[str, str | None, str, str]], short: dict[str, str], room: int
+) -> tuple[list[tuple[str, str | None, str, str]], dict[str, str]]:
+    """The tiles that fit in `room` columns, each whole: first the shorter words under a tile
+    (`short`, by title), then the tiles of least priority (`TILE_PRIORITY`) left out, so the
+    screen gets narrower by dropping tiles (an absent number's first), never by cutting a
+    number. Returns the tiles kept, in their order, and the short subs used."""
+
+    def need(shown: list[tuple[str, str | None, str, str]], subs: dict[str, str]) -> int:
+        widths = [_tile_width(t, v, subs.get(t, sub)) for t, v, sub, _ in shown]
+        return sum(widths) + _GAP * (len(shown) - 1)
+
+    shown, used = list(tiles), {}
+    if need(shown, used) > room:
+        used = {t: sub for t, sub in short.items() if sub}
+    rank = {title: i for i, title in enumerate(TILE_PRIORITY)}
+    while len(shown) > 1 and need(shown, used) > room:  # an absent one first: it says least
+        shown.remove(max(shown, key=lambda tile: (tile[1] is None, rank.get(tile[0], len(rank)))))
+    return shown, used
+
+
 class TopScreen:
     """The bounded history fed from records and snapshots, and the screen drawn from a snapshot.
 
@@ -155,18 +191,25 @@ class TopScreen:
              f"{si_unit(jpt, 'J')}/tok" if jpt is not None else "", "energy"),
             _memory_tile(snap),
         ]
-        table = Table(box=None, expand=True, show_header=True, header_style="dim", padding=(0, 1),
-                      show_edge=False, pad_edge=False)
-        for title, *_ in tiles:
-            table.add_column(title, no_wrap=True, overflow="ellipsis", ratio=1)
+        short = {"tokens/s": rate_window_label(snap) or ""}  # the window stays, the step time goes
+        tiles, subs_short = fit_tiles(tiles, short, width - 4)
+        table = Table(box=None, expand=False, show_header=True, header_style="dim",
+                      padding=(0, 1), show_edge=False, pad_edge=False)
+        # each column as wide as its number and the words under it, the room left shared out:
+        # nothing is cut but an absent number's reason (words, whole in tm summary)
+        need = [_tile_width(t, v, subs_short.get(t, sub)) for t, v, sub, _ in tiles]
+        spare = max(width - 4 - sum(need) - _GAP * (len(tiles) - 1), 0)
+        for i, (title, *_) in enumerate(tiles):
+            share = spare // len(tiles) + (1 if i < spare % len(tiles) else 0)
+            table.add_column(title, no_wrap=True, overflow="ellipsis", width=need[i] + share)
         values, subs = [], []
-        for _, value, sub, key in tiles:
+        for title, value, sub, key in tiles:
             if value is None:
                 values.append(_text(("absent", "dim")))
                 subs.append(_text((str(absent.get(key) or ""), "dim")))
             else:
                 values.append(_text((value, "bold")))
-                subs.append(_text((sub, "dim")))
+                subs.append(_text((subs_short.get(title, sub), "dim")))
         table.add_row(*values)
         table.add_row(*subs)
         return Panel(table, border_style="blue", padding=(0, 1))
