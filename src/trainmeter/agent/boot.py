@@ -170,6 +170,12 @@ def start() -> None:
         _install_taps()
     from . import ring  # noqa: F401 - keeps every rare record (this hello first) in the ring
 
+    try:
+        from . import lifecycle
+
+        lifecycle.install()  # an exec or os._exit keeps what this process recorded
+    except Exception as exc:  # noqa: BLE001 - promise 1: the run goes on without it
+        guard.off("lifecycle", exc)
     say_hello()
     try:
         from . import crash

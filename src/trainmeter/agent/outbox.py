@@ -13,6 +13,7 @@ be made) values wait in a list instead, and what is left of it at exit is counte
 from __future__ import annotations
 
 import json
+import os
 import struct
 import time
 
@@ -30,6 +31,7 @@ _SLOTS_AT = ring_module.SLOTS_AT
 _SLOT_BYTES = ring_module.SLOT_BYTES
 _CAPACITY = ring_module.CAPACITY
 _MASK = ring_module.CAPACITY - 1
+_H_SOCKET_ONLY = ring_module.H_SOCKET_ONLY
 
 TYPE_CHECKING = False  # typing costs ~9 ms at start-up in every Python the run starts
 if TYPE_CHECKING:
@@ -67,7 +69,8 @@ def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: 
         _refuse(ring, seq, kid)  # counted; both readers step over the unused number
         return
     if seq >= ring.room and not ring.grow():
-        ring.skipped.add(seq)  # no room for its page: the socket alone takes it
+        ring.skipped.add(seq)  # no room for its page: the socket alone takes it, counted
+        ring.h[_H_SOCKET_ONLY] += 1
         _pending.append((key, value, via, step, t))
         return
     if step is None or not -1 <= step < 1 << 63:
@@ -108,7 +111,8 @@ def put_emitted(
                 _refuse(ring, seq, kid)
                 continue
             if seq >= ring.room and not ring.grow():
-                ring.skipped.add(seq)  # no room for its page: the socket alone takes it
+                ring.skipped.add(seq)  # no room for its page: the socket alone takes it, counted
+                ring.h[_H_SOCKET_ONLY] += 1
                 _pending.append((key, number, "emit", step, t))
                 continue
             try:
@@ -326,3 +330,12 @@ def clear() -> None:
     """Forget what is queued, and the ring (tests)."""
     _pending.clear()
     ring_module.forget()
+
+
+def _forked() -> None:
+    """A forked child: values its parent listed without a ring are the parent's to send."""
+    _pending.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)

@@ -56,7 +56,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAGIC = 0x31474E49524D54  # "TMRING1", little-endian
-LAYOUT = 3  # 2: H_RESERVED, and nothing read or written past it; 3: the rare records' area
+LAYOUT = 4  # 2: H_RESERVED, and nothing read or written past it; 3: the rare records' area;
+# 4: H_SOCKET_ONLY, H_IMAGE
 HEADER_BYTES = 4096
 KEYS_BYTES = 1 << 16
 SLOT = struct.Struct("<iqddq")  # key id, step (-1: none), t, value, seq (written last)
@@ -108,7 +109,9 @@ H_RARE_USED = 24  # its bytes in use
 H_RARE_COUNT = 25  # its entries
 H_RARE_FULL = 26  # rare records not kept (the area full of unshipped ones, or not reserved)
 H_RARE_LAST = 27  # the last rare record number given
-HEADER_SLOTS = 28
+H_SOCKET_ONLY = 28  # values that found no room in the ring and went by the socket alone
+H_IMAGE = 29  # which program this pid runs: 0, then one more at each exec (see `Ring.__init__`)
+HEADER_SLOTS = 30
 
 FILE_PREFIX = "ring."
 
@@ -117,11 +120,46 @@ def path_for(directory: str, pid: int) -> str:
     return os.path.join(directory, f"{FILE_PREFIX}{pid}")
 
 
+def set_aside(path: str) -> int | None:
+    """Keep the ring file already at `path`, if any, under another name, and return the image
+    number the new ring takes (None: nothing was there).
+
+    A file there belongs to this pid's earlier program (the process exec'd: same pid, new
+    image) or to a process that had this pid before and ended (pids are reused). Its records
+    are not this program's, and what the socket never delivered of them is only there: so it
+    is renamed `ring.<pid>.<image>` (its image number, read from its header), never truncated,
+    and `tm` logs what it holds before this program's first record (`supervisor/ring.py`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        fd = -1  # not a file we can read (a link): moved aside all the same
+    image = 0
+    if fd >= 0:
+        try:
+            head = os.pread(fd, HEADER_SLOTS * 8, 0)
+            if len(head) == HEADER_SLOTS * 8:
+                h = struct.unpack(f"<{HEADER_SLOTS}q", head)
+                if h[H_MAGIC] == MAGIC and h[H_LAYOUT] == LAYOUT and 0 <= h[H_IMAGE] < 1 << 20:
+                    image = h[H_IMAGE]
+        finally:
+            os.close(fd)
+    while True:
+        aside = f"{path}.{image}"
+        if not os.path.lexists(aside):
+            break
+        image += 1
+    os.rename(path, aside)
+    return image + 1
+
+
 class Ring:
     """One process's ring. Created by the process itself; never shared with a forked child."""
 
-    def __init__(self, path: str, pid: int, rank: int | None) -> None:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    def __init__(self, path: str, pid: int, rank: int | None, image: int = 0) -> None:
+        # a new file, never one that is there (`set_aside` moved it): another program's records
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             os.ftruncate(fd, FILE_BYTES)
             _reserve(fd, 0, SLOTS_AT + FIRST_RESERVED * SLOT_BYTES)
@@ -150,6 +188,7 @@ class Ring:
         h[H_PID] = pid
         h[H_RANK] = -1 if rank is None else rank
         h[H_RESERVED] = FIRST_RESERVED
+        h[H_IMAGE] = image
         #: the first value number whose slot is not reserved: `put` grows the ring there
         self.room = FIRST_RESERVED
         self.no_room = False  # a reservation failed: later values go by the socket alone
@@ -408,20 +447,44 @@ def current() -> Ring | None:
     active = None
     if sender is None:
         return None
+    pid = os.getpid()
+    path = path_for(os.path.dirname(sender.path), pid)
     try:
-        pid = os.getpid()
-        ring = Ring(path_for(os.path.dirname(sender.path), pid), pid, sender.rank)
+        image = set_aside(path)
+    except OSError:
+        image = None  # could not be moved: Ring() below fails on it, and the socket carries on
+    try:
+        ring: Ring | None = Ring(path, pid, sender.rank, image or 0)
     except Exception:  # noqa: BLE001 - no room, no directory: the socket alone, counted
-        return None
-    ring.owner = sender
-    active = ring
-    for listener in tuple(on_new):
-        try:
-            listener(ring)
-        except Exception:  # noqa: BLE001 - promise 1
-            pass
-    sender.steps_in_ring = True  # the step totals are published in its header from now on
+        ring = None
+    if ring is not None:
+        ring.owner = sender
+        active = ring
+        for listener in tuple(on_new):
+            try:
+                listener(ring)
+            except Exception:  # noqa: BLE001 - promise 1
+                pass
+        sender.has_ring = True  # the step totals are published in its header from now on
+    if image is not None:
+        _say_new_image(sender, image)
     return ring
+
+
+#: The fact that tells `tm` a pid's earlier ring was set aside (`set_aside`): sent first, before
+#: anything of this program's, so what `tm` received up to it was the earlier program's. `tm`
+#: logs that ring's undelivered records there, and does not log this fact itself.
+IMAGE_FACT = "agent_new_image"
+
+
+def _say_new_image(sender: Any, image: int) -> None:
+    try:
+        sender.send("fact", {
+            "key": IMAGE_FACT, "value": image, "source": "detected",
+            "note": "this pid's earlier ring was set aside (an exec, or a pid used again)",
+        })
+    except Exception:  # noqa: BLE001 - promise 1
+        pass
 
 
 def keep_rare(sender: Any, record: dict[str, Any]) -> None:

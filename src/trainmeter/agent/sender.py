@@ -89,9 +89,11 @@ class Sender:
         #: Set by the ring: every rare record numbered up to r was shipped (its copy may go)
         self.rare_shipped: Callable[[int], None] | None = None
         self.at_exit_left = 0
-        #: Set by the ring: this process's step totals are in its ring's header, so a step
-        #: record that cannot be delivered is not lost (`tm` takes the difference from there)
-        self.steps_in_ring = False
+        #: Set by the ring: this process has one. Its step totals are in the ring's header, and
+        #: so is the count of values that found no room in it (sent by the socket alone), so
+        #: neither a step record nor such a value is lost when undelivered: `tm` takes the
+        #: steps from the totals and counts the values from the header
+        self.has_ring = False
         self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
         self._missing_since: float | None = None  # when the socket path was first found gone
         self._delivered_once = False  # a path gone after a delivery was removed, not never there
@@ -231,13 +233,19 @@ class Sender:
         in the ring (`tm` logs it after the process ends) or, when the ring could not keep it,
         `tm` counts it by its number; not a step record whose totals the ring holds (`tm` logs
         the steps delivered records do not account for); not the drop count itself (the ring's
-        header carries it). Anything else is only here."""
+        header carries it); not a value the ring had no room for (its header counts those, and
+        `tm` counts what of them never arrived). Anything else is only here."""
         if "r" in record:
             return False
         kind = record.get("kind")
-        if kind == "step":
-            return not self.steps_in_ring
-        return not (kind == "fact" and record["d"].get("key") == "agent_dropped_records")
+        if kind == "step" or kind == "metric":  # a metric here is a value the ring had no room for
+            return not self.has_ring
+        if kind == "fact":
+            d = record["d"]
+            if d.get("source") == "emitted":  # an emitted fact the ring had no room for
+                return not self.has_ring
+            return d.get("key") != "agent_dropped_records"
+        return True
 
     def _pack(
         self, lines: list[bytes], last_q: int, rare: int = 0, lost: list[bool] | None = None
@@ -282,7 +290,8 @@ class Sender:
             return
         left = sum(n for _, q, n, _ in self._backlog if not q)
         left += sum(map(self._lost_if_dropped, self._queue))
-        left += self.pending_values(ring=False)
+        if not self.has_ring:  # else the ring's header counts them (values it had no room for)
+            left += self.pending_values(ring=False)
         if left or self._backlog:
             # Giving up. Values the ring holds stay there for tm, which takes every number
             # above the last it received: so no later value may be shipped past them now
@@ -294,6 +303,40 @@ class Sender:
             if left:
                 self.flush()  # only the count now: one short datagram
         self.at_exit_left = left
+
+    def before_exec(self, timeout: float) -> int | None:
+        """The process is about to become another program (`agent/lifecycle.py`): send what
+        waits (at most `timeout` s for a busy receiver), count in the ring's header what cannot
+        go and the ring does not hold, and keep the flush lock so this sender's thread cannot
+        be cut off half way through a flush. Returns what `exec_failed` needs to undo it (None:
+        the lock could not be taken, nothing to undo)."""
+        deadline = time.monotonic() + timeout
+        self.flush()
+        while (self._backlog or self.pending_values()) and not self.quiet:
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.005)
+            self.flush()
+        if not self._lock.acquire(timeout=max(deadline - time.monotonic(), 0.05)):
+            return None
+        try:
+            left = sum(n for _, q, n, _ in self._backlog if not q)
+            left += sum(map(self._lost_if_dropped, self._queue))
+            if not self.has_ring:
+                left += self.pending_values(ring=False)
+            if left and self.ring_dropped is not None:  # the new program's tm reads it there
+                self.ring_dropped(self.dropped + left)
+        except Exception:  # noqa: BLE001 - promise 1: the exec goes ahead regardless
+            left = 0
+        return left
+
+    def exec_failed(self, left: int) -> None:
+        """The exec failed and this program goes on: the count and the lock as they were."""
+        try:
+            if left and self.ring_dropped is not None:
+                self.ring_dropped(self.dropped)
+        finally:
+            self._lock.release()
 
     def drop(self, n: int, why: str) -> None:
         """Count `n` records lost here, with the reason (the fact's note says each)."""
@@ -399,7 +442,7 @@ class Sender:
                 pass
         self._sock = None
         self.rare_shipped = None  # the parent's ring's: the child's ring sets its own
-        self.steps_in_ring = False  # until the child's own ring holds its totals
+        self.has_ring = False  # until the child's own ring holds its totals
         self._thread = None
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()

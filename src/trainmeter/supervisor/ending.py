@@ -85,9 +85,12 @@ def finish(session: Ended, child: ChildExit) -> None:
     session.reserve.release()  # what follows must not fail for want of a descriptor
     if ingest is not None:
         ingest.settle(max_s=session.grace_s, agents_alive=lambda: agents_alive(recorder))
-        rings = ingest.ring_maps()  # before stop() removes the directory
+        # the last datagram first (a program's new-image notice among them reads its earlier
+        # ring), then every ring left, then the directory goes
+        ingest.stop(keep_dir=True)
+        rings = ingest.ring_maps()
         faults = death.collect_faults(ingest.dir, store.path if store else None)
-        ingest.stop()
+        ingest.remove_dir()
         ring.recover(rings, session.delivered, recorder.accept)  # what a death kept back
         for fault in faults:  # a native crash: where faulthandler's stacks now are
             recorder.write_tm(CRASH, fault)

@@ -175,7 +175,8 @@ class Ingest:
         self._thread: threading.Thread | None = None
         #: ring files mapped while the run goes (so a /tmp cleaner that removes the directory
         #: cannot take them), by (device, inode); and how often the socket had to be bound again
-        self.rings: dict[tuple[int, int], Any] = {}
+        self.rings: dict[tuple[int, int], Any] = {}  # None: read already (a program's before exec)
+        self._rings_lock = threading.Lock()  # the ingest thread maps and reads them; so does stop
         self.rebound = 0
         self.rings_unread = 0  # ring files that could not be mapped at the end (counted)
         self.rebind_failed: str | None = None
@@ -251,7 +252,8 @@ class Ingest:
         try:
             from .ring import map_new_rings
 
-            map_new_rings(self.dir, self.rings)
+            with self._rings_lock:
+                map_new_rings(self.dir, self.rings)
             if not os.path.exists(self.path):
                 self._rebind()
         except Exception:  # noqa: BLE001 - the ingest goes on with what it has
@@ -287,9 +289,19 @@ class Ingest:
         """Every ring file of the run, mapped: those mapped while it went, and any new ones."""
         from .ring import map_new_rings
 
-        self.rings_unread = map_new_rings(self.dir, self.rings)
-        maps, self.rings = list(self.rings.values()), {}
+        with self._rings_lock:
+            self.rings_unread = map_new_rings(self.dir, self.rings)
+            maps = [mm for mm in self.rings.values() if mm is not None]
+            self.rings = {key: None for key in self.rings}  # all read from here on
         return maps
+
+    def recover_images(self, pid: int, delivered: Any, accept: Sink) -> None:
+        """`pid` began another program: log what its earlier rings hold that was not delivered
+        (`ring.recover_set_aside`), on the ingest thread, before the new program's records."""
+        from .ring import recover_set_aside
+
+        with self._rings_lock:
+            recover_set_aside(self.dir, self.rings, pid, delivered, accept)
 
     def handle(self, data: bytes) -> None:
         """Split one datagram into records for the sink; count what does not decode."""
@@ -356,9 +368,10 @@ class Ingest:
             finally:
                 waker.close()
 
-    def stop(self) -> None:
-        """Stop the thread, take what is still queued (for a bounded time), close and remove
-        the socket directory. Never blocks on the socket."""
+    def stop(self, keep_dir: bool = False) -> None:
+        """Stop the thread, take what is still queued (for a bounded time), close and (unless
+        `keep_dir`: the rings are read after the last datagram, then `remove_dir`) remove the
+        socket directory. Never blocks on the socket."""
         self._stop.set()
         if self._thread is not None:
             self._wake()
@@ -367,6 +380,10 @@ class Ingest:
             self._drain()
         with contextlib.suppress(OSError):
             self.sock.close()
+        if not keep_dir:
+            self.remove_dir()
+
+    def remove_dir(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _drain(self) -> None:

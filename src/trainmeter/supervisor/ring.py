@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import records
 from ..agent import ring as layout
-from ..payloads import FACT, STEP
+from ..payloads import FACT, METRIC, STEP
 
 _GAP = 64  # numbers a writer may have taken and not filled (killed between the two)
 
@@ -45,24 +45,44 @@ class Delivered:
         self.dropped_reported: dict[int, int] = {}
         #: pid -> [n, numbers above n]: the rare records received (every one up to n)
         self.rare: dict[int, list[Any]] = {}
+        #: pid -> values received without a number: those its ring had no room for
+        self.socket_values: dict[int, int] = {}
+        #: Called with a pid whose next program (an exec, or a new process with a pid used
+        #: before) set its ring aside, before anything of the new program is counted here:
+        #: the set-aside ring is read against what was delivered until then (`recover_set_aside`)
+        self.on_new_image: Callable[[int], None] | None = None
 
-    def see(self, record: dict[str, Any]) -> None:
+    def see(self, record: dict[str, Any]) -> bool:
+        """Note what the record tells; False for a record that is not for the log (the new
+        image's notice: it only marks where one program's records end and the next begin)."""
         pid = record.get("pid")
         q = record.get("q")
         if type(q) is int and q > self.last_q.get(pid, 0):  # type: ignore[arg-type]
             self.last_q[pid] = q  # type: ignore[index]
-            return
+            return True
         r = record.get("r")
+        kind = record.get("kind")
+        if kind == FACT.name and type(pid) is int and record.get("src") == "agent":
+            d = record.get("d") or {}
+            if d.get("key") == layout.IMAGE_FACT:
+                self._new_image(pid)
+                if type(r) is int:
+                    self._see_rare(pid, r)
+                return False
         if type(r) is int:
             self._see_rare(pid, r)  # type: ignore[arg-type]
-        kind = record.get("kind")
+        if kind == METRIC.name and q is None and r is None:
+            self.socket_values[pid] = self.socket_values.get(pid, 0) + 1  # type: ignore[index,call-overload]
+            return True
         if kind == FACT.name:
             d = record.get("d") or {}
             if d.get("key") == "agent_dropped_records" and type(d.get("value")) is int:
                 self.dropped_reported[pid] = d["value"]  # type: ignore[index]
-            return
+            elif d.get("source") == "emitted" and q is None and r is None:
+                self.socket_values[pid] = self.socket_values.get(pid, 0) + 1  # type: ignore[index,call-overload]
+            return True
         if kind != STEP.name or record.get("src") != "agent":
-            return
+            return True
         d = record.get("d") or {}
         totals = self.steps.get(pid)  # type: ignore[arg-type]
         if totals is None:
@@ -71,6 +91,21 @@ class Delivered:
             value = d.get(name)
             if type(value) is int:
                 totals[at] += value
+        return True
+
+    def _new_image(self, pid: int) -> None:
+        """Everything received from `pid` so far was its earlier program's: read that ring
+        against it, then count the new program from nothing."""
+        if self.on_new_image is not None:
+            try:
+                self.on_new_image(pid)
+            except Exception:  # noqa: BLE001 - the ingest goes on; the ring is read at the end
+                pass
+        self.forget(pid)
+
+    def forget(self, pid: int) -> None:
+        for table in (self.last_q, self.steps, self.dropped_reported, self.rare, self.socket_values):
+            table.pop(pid, None)  # type: ignore[attr-defined]
 
     def _see_rare(self, pid: int, r: int) -> None:
         seen = self.rare.get(pid)
@@ -93,7 +128,8 @@ class Delivered:
 
         def watched(line: bytes, record: dict[str, Any]) -> None:
             try:
-                self.see(record)
+                if not self.see(record):
+                    return
             except Exception:  # noqa: BLE001 - a forged record must not stop the ingest
                 pass
             sink(line, record)
@@ -154,17 +190,74 @@ def open_rings(directory: str) -> list[mmap.mmap]:
     return maps
 
 
+def recover_set_aside(
+    directory: str,
+    known: dict[tuple[int, int], Any],
+    pid: int,
+    delivered: Delivered,
+    accept: Callable[[bytes, dict[str, Any]], None],
+) -> int:
+    """`pid` runs a new program (its first record is the new image's notice): log what the
+    rings it set aside (`ring.<pid>.<image>`) hold and the socket never delivered, oldest
+    first, against what was delivered until now. Each is then marked done in `known` (its
+    value None), so the end of the run does not read it again. Returns the records written."""
+    prefix = f"{layout.FILE_PREFIX}{pid}."
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix)]
+    except OSError:
+        return 0
+    names.sort(key=lambda n: int(n[len(prefix):]) if n[len(prefix):].isdigit() else 1 << 62)
+    written, first = 0, True
+    for name in names:
+        try:
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            key = (st.st_dev, st.st_ino)
+            if key in known and known[key] is None:
+                continue  # read already
+            mm = known.get(key)
+            if mm is None and st.st_size >= layout.SLOTS_AT:
+                mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            continue
+        finally:
+            os.close(fd)
+        known[key] = None
+        if mm is not None:
+            written += recover([mm], delivered if first else Delivered(), accept)
+            first = False
+    return written
+
+
 def recover(
     maps: list[mmap.mmap],
     delivered: Delivered,
     accept: Callable[[bytes, dict[str, Any]], None],
 ) -> int:
     """Write, through `accept`, each ring's steps and values the socket never delivered.
-    Returns how many records were written. Never raises."""
+    Returns how many records were written. Never raises.
+
+    A pid may have several rings: the programs it ran one after the other (an exec), or
+    processes that had the same pid. What was delivered since the last new-image notice was
+    sent by the oldest of them not read yet (any later one's first record is its notice), so
+    per pid the oldest ring (by its image number) is read against `delivered` and the others
+    against nothing."""
     written = 0
-    for mm in maps:
+    order: list[tuple[int, int, int]] = []
+    for i, mm in enumerate(maps):
+        header = layout.read_header(mm)
+        h = header["h"] if header is not None else None
+        order.append((h[layout.H_PID], h[layout.H_IMAGE], i) if h else (-1, 0, i))
+    read: set[int] = set()
+    for pid, _image, i in sorted(order):
+        mm = maps[i]
+        against = delivered if pid not in read else Delivered()
+        read.add(pid)
         try:
-            for record in _missing(mm, delivered):
+            for record in _missing(mm, against):
                 try:
                     line = records.encode(record)
                 except records.RecordError:
@@ -209,17 +302,22 @@ def _missing(mm: mmap.mmap, delivered: Delivered) -> list[dict[str, Any]]:
         h[layout.H_DROPPED_KEYS],
         h[layout.H_DROPPED_SENDER],
     )
-    if full + keys + sender + rare_lost > delivered.dropped_reported.get(pid, 0):
+    # values that found no room in the ring (a full disk) went by the socket alone: those that
+    # never arrived are lost, counted here (the agent leaves them to this count)
+    unsent = max(h[layout.H_SOCKET_ONLY] - delivered.socket_values.get(pid, 0), 0)
+    if full + keys + sender + rare_lost + unsent > delivered.dropped_reported.get(pid, 0):
         fact = FACT.build(
             key="agent_dropped_records",
-            value=full + keys + sender + rare_lost,
+            value=full + keys + sender + rare_lost + unsent,
             source="detected",
             note=(
                 f"{full} values refused with the agent's ring full (the receiver fell "
                 f"{layout.CAPACITY} values behind), {keys} with its key table full or not storable, "
                 f"{sender} records the sender could not deliver (receiver full at exit, or gone;"
                 f" those its ring kept are in the log, recovered), {rare_lost} rare records"
-                " neither delivered nor kept (the ring's area for them was full)"
+                " neither delivered nor kept (the ring's area for them was full), "
+                f"{unsent} values that found no room in the ring (its disk full) and never "
+                "arrived by the socket"
             ),
         )
         t = out[-1]["t"] if out else header["step_t"]
@@ -240,6 +338,8 @@ def _missing_rare(
         r = record.get("r")
         if type(r) is not int or record.get("pid") != pid or delivered.rare_received(pid, r):
             continue
+        if record.get("kind") == FACT.name and (record.get("d") or {}).get("key") == layout.IMAGE_FACT:
+            continue  # a marker between programs, never logged
         record["recovered"] = True
         out.append(record)
     return out

@@ -166,7 +166,9 @@ class Session:
             self.recorder.write_tm(FACT, fact)
         self.recorder.flush()
         if self.ingest is not None:
-            self.ingest.sink = self.delivered.wrap(self.recorder.accept)
+            ingest, delivered, accept = self.ingest, self.delivered, self.recorder.accept
+            delivered.on_new_image = lambda pid: ingest.recover_images(pid, delivered, accept)
+            self.ingest.sink = delivered.wrap(accept)
             self.ingest.start()
 
     def _prepare_or_unwatch(self) -> bool:

@@ -48,7 +48,10 @@ class ValueLines:
         keys = self.keys.setdefault(pid, [])
         if first_key > len(keys):
             raise ValueError("key table entries missing")
-        del keys[first_key:]
+        if first_key < len(keys):  # a new table from this pid: another program after an exec
+            del keys[first_key:]
+            for kid in [k for p, k in self.forms if p == pid and k >= first_key]:
+                del self.forms[(pid, kid)]
         for _ in range(n_keys):
             (length,) = _KEY_LEN.unpack_from(data, at)
             via, _, key = data[at + 2 : at + 2 + length].decode("utf-8", "replace").partition("\0")

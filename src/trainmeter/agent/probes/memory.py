@@ -57,6 +57,7 @@ FAKE_MAX_BYTES = 64 * MIB
 _torch: Any = None
 _last_read = 0.0
 _rss_peak = 0  # the highest resident size seen: ru_maxrss lags the readings (see `rss`)
+_attached_pid = -1  # the process whose memory is the rank's (see `sample`)
 _last_sent: dict[str, Any] | None = None
 _fake: FakeAllocator | None = None
 
@@ -186,10 +187,12 @@ def _mps_payload() -> dict[str, Any] | None:
 
 
 def sample(at_step: bool) -> None:
-    """Read and send when due; send only what changed since the last record."""
+    """Read and send when due; send only what changed since the last record. Only in the
+    process that attached the probe: a forked child (a DataLoader worker) carries its parent's
+    rank, and its memory is not the rank's."""
     global _last_read, _last_sent
     now = time.monotonic()
-    if now - _last_read < INTERVAL_S:
+    if now - _last_read < INTERVAL_S or os.getpid() != _attached_pid:
         return
     _last_read = now
     try:
@@ -222,8 +225,9 @@ _on_step.probe = "memory"  # type: ignore[attr-defined]
 
 
 def attach(torch: Any) -> list[str]:
-    global _torch, _fake
+    global _torch, _fake, _attached_pid
     _torch = torch
+    _attached_pid = os.getpid()
     path = os.environ.get(ENV_FAKE_CUDA_MEMORY)
     if path:
         _fake = FakeAllocator.from_file(path)

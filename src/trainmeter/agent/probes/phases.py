@@ -28,6 +28,7 @@ since).
 from __future__ import annotations
 
 import functools
+import os
 import time
 
 from ...payloads import FACT, PHASE
@@ -308,4 +309,14 @@ def attach(torch: Any) -> list[str]:
         sender = get_sender()
         if sender is not None:
             sender.add_drain(drain)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_forked)
     return names
+
+
+def _forked() -> None:
+    """A forked child: the phases its parent measured and had not sent yet are the parent's to
+    send (a DataLoader worker that flushes at its exit must not send them again)."""
+    global _mark, _mark_sent, _sent
+    _sent = {name: (e[0], e[1]) for name, e in _totals.items()}
+    _mark = _mark_sent = None

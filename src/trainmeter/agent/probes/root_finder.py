@@ -20,6 +20,8 @@ what `steps.attach` bound into `state`.
 
 from __future__ import annotations
 
+import sys
+
 from . import step_signal as signal
 from .step_state import adopted, call, state
 
@@ -138,6 +140,36 @@ def start() -> None:
     s.depth = 0
     s.discovery.append(s.nn_module.register_module_forward_pre_hook(pre))
     s.discovery.append(s.nn_module.register_module_forward_hook(post, always_call=True))
+
+
+def start_in_fork_child() -> None:
+    """`start`, in a forked child whose parent had found its root: the same hooks, except that
+    the first module call first asks whether this child is a DataLoader worker. A worker never
+    trains, and its transforms are modules (torchvision's): it takes the hooks off at once,
+    rather than sending every transform down torch's slow call path for its whole life."""
+    s = state
+    s.depth = 0
+    s.discovery.append(s.nn_module.register_module_forward_pre_hook(_first_in_child))
+    s.discovery.append(s.nn_module.register_module_forward_hook(post, always_call=True))
+
+
+def _first_in_child(module: Any, args: Any) -> None:
+    s = state
+    if s.compiling():
+        return
+    try:
+        data = sys.modules.get("torch.utils.data")
+        info = getattr(data, "get_worker_info", None)
+        if info is not None and info() is not None:
+            remove(s.discovery)  # a DataLoader worker: nothing to find
+            return
+        if s.discovery:  # from now on the plain discovery hook
+            s.discovery[0].remove()
+            s.discovery[0] = s.nn_module.register_module_forward_pre_hook(pre)
+    except Exception as exc:  # noqa: BLE001 - promise 1
+        s.fail(exc)
+        return
+    pre(module, args)
 
 
 def end() -> None:

@@ -270,6 +270,25 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         _fail(exc)
 
 
+def _forked() -> None:
+    """A forked child (a `multiprocessing` worker, a DataLoader worker). Its parent's step in
+    progress and unsent totals are not its own (`step_totals.forget_after_fork`), nor is the
+    iteration its parent's optimizers were in: an optimizer the child makes would join that
+    iteration and its first step would not count. And the child may train another model than
+    its parent's root (a worker per model), whose first forwards nothing would count: so when the
+    parent had a root, the child looks for its own again from its first forward (it re-adopts
+    the parent's model in place if that is what it trains). A DataLoader worker stops looking
+    at its first module call (`root_finder.start_in_fork_child`)."""
+    try:
+        step_totals.forget_after_fork()
+        s = state
+        s.cycle.clear()
+        if s.root is not None and not s.discovery:
+            root_finder.start_in_fork_child()
+    except Exception as exc:  # noqa: BLE001 - promise 1
+        _fail(exc)
+
+
 # ---- attaching ---------------------------------------------------------------------------
 
 
@@ -318,7 +337,7 @@ def attach(torch: Any) -> list[str]:
         if ring is not None:
             step_totals.bind_ring(ring)
     if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=step_totals.forget_after_fork)
+        os.register_at_fork(after_in_child=_forked)
     atexit.register(_at_exit)  # after the sender's: runs first, before its last flush
     return ["steps", "tokens"]
 
