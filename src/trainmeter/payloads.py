@@ -174,7 +174,7 @@ METRIC = Kind(
         "recovered": _f(bool, "read from a ring after the process ended"),
     },
     made_in=("records.py",),
-    read_in=("engine/snapshot.py",),
+    read_in=("engine/snapshot.py", "supervisor/ring.py"),
 )
 
 PHASE = Kind(
