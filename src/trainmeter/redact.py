@@ -83,8 +83,16 @@ SECRET_PARTS = frozenset(
         "jwt",
         "hmac",
         "signature",
+        "otp",  # one-time passwords and the like
+        "totp",
+        "hotp",
+        "mfa",
+        "passcode",
     }
 )
+#: Query parameters that carry a credential though their names say nothing (an Azure SAS
+#: `sig`, an Azure Functions `code`), beside those whose names say secret (`X-Amz-Signature`).
+QUERY_SECRETS = frozenset({"sig", "code", "x-amz-signature", "x-goog-signature", "sharedaccesssignature"})
 #: One-word names ending in these are secret too (`PGPASSWORD`, `--hftoken`): long enough that
 #: no ordinary word ends in them (`monkey` ends in "key", `compass` in "pass": not those).
 SECRET_SUFFIXES = ("password", "passwd", "token", "secret", "apikey", "credential", "credentials")
@@ -97,11 +105,30 @@ SECRET_HEADERS = re.compile(
     r"(?i)(?<![\w-])(authorization|proxy-authorization|cookie|set-cookie|x-api-key|api-key"
     r"|x-auth-token|private-token|x-access-token)(\s*:\s*)([^'\"\n]+)"
 )
-#: Provider token shapes, wherever they appear.
+#: Provider token shapes, wherever they appear (and JSON web tokens, PEM private keys).
 TOKEN_SHAPES = re.compile(
     r"(?<![A-Za-z0-9])(hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{8,}"
-    r"|github_pat_[A-Za-z0-9_]{8,}|xox[abpr]-[A-Za-z0-9-]{8,}|AKIA[0-9A-Z]{12,}"
-    r"|glpat-[A-Za-z0-9_-]{8,})"
+    r"|github_pat_[A-Za-z0-9_]{8,}|xox[abeprs]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}"
+    r"|A[KS]IA[0-9A-Z]{12,}|glpat-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{30,}"
+    r"|[sr]k_(?:live|test)_[A-Za-z0-9]{8,}|npm_[A-Za-z0-9]{20,}|pypi-[A-Za-z0-9_-]{20,}"
+    r"|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*(?:-----END [A-Z ]*PRIVATE KEY-----)?)"
+)
+#: An authorization scheme and its credential, with or without the header's name.
+_SCHEMES = re.compile(r"(?i)(?<![\w-])(bearer|basic|token|digest)(\s+)([A-Za-z0-9._~+/=-]{8,})")
+#: Webhook URLs, whose path is the credential: Slack's, Discord's, Teams', and any whose path
+#: has a `hooks`/`webhooks` part (Mattermost, Zapier, ...). The path after it is hidden.
+_WEBHOOK = re.compile(
+    r"(?i)(https?://(?:hooks\.slack\.com/|[^/\s'\"]*webhook\.office\.com/"
+    r"|[^/\s'\"]+/(?:[^\s'\"?#]*/)?(?:webhooks?|hooks|webhookb2)/))([^\s'\"<>]+)"
+)
+#: `name=value`, `name: value`, `"name": "value"` (JSON, a Python dict, YAML, a connection
+#: string's `Password=V;`, a Hydra override's `db.password=V`) in any text: the value is hidden
+#: when the name says secret. Names may be dotted (Hydra/OmegaConf keys).
+_ASSIGN = re.compile(
+    r"""(?<![\w.])(["']?)([A-Za-z_][\w.-]*)\1(\s*[=:]\s*)"""
+    r"""("[^"\n]*"|'[^'\n]*'|[^\s;&,'"<>(){}\[\]]+)"""
 )
 _QUERY = re.compile(r"([?&;])([^=&#\s?;]+)=([^&#\s'\";]*)")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
@@ -110,7 +137,11 @@ _FLAG_SHAPE = re.compile(r"^--?[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*(?:=.*)?$", re.D
 _USER_FLAGS = frozenset({"-u", "--user", "--proxy-user", "--basic-user"})
 
 _PARTS = re.compile(r"[-_.]+")
-_ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+#: `NAME=value` as a whole argument: an environment assignment, or a Hydra/OmegaConf override
+#: (`db.password=V`, `+db.password=V`, `++logger.api_key=V`), the key dotted.
+_ENV = re.compile(r"^(\+{0,2})([A-Za-z_][A-Za-z0-9_.@/-]*)=(.*)$", re.DOTALL)
+#: `name:value` as a whole argument (`api_key:V`, a YAML-ish override).
+_COLON = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*):(.+)$", re.DOTALL)
 #: scheme://userinfo@ : the userinfo is replaced whole (a token is often the "user").
 _URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@?#]+)@")
 _NUMBER = re.compile(r"^[0-9]+$")
@@ -139,20 +170,108 @@ def is_secret_name(name: str) -> bool:
     )
 
 
+def _secret_key(name: str) -> bool:
+    """A key of a config (`logger.wandb.api_key`, `+db.password`) whose value is a secret."""
+    return is_secret_name(name.lstrip("+~"))
+
+
 def redact_text(text: str) -> str:
-    """What is secret in any text: credential headers, provider tokens, URL user info and
-    secret query parameters."""
+    """What is secret in any text: credential headers and schemes, provider tokens, secret
+    `name=value` pairs however written, webhook URLs, URL user info and secret query
+    parameters. Used on each argument of a command line, and on free text (a crash message)."""
     if ":" in text:
         text = SECRET_HEADERS.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = TOKEN_SHAPES.sub(REDACTED, text)
+    text = _SCHEMES.sub(_scheme, text)
     if "=" in text and ("?" in text or "&" in text):
         text = _QUERY.sub(
             lambda m: f"{m.group(1)}{m.group(2)}={REDACTED}"
-            if is_secret_name(m.group(2)) and m.group(3)
+            if m.group(3) and (is_secret_name(m.group(2)) or m.group(2).lower() in QUERY_SECRETS)
             else m.group(0),
             text,
         )
+    if "//" in text:
+        text = _WEBHOOK.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
+    if "=" in text or ":" in text:
+        text = _ASSIGN.sub(_assignment, text)
     return redact_urls(text)
+
+
+def _scheme(match: re.Match[str]) -> str:
+    """`Bearer X`: X hidden when it looks like a credential (a digit in it, or long), not a
+    word (`token expired`, `Basic authentication`)."""
+    value = match.group(3)
+    if any(c.isdigit() for c in value) or len(value) >= 20:
+        return f"{match.group(1)}{match.group(2)}{REDACTED}"
+    return match.group(0)
+
+
+def _assignment(match: re.Match[str]) -> str:
+    quote, name, sep, value = match.groups()
+    if value == REDACTED or value.startswith(("//", "/")) or not _secret_key(name):
+        return match.group(0)  # a URL's scheme (`http://`) is no assignment
+    if value[:1] in "\"'":
+        value = f"{value[0]}{REDACTED}{value[0]}"
+    else:
+        value = REDACTED
+    return f"{quote}{name}{quote}{sep}{value}"
+
+
+def redact_free(text: str) -> str:
+    """Free text (an exception's message, a thread's name, a traceback's frame) with every
+    rule of a command line applied, flags with their values included: the message of
+    `psycopg2.connect("postgres://admin:PW@db")` failing, `password=...`, `hf_...`,
+    `Bearer ...` never reach a file, a terminal or a webhook."""
+    if not text:
+        return text
+    return redact_shell(text)
+
+
+#: Record kinds that carry free text from the training process: an exception's message, type,
+#: thread and frame (`crash`), a fact's note and reason (`counted_unavailable`: an exception).
+FREE_TEXT_KINDS = frozenset({"crash", "fact"})
+#: The longest free text kept from a record (a message past it is cut, with a mark).
+MAX_FREE_TEXT = 4000
+
+
+def scrub_record(record: dict[str, Any]) -> bool:
+    """Redact, in place, the free text of a `crash` or `fact` record (every string of a crash's
+    payload, a fact's note and text value), show its control characters as escapes (`\\x1b`;
+    newlines and tabs kept), and cut what is longer than `MAX_FREE_TEXT`.
+    True when anything changed. `tm` applies it before the record is written, live and when a
+    log is read back, so every file, view and webhook made from the record inherits it."""
+    d = record.get("d")
+    if not isinstance(d, dict):
+        return False
+    kind = record.get("kind")
+    if kind == "crash":
+        names: Any = list(d)
+    elif kind == "fact":
+        names = ("note", "value")
+    else:
+        return False
+    changed = False
+    for name in names:
+        value = d.get(name)
+        clean = _scrub_value(value)
+        if clean is not value and clean != value:
+            d[name] = clean
+            changed = True
+    return changed
+
+
+def _scrub_value(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        from .visible import visible
+
+        # an escape sequence in it reaches no terminal as a command (`tm runs`, the end line)
+        text = visible(redact_free(value), newlines=True)
+        return text if len(text) <= MAX_FREE_TEXT else text[:MAX_FREE_TEXT] + "…"
+    if depth < 4 and isinstance(value, list):
+        return [_scrub_value(v, depth + 1) for v in value]
+    if depth < 4 and isinstance(value, dict):
+        return {k: _scrub_value(v, depth + 1) for k, v in value.items()}
+    return value
 
 
 def _is_flag(arg: str) -> bool:
@@ -229,8 +348,12 @@ def redact_argv(argv: list[str]) -> list[str]:
                 i += 1
             continue
         env = _ENV.match(arg)
-        if env and is_secret_name(env.group(1)):
-            out.append(f"{env.group(1)}={REDACTED}")
+        if env and is_secret_name(env.group(2)):
+            out.append(f"{env.group(1)}{env.group(2)}={REDACTED}")
+            continue
+        colon = _COLON.match(arg)
+        if colon and is_secret_name(colon.group(1)) and not colon.group(2).startswith("//"):
+            out.append(f"{colon.group(1)}:{REDACTED}")
             continue
         out.append(redact_text(arg))
     return out

@@ -137,6 +137,12 @@ def test_the_disk_fills_one_warning_status_kept_and_what_was_written_replays(sma
     snap = json.loads(summary.stdout)
     assert snap["log"]["records"] > 100  # what was written before the disk filled
     assert set(snap["log"]["reasons"]) <= {"not JSON"}  # at most the line cut by the full disk
+    # issue 29, item 14: no half-written file is left, and the run says how it ended (the
+    # space held back at its start takes meta.json's end), not "running" or "no end"
+    assert not [p.name for p in run.iterdir() if p.name.endswith(".tmp") or p.name == ".reserve"]
+    assert json.loads((run / "meta.json").read_text())["exit_status"] == 3
+    listed = run_tm(["runs", "--json"], small_disk)
+    assert [r["status"] for r in json.loads(listed.stdout)] == ["exit 3"]
 
 
 # ---- a hostile flood -------------------------------------------------------------------------
@@ -206,7 +212,8 @@ def test_a_hostile_flood_is_counted_the_good_records_kept(tmp_path: Path) -> Non
         "nested too deep": 2 * rounds, "not UTF-8": rounds, "not JSON": 2 * rounds,
         "schema version None is not 1": rounds, "not a JSON object": rounds,
         "schema version 2 is not 1": rounds, "t is not a finite number": rounds,
-        "implausible step": rounds, "forged run.end": rounds, "implausible metric": rounds,
+        # src "x": no training process says so (issue 29, item 7), whatever else is wrong
+        "forged step": rounds, "forged run.end": rounds, "forged metric": rounds,
     }
     assert [e["kind"] for e in events].count("run.end") == 1 and events[-1]["kind"] == "run.end"
     assert events[-1]["d"]["exit_status"] == 0

@@ -48,7 +48,8 @@ def test_json_files_refuse_nan_and_are_replaced_atomically(tmp_path: Path) -> No
     store.write_json("summary.json", {"steps": float("nan")})  # refused, old file kept
     assert json.loads((store.path / "summary.json").read_text()) == {"steps": 3}
     assert "cannot write summary.json" in stderr.getvalue()
-    assert sorted(p.name for p in store.path.iterdir()) == ["events.jsonl", "summary.json"]
+    # no temporary file left; `.reserve` is the disk space held for the run's last words
+    assert sorted(p.name for p in store.path.iterdir()) == [".reserve", "events.jsonl", "summary.json"]
 
 
 def test_an_unwritable_root_warns_once_and_every_call_is_a_no_op(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ detaches and leaves it running (exit 0), and it stops on its own when the proces
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import platform
@@ -32,7 +33,10 @@ class _Log:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fh: TextIO = open(path / "events.jsonl", "a", buffering=1)  # noqa: SIM115
+        from ..runlog.rundir import RunDir
+
+        raw = RunDir.at(path).append("events.jsonl", buffering=0)
+        self._fh: TextIO = io.TextIOWrapper(raw, encoding="utf-8", line_buffering=True)
         self.dashboard: Any = None  # the web dashboard, shown each record written
 
     def write(self, kind: payloads.Kind, d: dict[str, Any]) -> None:
@@ -52,16 +56,15 @@ class _Log:
 
 
 def _run_dir(pid: int, root: Path) -> Path:
+    """A fresh run directory, the owner's alone, written through its descriptor like a run's
+    (`runlog/rundir.py`: a runs directory another user owns is refused)."""
+    from ..runlog.rundir import RunDir
+
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    root.mkdir(parents=True, exist_ok=True)
-    for n in range(1, 1000):
-        path = root / (f"{stamp}-attach-{pid}" + ("" if n == 1 else f"-{n}"))
-        try:
-            path.mkdir(mode=0o700)  # the owner's alone, like a run's
-            return path
-        except FileExistsError:
-            continue
-    raise OSError(f"no free run directory under {root}")
+    folder = RunDir.make(root, f"{stamp}-attach-{pid}")
+    for note in folder.notes:
+        print(f"tm attach: {note}", file=sys.stderr)
+    return folder.path
 
 
 def _target_env(proc: Any) -> dict[str, str]:
@@ -130,7 +133,9 @@ def _write_summary(run_dir: Path) -> None:
 
         snapshot = replay(run_dir / "events.jsonl").snapshot
         text = json.dumps(snapshot, allow_nan=False, indent=2)
-        (run_dir / "summary.json").write_text(text + "\n")
+        from trainmeter.runlog.rundir import write_file
+
+        write_file(run_dir, "summary.json", text + "\n")
     except Exception as exc:  # noqa: BLE001 - the log is the source of truth; it is written
         print(f"tm attach: no summary.json ({type(exc).__name__}: {exc})", file=sys.stderr)
 
@@ -267,13 +272,11 @@ def _end(log: _Log, run_dir: Path, pid: int, cmdline: list[str], ended: str, sta
     if log.dashboard is not None:
         log.dashboard.finish()
     log.close()
-    (run_dir / "meta.json").write_text(
-        json.dumps(
-            {"attached_pid": pid, "argv": records.redact_argv(cmdline), "ended": ended},
-            indent=2,
-        )
-        + "\n"
-    )
+    from ..runlog.rundir import write_file
+
+    write_file(run_dir, "meta.json", json.dumps(
+        {"attached_pid": pid, "argv": records.redact_argv(cmdline), "ended": ended}, indent=2,
+    ) + "\n")
 
 
 def main(argv: list[str]) -> int:
@@ -289,7 +292,9 @@ def main(argv: list[str]) -> int:
     start = time.monotonic()
     _begin(log, args.pid, cmdline)
     samplers = default_samplers(args.pid, run_dir, args.gpus, _target_env(proc))
-    shown = " ".join(records.redact_argv(cmdline)).replace("\n", " ")[:80]
+    from ..visible import visible
+
+    shown = visible(" ".join(records.redact_argv(cmdline)), newlines=False)[:80]
     print(
         f"tm attach: watching pid {args.pid} ({shown}); run dir {run_dir}; "
         "Ctrl-C detaches and leaves it running",

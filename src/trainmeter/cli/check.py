@@ -9,7 +9,8 @@ could not measure would guard nothing.
 Against a baseline, the runs' steady-state rates are compared with a noise band from their own
 per-step times (engine/noise.py): two runs of one program on a busy machine differ by a few
 percent, and a guard that failed on that would be switched off. `tm check RUN --baseline RUN`
-always holds.
+holds when the run has a number to compare; when neither run has any, nothing was compared, and
+that fails.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ usage: tm check RUN [thresholds] [--json]
   --baseline RUN2 --max-drop F
                            tokens/s, step time and MFU (same convention) no more than F worse
                            than RUN2's beyond the noise band of their per-step times; a number
-                           absent from both is not compared, absent from one fails
+                           absent from both is not compared, absent from one fails, and
+                           nothing compared at all fails
   --json                   one JSON object instead of lines
 exit status: 0 all thresholds hold, 1 one or more fail, 2 bad usage
 """
@@ -141,7 +143,14 @@ def checks(
         op = sign if held else ("<" if higher else ">")
         out.append(_line(name, got, lim, held, f"{name} {shown} {op} {fmt_limit(lim)}"))
     if base is not None:
-        out.extend(_against(snap, base, limits["--max-drop"]))
+        against = _against(snap, base, limits["--max-drop"])
+        out.extend(against)
+        if all(r.get("compared") is False for r in against):
+            # every number absent from both runs: a guard that compared nothing guards nothing
+            out.append(_line(
+                "baseline", None, limits["--max-drop"], False,
+                "nothing compared with the baseline: neither run has tokens/s, step time or MFU",
+            ) | {"compared": False})
     return out
 
 
@@ -321,8 +330,10 @@ def main(argv: list[str]) -> int:
         doc = {"ok": ok, "run": run_dir, "baseline": base_dir, "checks": results}
         print(json.dumps(doc, allow_nan=False, indent=2))
     else:
-        for r in results:
-            print(f"{'ok  ' if r['held'] else 'FAIL'}  {r['text']}")
+        from ..visible import visible
+
+        for r in results:  # a reason quotes the run's text: shown as characters
+            print(f"{'ok  ' if r['held'] else 'FAIL'}  {visible(r['text'], newlines=False)}")
         print(f"tm check: {sum(not r['held'] for r in results)} of {len(results)} failed"
               if not ok else f"tm check: all {len(results)} held")
     return 0 if ok else 1

@@ -26,7 +26,8 @@ def _main(argv: list[str]) -> int:
         run_dir = resolve_run(runs[0] if runs else None)
     except RunNotFound as exc:
         raise CommandError(str(exc)) from None
-    target = Path(opts.get("-o") or opts.get("--output") or run_dir / "report.html")
+    named = opts.get("-o") or opts.get("--output")
+    target = Path(named or run_dir / "report.html")
     try:
         page = build_report(run_dir)
         # a name that was not UTF-8 (a lone surrogate) is written as its escape, not a crash
@@ -36,9 +37,14 @@ def _main(argv: list[str]) -> int:
     except OSError as exc:
         raise CommandError(f"cannot read the run log of {run_dir.name} ({exc.strerror})") from None
     try:
-        target.write_text(page, encoding="utf-8")
+        if named:
+            target.write_text(page, encoding="utf-8")  # where the user said
+        else:  # in the run directory: through its descriptor, never through a planted symlink
+            from ..runlog.rundir import write_file
+
+            write_file(run_dir, "report.html", page)
     except OSError as exc:
-        raise CommandError(f"cannot write {target} ({exc.strerror})") from None
+        raise CommandError(f"cannot write {target} ({exc.strerror or exc})") from None
     print(f"{target} ({len(page.encode()) // 1024} KiB)")
     return 0
 

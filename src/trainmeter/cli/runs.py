@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..snapread import get, get_dict
+from ..visible import visible
 from .runarg import run_command, split_args
 
 USAGE = """\
@@ -66,10 +67,10 @@ def _mfu_cell(info: Any) -> str:
 def rows(infos: list) -> list[tuple[str, ...]]:
     return [
         (
-            info.path.name,
+            visible(info.path.name, newlines=False),
             (info.start_utc or "-")[:19].replace("T", " "),
             _duration(info.duration_s),
-            info.status,
+            visible(info.status, newlines=False),  # a crash's words: characters, not commands
             _count(info.steps),
             _count(info.tokens),
             _count(info.tokens_per_s),

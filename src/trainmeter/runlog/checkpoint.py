@@ -36,7 +36,6 @@ import os
 import pickle
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -181,15 +180,10 @@ def save(
     body = len(header).to_bytes(8, "little") + header + payload
     mac = hmac.new(secret, body, hashlib.sha256).digest()
     target = path_for(events)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=target.name + ".", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(MAGIC + mac + body)
-            os.replace(tmp, target)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+    try:  # through the run directory's descriptor: never through a planted symlink
+        from .rundir import RunDir
+
+        RunDir.at(target.parent).write_bytes(target.name, MAGIC + mac + body)
     except OSError:
         return False
     return True

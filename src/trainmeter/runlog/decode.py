@@ -32,7 +32,9 @@ from .plausible import (
     MAX_STEPS_PER_RECORD,
     MAX_TOKENS_PER_RECORD,
     Implausible,
+    Ledger,
     check,
+    forged,
     in_run,
 )
 
@@ -59,8 +61,19 @@ def _fast_parser() -> Any:
             _fast = (loads, JSONDecodeError)
     return _fast
 
-#: Kinds only `tm` itself writes: from the socket they are forged, or a bug.
+#: Kinds only `tm` itself writes: from the socket they are forged, or a bug (`plausible.forged`
+#: names every record a training process cannot send).
 TM_ONLY = frozenset({"run.start", "run.end"})
+#: Kinds whose every record takes the standard-library path (rare ones with more to do there:
+#: a run's start, and the free text of crashes and facts, redacted before it is recorded).
+#: (`redact.FREE_TEXT_KINDS`; `redact` itself, slow to import, is loaded at the first of them.)
+FREE_TEXT_KINDS = frozenset({"crash", "fact"})
+_SLOW_KINDS = frozenset({"run.start"}) | FREE_TEXT_KINDS
+#: Kinds the run's time bounds (`plausible.Ledger`).
+_LEDGER_KINDS = frozenset({"step", "phase"})
+
+#: How far past the present a record arriving live may say it was made.
+LIVE_AHEAD_S = 5.0
 
 #: Lines parsed per call of the fast parser.
 CHUNK = 256
@@ -192,6 +205,8 @@ class Decoder:
         self.ended = False  # a run.end was accepted
         #: the run's start (a replay: its run.start; live: set by `tm`), to place steps in it
         self.t_start: float | None = None
+        #: what each process did so far: steps, tokens and phase time bounded by the time since
+        self.ledger = Ledger()
 
     def skip(self, reason: str, n: int = 1) -> None:
         """Count `n` lines skipped for `reason` (also used for lines lost before decoding)."""
@@ -202,17 +217,27 @@ class Decoder:
         """The record on one stripped, non-blank line, or None (counted). Never raises.
 
         The standard-library path: the reference the fast path agrees with."""
+        taken = self._take(line)
+        return None if taken is None else taken[1]
+
+    def _take(self, line: bytes) -> tuple[bytes, dict[str, Any]] | None:
+        """(the line as it is recorded, the record), or None (counted). A record with free
+        text (`redact.scrub_record`) is recorded redacted: its line is written anew."""
         self.lines += 1
         try:
             record = records.decode(line)
             kind = record["kind"]
             if self.ended:
                 raise Implausible(f"after run.end: a {kind} record")
-            if self.from_socket and kind in TM_ONLY:
-                raise Implausible(f"forged {kind}: only tm writes it")
+            if self.from_socket:
+                why = forged(record)
+                if why is not None:
+                    raise Implausible(why)
             check(record)
             if kind != "run.start":
                 in_run(kind, record["t"], self.t_start, self._horizon())
+            if kind in _LEDGER_KINDS:
+                self.ledger.admit(record, self.t_start)
         except Exception as exc:  # noqa: BLE001 - any input at all is counted, never raised
             self.skip(reason_of(exc))
             return None
@@ -220,8 +245,13 @@ class Decoder:
             self.ended = True
         elif kind == "run.start" and self.t_start is None:
             self.t_start = record["t"]
+        elif kind in FREE_TEXT_KINDS:
+            from ..redact import scrub_record
+
+            if scrub_record(record):
+                line = records.encode(record).encode("utf-8")
         self.good += 1
-        return record
+        return line, record
 
     def many(self, raw: list[bytes]) -> list[tuple[bytes, dict[str, Any]]]:
         """(exact line, record) for each good line of `raw` (lines with or without their
@@ -231,13 +261,15 @@ class Decoder:
             return []
         fast = _fast_parser() if len(lines) >= FAST_FROM or _fast is not None else False
         if not fast:
-            one = self.one
-            return [(line, rec) for line in lines if (rec := one(line)) is not None]
+            take = self._take
+            return [pair for line in lines if (pair := take(line)) is not None]
         out: list[tuple[bytes, dict[str, Any]]] = []
         append = out.append
-        one = self.one
+        take = self._take
         horizon = self._horizon()
         low, high = self._window(horizon)
+        admit = self.ledger.admit
+        from_socket = self.from_socket
         for start in range(0, len(lines), CHUNK):
             chunk = lines[start : start + CHUNK]
             for line, record in zip(chunk, _parsed(chunk, fast), strict=True):
@@ -245,17 +277,23 @@ class Decoder:
                     record is None
                     or self.ended
                     or not _sure(record)
-                    or (self.from_socket and record["kind"] in TM_ONLY)
+                    or (from_socket and forged(record) is not None)
                     or not low <= record["t"] <= high
-                    or record["kind"] == "run.start"
+                    or record["kind"] in _SLOW_KINDS
                 ):
-                    record = one(line)
-                    if record is not None:
-                        append((line, record))
-                        if record["kind"] == "run.start":  # the window is known from here on
+                    pair = take(line)
+                    if pair is not None:
+                        append(pair)
+                        if pair[1]["kind"] == "run.start":  # the window is known from here on
                             low, high = self._window(horizon)
                     continue
                 self.lines += 1
+                if record["kind"] in _LEDGER_KINDS:
+                    try:
+                        admit(record, self.t_start)
+                    except Implausible as exc:
+                        self.skip(reason_of(exc))
+                        continue
                 self.good += 1
                 if record["kind"] == "run.end":
                     self.ended = True
@@ -269,8 +307,10 @@ class Decoder:
         return self.t_start - BEFORE_START_S, min(horizon, self.t_start + MAX_RUN_S)
 
     def _horizon(self) -> float:
-        """The latest time a record can carry: now (and a minute) for one arriving live."""
-        return time.monotonic() + 60.0 if self.from_socket else _INF
+        """The latest time a record can carry: now (and a few seconds) for one arriving live.
+        (A record says when it was made, before it was sent: a later time is made up, and
+        would buy it budget in the `Ledger`.)"""
+        return time.monotonic() + LIVE_AHEAD_S if self.from_socket else _INF
 
     def lines_of(self, chunks: Iterable[bytes]) -> Iterator[tuple[bytes, dict[str, Any]]]:
         """(exact line, record) for each good line of `chunks` (lines, or a datagram's split)."""

@@ -6,9 +6,24 @@ tokens, a negative count, a number that overflowed to infinity) would otherwise 
 every number the run shows. Such a record is skipped and counted with its reason; the limits
 are far above any real training (a million optimizer steps reported at once, 10^12 tokens in
 one record) so a true record is never refused.
+
+Some bounds need the run's history (`Ledger`): a rank cannot have finished more optimizer steps
+or tokens, nor spent more seconds in a phase, than the time since `run.start` allows (steps at
+most `MAX_STEPS_PER_S` a second, tokens `MAX_TOKENS_PER_S`, each phase no more seconds than have
+passed). 50 `step` records of k = 999,999 in a 10 s run, or a checkpoint phase of 10^9 s, are
+each under the one-record limits and were believed; they are not now. The ledger counts only
+what it accepts and decides from the records' own times, so a replay of the log decides as the
+live run did.
+
+And some records only `tm` makes (`forged`): the run's start and end, the samplers' readings,
+alerts, a fact whose source is a flag (`declared`) or one that counts what `tm` saw. From the
+training processes' socket each of those is a forgery or a bug (an H100 put on a CPU box by a
+`sample.gpu` that says `src: tm`, MFU 10^35 % from a `declared` peak), skipped and counted.
 """
 
 from __future__ import annotations
+
+from .. import payloads
 
 TYPE_CHECKING = False  # typing costs milliseconds before the child starts
 if TYPE_CHECKING:
@@ -52,6 +67,63 @@ NON_NEGATIVE_FACTS = frozenset(
         "ingest_dropped",
     }
 )
+
+
+#: Physical ranges of the facts a record may carry (the same as the flags that declare them
+#: allow: `cli/args.py`): a count past them is a bug or a forgery, not a model.
+FACT_RANGES: dict[str, tuple[float, float]] = {
+    "tokens_per_step": (0, MAX_TOKENS_PER_RECORD),
+    "samples_per_step": (0, 1e12),
+    "flops_per_token": (0, 1e18),
+    "counted_flops_per_token": (0, 1e18),
+    "counted_flops_per_step": (0, 1e30),
+    "n_params": (0, 1e16),
+    "n_embedding_params": (0, 1e16),
+    "n_frozen_params": (0, 1e16),
+    "n_lookup_params": (0, 1e16),
+    "n_vector_params": (0, 1e16),
+    "moe_routed_params": (0, 1e16),
+    "moe_router_params": (0, 1e16),
+    "moe_shared_params": (0, 1e16),
+    "n_layers": (0, 1e6),
+    "d_model": (0, 1e8),
+    "attn_width": (0, 1e8),
+    "seq_len": (0, 1e10),
+    "segment_len": (0, 1e10),
+    "moe_experts": (0, 1e6),
+    "moe_top_k": (0, 1e6),
+    "dp": (0, 1e8),
+    "dataloader_workers": (0, 1e6),
+    "budget_tokens": (0, 1e18),
+    "budget_steps": (0, 1e15),
+    "budget_flops": (0, 1e32),
+    "plan_mfu": (0, 1),
+    "plan_hours": (0, 1e6),
+    "peak_flops": (1e6, 1e18),  # FLOP/s of one device: 10^-6 to 10^6 TFLOP/s
+}
+
+#: What a training process may say it is (`src`); which kinds each may send is `payloads`'
+#: table (a kind's `writers`), and the sources of the facts it may state are these.
+AGENT_SRC = frozenset({"agent", "emit"})
+AGENT_SOURCES = frozenset({"emitted", "tapped", "detected", "measured"})
+#: Facts only `tm` states: what it counted or judged of the run from outside.
+TM_FACTS = frozenset({"ingest_dropped", "notify_failures", "agent_rings_unread", "observe_only"})
+#: A byte count past this (a pebibyte) is no device's or process's.
+MAX_BYTES = 1 << 50
+#: A rank, a world size or a node count past this is no job's.
+MAX_RANKS = 1_000_000
+#: Optimizer steps a second one rank can finish: an optimizer step is at least a call into
+#: `torch.optim` (tens of microseconds bare; a forward and backward of the smallest model,
+#: hundreds). Ten times the fastest bare step measured here.
+MAX_STEPS_PER_S = 100_000
+#: Tokens a second one rank can take in (including padding): far past any device's.
+MAX_TOKENS_PER_S = 1e10
+#: Occurrences a second of a phase (a batch fetched, a checkpoint written).
+MAX_EVENTS_PER_S = 1e6
+#: Processes that may speak for one rank (a DataLoader worker, a forked child: a few each).
+MAX_PROCESSES_PER_RANK = 256
+#: The time a record may claim past `run.start` before its budget counts it (clock rounding).
+BUDGET_SLACK_S = 1.0
 
 
 class Implausible(ValueError):
@@ -158,8 +230,14 @@ def _phase(d: dict[str, Any]) -> None:
 
 
 def _fact(d: dict[str, Any]) -> None:
-    if d.get("key") in NON_NEGATIVE_FACTS and _number(d.get("value")) and d["value"] < 0:
-        raise Implausible(f"implausible fact: {d['key']}={d['value']!r} is negative")
+    key, value = d.get("key"), d.get("value")
+    if key in NON_NEGATIVE_FACTS and _number(value) and value < 0:
+        raise Implausible(f"implausible fact: {key}={value!r} is negative")
+    bounds = FACT_RANGES.get(key) if isinstance(key, str) else None
+    if bounds is not None and _number(value) and not bounds[0] <= value <= bounds[1]:
+        raise Implausible(
+            f"implausible fact: {key}={value!r} is outside {bounds[0]:g}..{bounds[1]:g}"
+        )
 
 
 def _comm(d: dict[str, Any]) -> None:
@@ -171,7 +249,24 @@ def _comm(d: dict[str, Any]) -> None:
         raise Implausible("implausible comm: more wait in spans than wait")
 
 
-_BY_KIND = {"step": _step, "phase": _phase, "fact": _fact, "comm": _comm}
+def _memory(d: dict[str, Any]) -> None:
+    for name in d:
+        if name.endswith("_b"):
+            _in_range("memory", d, name, MAX_BYTES)
+        elif name in ("alloc_retries", "ooms"):
+            _in_range("memory", d, name)
+
+
+def _hello(d: dict[str, Any]) -> None:
+    for name in ("world_size", "local_world_size", "nodes", "rank", "local_rank", "node_rank"):
+        value = d.get(name)
+        if value is not None and _number(value):
+            _in_range("hello", d, name, MAX_RANKS)
+
+
+_BY_KIND = {
+    "step": _step, "phase": _phase, "fact": _fact, "comm": _comm, "memory": _memory, "hello": _hello,
+}
 
 
 def check(record: dict[str, Any]) -> None:
@@ -191,3 +286,109 @@ def check(record: dict[str, Any]) -> None:
     rule = _BY_KIND.get(kind)
     if rule is not None:
         rule(d)
+
+
+def forged(record: dict[str, Any]) -> str | None:
+    """Why a record that came over the training processes' socket cannot be theirs, or None.
+
+    Only `tm` writes the kinds `payloads` lists with `tm` alone as their writer (`run.start`,
+    `run.end`, the samples, alerts), a native crash, `declared` facts (flags) and the facts it
+    counts itself; a training process says it is `agent` or `emit`, as its kind's writers do."""
+    kind = record["kind"]
+    known = payloads.KINDS.get(kind)
+    if known is None or known.only_tm:
+        return f"forged {kind}: only tm writes it"
+    src = record.get("src")
+    if src not in AGENT_SRC or src not in known.writers:
+        return f"forged {kind}: src {str(src)[:20]!r} from a training process"
+    if kind == "fact":
+        d = record["d"]
+        if d.get("source") not in AGENT_SOURCES:
+            return f"forged fact: source {str(d.get('source'))[:20]!r} from a training process"
+        if d.get("key") in TM_FACTS:
+            return f"forged fact: only tm states {d['key']}"
+    elif kind == "crash" and record["d"].get("native"):
+        return "forged crash: only tm reports a native crash"
+    return None
+
+
+class Ledger:
+    """What each process has done since `run.start`, and what the time elapsed allows it.
+
+    Per process (its rank and pid): the steps and tokens of its `step` records, the seconds
+    and occurrences of each of its phases. A record that would take a process past what
+    `MAX_*_PER_S` allow in the time from `run.start` to the record's own `t` (a phase: past the
+    time itself) is refused (`admit` raises) and not counted; the others are. A rank's records
+    come from at most `MAX_PROCESSES_PER_RANK` processes (a pid made up per record cannot buy a
+    budget per record)."""
+
+    __slots__ = ("steps", "tokens", "phases", "pids", "anchor")
+
+    def __init__(self) -> None:
+        self.steps: dict[tuple[Any, Any], int] = {}
+        self.tokens: dict[tuple[Any, Any], float] = {}
+        self.phases: dict[tuple[Any, Any, Any], list[float]] = {}
+        self.pids: dict[Any, set[Any]] = {}
+        self.anchor: float | None = None  # the first record's time, when run.start is unknown
+
+    def _elapsed(self, t: float, t_start: float | None) -> float:
+        if t_start is None:
+            if self.anchor is None:
+                self.anchor = t
+            t_start = self.anchor
+        return max(t - t_start, 0.0) + BUDGET_SLACK_S
+
+    def _process(self, record: dict[str, Any]) -> tuple[Any, Any]:
+        rank, pid = record.get("rank") or 0, record.get("pid")
+        pids = self.pids.get(rank)
+        if pids is None:
+            pids = self.pids[rank] = set()
+        if pid not in pids:
+            if len(pids) >= MAX_PROCESSES_PER_RANK:
+                raise Implausible(
+                    f"implausible {record['kind']} rate: more than {MAX_PROCESSES_PER_RANK} "
+                    f"processes say they are rank {rank}"
+                )
+            pids.add(pid)
+        return rank, pid
+
+    def admit(self, record: dict[str, Any], t_start: float | None) -> None:
+        """Count a `step` or `phase` record, or raise `Implausible` (then nothing is counted)."""
+        kind = record["kind"]
+        if kind == "step":
+            d = record["d"]
+            elapsed = self._elapsed(record["t"], t_start)
+            who = self._process(record)
+            k = d.get("k")
+            steps = self.steps.get(who, 0) + (k if type(k) is int else 0)
+            if steps > MAX_STEPS_PER_S * elapsed:
+                raise Implausible(
+                    f"implausible step rate: {steps} steps in {elapsed:.3g} s of the run "
+                    f"(at most {MAX_STEPS_PER_S} a second)"
+                )
+            tokens = d.get("tokens")
+            total = self.tokens.get(who, 0) + (tokens if _number(tokens) else 0)
+            if total > MAX_TOKENS_PER_S * elapsed:
+                raise Implausible(
+                    f"implausible step rate: {total:g} tokens in {elapsed:.3g} s of the run "
+                    f"(at most {MAX_TOKENS_PER_S:g} a second)"
+                )
+            self.steps[who] = steps
+            self.tokens[who] = total
+        elif kind == "phase":
+            d = record["d"]
+            elapsed = self._elapsed(record["t"], t_start)
+            key = (*self._process(record), d.get("name"))
+            seen = self.phases.get(key) or [0.0, 0.0]
+            s = seen[0] + (d["s"] if _number(d.get("s")) else 0.0)
+            n = seen[1] + (d["n"] if _number(d.get("n")) else 0.0)
+            if s > elapsed:
+                raise Implausible(
+                    f"implausible phase time: {s:.6g} s of {str(d.get('name'))[:20]} "
+                    f"in {elapsed:.3g} s of the run"
+                )
+            if n > MAX_EVENTS_PER_S * elapsed:
+                raise Implausible(
+                    f"implausible phase time: {n:g} occurrences in {elapsed:.3g} s of the run"
+                )
+            self.phases[key] = [s, n]

@@ -78,10 +78,15 @@ class Recorder:
         payload built through its kind's table entry (`payloads`)."""
         try:
             d = kind.build(**d)
-            line = records.encode(records.make(
+            record = records.make(
                 kind.name, d, t=time.monotonic() if t is None else t, src="tm", rank=None,
                 pid=self.pid,
-            ))
+            )
+            if kind.name in ("crash", "fact"):  # redact.FREE_TEXT_KINDS
+                from ..redact import scrub_record
+
+                scrub_record(record)  # as a replay of the log will read it
+            line = records.encode(record)
             parsed = records.decode(line)  # what a replay will see, tuples turned into lists
             check(parsed)  # a replay skips what cannot be true: so is it never written
         except (records.RecordError, Implausible, TypeError) as exc:

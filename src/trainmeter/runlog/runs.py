@@ -164,8 +164,20 @@ def status_of(meta: dict[str, Any], snap: dict[str, Any], events: Path) -> str:
         return "ok" if exit_status == 0 else f"exit {exit_status}"
     first = _first_record(events) or {}
     if first.get("kind") == RUN_START.name and _pid_alive(first.get("pid")):
-        return "running"
+        started = meta.get("tm_process_start")
+        if not isinstance(started, int) or process_start(first.get("pid")) in (None, started):
+            return "running"  # (a later process given the same pid is not this run's tm)
     return "no end"
+
+
+def process_start(pid: Any) -> int | None:
+    """When process `pid` started, in clock ticks since boot (Linux `/proc/<pid>/stat`), or
+    None: with the pid, what tells one process from a later one given the same pid."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError, TypeError):
+        return None
 
 
 def run_info(run_dir: Path, replay_missing: bool = True) -> RunInfo:

@@ -4,7 +4,9 @@
 engine is fed, flushed at least once a second and at the end so a crash leaves a usable log.
 `meta.json` says what was run; `summary.json` holds the final snapshot. A disk or permission
 failure warns once and turns the store off: the training still runs to the end and `tm` still
-returns the child's status (promise 9).
+returns the child's status (promise 9). Every file is written through the run directory's
+descriptor, never through a symlink, and a runs directory another user owns is refused
+(`rundir.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from .rundir import RunDir, UnsafeDirectory
 
 RUNS = Path(".trainmeter") / "runs"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -44,19 +48,16 @@ def what_blocks(root: Path) -> str | None:
     return None
 
 
-def private_opener(path: str, flags: int) -> int:
-    """`open(..., opener=private_opener)`: a new file is the owner's alone (0600)."""
-    return os.open(path, flags, 0o600)
-
-
 class RunStore:
     """Writes one run's directory. Every method is a no-op once the store has failed."""
 
     def __init__(self, warn: Callable[[str, str], None]) -> None:
         self.warn = warn
         self.path: Path | None = None
+        self.dir: RunDir | None = None
         self.broken: str | None = None
         self._events = None
+        self._reserved = False
 
     @classmethod
     def create(
@@ -72,22 +73,17 @@ class RunStore:
         base = f"{stamp}-{safe_name(name)}"
         root = root if root is not None else runs_root()
         try:
-            root.mkdir(parents=True, exist_ok=True)
-            for n in range(1, 1000):
-                candidate = root / (base if n == 1 else f"{base}-{n}")
-                try:
-                    candidate.mkdir(mode=0o700)  # the owner's: argv, hostnames, metric names
-                except FileExistsError:
-                    continue
-                store.path = candidate
-                break
-            if store.path is None:
-                raise OSError(f"no free run directory name under {root}")
-            store._events = open(  # noqa: SIM115
-                store.path / "events.jsonl", "ab", buffering=1 << 16, opener=private_opener
-            )
+            store.dir = RunDir.make(root, base)
+            store.path = store.dir.path
+            for note in store.dir.notes:
+                warn(f"store:{note}", note)
+            store._reserved = store.dir.reserve()
+            store._events = store.dir.append("events.jsonl", buffering=1 << 16)
+        except UnsafeDirectory as exc:
+            store._fail(exc)
         except OSError as exc:
-            blocked = what_blocks(root) if isinstance(exc, (FileExistsError, NotADirectoryError)) else None
+            in_the_way = (FileExistsError, NotADirectoryError, FileNotFoundError)
+            blocked = what_blocks(root) if isinstance(exc, in_the_way) else None
             store._fail(blocked or exc)
         return store
 
@@ -130,16 +126,19 @@ class RunStore:
             self._fail(exc)
         self._events = None
 
-    def write_json(self, filename: str, obj: Any) -> None:
-        """Write a JSON file atomically (temp file, then rename), NaN refused."""
-        if self.path is None or self.broken is not None:
+    def write_json(self, filename: str, obj: Any, last: bool = False) -> None:
+        """Write a JSON file atomically (temp file, then rename), NaN refused. `last`: the
+        run's last word (`meta.json` with its end), written with the disk space held back."""
+        if self.dir is None:
             return
-        target = self.path / filename
-        tmp = target.with_name(f".{filename}.tmp")
+        if last and self._reserved:
+            self.dir.release()  # a full disk still takes the run's end
+            self._reserved = False
+        if self.broken is not None and not last:
+            return
         try:
             text = json.dumps(obj, allow_nan=False, indent=2, sort_keys=False)
-            with open(tmp, "w", encoding="utf-8", opener=private_opener) as fh:
-                fh.write(text + "\n")
-            os.replace(tmp, target)
+            self.dir.write_text(filename, text + "\n")
         except (OSError, TypeError, ValueError) as exc:
-            self.warn(f"json:{filename}", f"cannot write {filename} ({exc})")
+            # a disk that already cost the log is said once, not again for each file
+            self.warn("store" if self.broken else f"json:{filename}", f"cannot write {filename} ({exc})")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 import threading
 
+from ..visible import visible
+
 
 class WarnOnce:
     """Prints `trainmeter: <message>` the first time a key is seen. Thread-safe, never raises."""
@@ -25,7 +27,9 @@ class WarnOnce:
             self._seen.add(key)
         try:
             stream = self._stream or sys.stderr
-            stream.write(f"trainmeter: {message or key}\n")  # one write: never split by the
+            # what a warning quotes (an error, a path, a reason) is shown as characters
+            text = visible(message or key, newlines=False)
+            stream.write(f"trainmeter: {text}\n")  # one write: never split by the
             stream.flush()  # training's own output on the same terminal
         except Exception:  # noqa: BLE001 - a closed stderr is no reason to stop a run
             pass

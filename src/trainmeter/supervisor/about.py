@@ -77,6 +77,12 @@ def meta(
         "start_utc": started_utc.isoformat(timespec="seconds"),
         "executable": sys.executable,
     }
+    from ..runlog.runs import process_start
+
+    started = process_start(os.getpid())
+    if started is not None:  # `tm runs` tells this tm from a later process given its pid
+        out["tm_pid"] = os.getpid()
+        out["tm_process_start"] = started
     if end:
         out.update(end)
     return out

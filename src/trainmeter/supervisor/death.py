@@ -15,7 +15,6 @@ outside, and the Python stacks faulthandler wrote on a native crash.
 from __future__ import annotations
 
 import os
-import shutil
 
 from ..agent.inputs import read_text
 
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 _PROC_MAX = 1 << 20  # a cgroup or /proc file of ours is a few lines
-_FAULT_HEAD = 1 << 16  # of a faulthandler file, enough for its first line
 
 
 def _own_cgroup_dirs() -> list[str]:
@@ -87,25 +85,37 @@ def oom_delta(before: dict[str, Any] | None, after: dict[str, Any] | None) -> di
     return {"kills": max(after["count"] - before["count"], 0), "source": after["source"]}
 
 
+#: The most of a fault file kept: every thread's stack is a few kilobytes; a file past this was
+#: not written by faulthandler alone.
+MAX_FAULT_B = 1 << 20
+
+
 def collect_faults(socket_dir: str | None, run_dir: Path | None) -> list[dict[str, Any]]:
-    """Move non-empty fault files into the run directory; one `crash` payload each."""
+    """Copy non-empty fault files into the run directory (at most `MAX_FAULT_B` of each, its
+    frames redacted as a crash message is, through the run directory's descriptor); one
+    `crash` payload each."""
     if not socket_dir or run_dir is None:
         return []
+    from ..redact import redact_free
+    from ..runlog.rundir import RunDir
+
     out = []
     try:
         names = sorted(n for n in os.listdir(socket_dir) if n.startswith("fault."))
+        folder = RunDir.at(run_dir)
     except OSError:
         return []
     for name in names:
-        source = os.path.join(socket_dir, name)
         try:
-            if os.path.getsize(source) == 0:
-                continue
             _, pid, rank = name.split(".", 2)
-            target = run_dir / f"fault.{pid}.txt"
-            shutil.copyfile(source, target)
-            with open(target, "rb") as fh:  # its first lines name the error: read no more
-                text = fh.read(_FAULT_HEAD).decode("utf-8", "replace")
+            fd = os.open(os.path.join(socket_dir, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as fh:
+                raw = fh.read(MAX_FAULT_B)
+            if not raw:
+                continue
+            text = "\n".join(redact_free(line) for line in raw.decode("utf-8", "replace").split("\n"))
+            target = f"fault.{pid}.txt"
+            folder.write_text(target, text)
         except (OSError, ValueError):
             continue
         first = next((ln for ln in text.splitlines() if ln.startswith("Fatal Python error")), "")
@@ -115,7 +125,7 @@ def collect_faults(socket_dir: str | None, run_dir: Path | None) -> list[dict[st
             "message": first.removeprefix("Fatal Python error: ").strip() or "native crash",
             "pid": int(pid) if pid.isdigit() else None,
             "rank": int(rank) if rank.isdigit() else None,
-            "stack_file": target.name,
+            "stack_file": target,
             "threads": text.count("Thread 0x") + text.count("Current thread 0x"),
         })
     return out

@@ -70,6 +70,17 @@ def agents_alive(recorder: Recorder) -> bool:
     return False
 
 
+def checked(ingest: Any, accept: Callable[[bytes, dict[str, Any]], None]) -> Any:
+    """`accept` for the records read from the rings, through the socket's decoder: a record a
+    ring holds is believed only as one the socket brought would be (counted when it is not)."""
+
+    def take(line: bytes, record: dict[str, Any]) -> None:
+        for good_line, good in ingest.decoder.many([line]):
+            accept(good_line, good)
+
+    return take
+
+
 def finish(session: Ended, child: ChildExit) -> None:
     """Everything after the child's exit, up to `meta.json` (see the module's order)."""
     from datetime import datetime, timezone
@@ -80,6 +91,10 @@ def finish(session: Ended, child: ChildExit) -> None:
     from .live import LiveLoop
 
     recorder, ingest, store = session.recorder, session.ingest, session.store
+    ended_at = time.monotonic()  # the command's end: the views' last waits count from here
+    for view in session.observers.observers:
+        if hasattr(view, "ended_at"):  # --notify: holds tm's exit at most its wait after this
+            view.ended_at = ended_at
     if session.live is not None:
         session.live.stop(timeout=0.1)
     session.reserve.release()  # what follows must not fail for want of a descriptor
@@ -91,7 +106,8 @@ def finish(session: Ended, child: ChildExit) -> None:
         rings = ingest.ring_maps()
         faults = death.collect_faults(ingest.dir, store.path if store else None)
         ingest.remove_dir()
-        ring.recover(rings, session.delivered, recorder.accept)  # what a death kept back
+        # what a death kept back, judged as the socket's records are (and a replay will be)
+        ring.recover(rings, session.delivered, checked(ingest, recorder.accept))
         for fault in faults:  # a native crash: where faulthandler's stacks now are
             recorder.write_tm(CRASH, fault)
         if ingest.rings_unread:  # what the socket did not bring from them is lost
@@ -135,7 +151,10 @@ def finish(session: Ended, child: ChildExit) -> None:
         save_checkpoint(store.path / "events.jsonl", recorder)
     session.observers.finish(session.final)
     end_utc = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    store.write_json("meta.json", meta(session.about(), session.started_utc, {"end_utc": end_utc, **end}))
+    store.write_json(
+        "meta.json", meta(session.about(), session.started_utc, {"end_utc": end_utc, **end}),
+        last=True,  # with the disk space held back: a full disk still says how the run ended
+    )
 
 
 def save_checkpoint(events: Path, recorder: Recorder) -> None:

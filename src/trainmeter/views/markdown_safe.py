@@ -32,6 +32,20 @@ def md_text(text: str) -> str:
     return visible(text, newlines=False).translate(_TABLE)
 
 
+def md_code(text: str) -> str:
+    """One string as a code span that shows it exactly, whatever backticks it holds: fenced
+    by one more backtick than its longest run of them (CommonMark), padded when it starts or
+    ends with one. A code span takes its text literally (no escapes), so none are added."""
+    text = visible(text, newlines=False)
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def md_safe(value: Any, keep: frozenset[str] = frozenset()) -> Any:
     """`value` with every string in it (dict keys included) made inert, except the values of
     the keys named in `keep` (made one-line and visible only: they go in code spans)."""

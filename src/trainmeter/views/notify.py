@@ -10,8 +10,12 @@ Why it is built like this:
   only appends to a queue. A failed post (an error
   status, a refused connection, a timeout) is retried with back-off (BACKOFF_S), each attempt
   bounded by ATTEMPT_TIMEOUT_S; so a slow, failing or hanging endpoint never delays the run.
-- At the end `tm` waits for the queue at most EXIT_WAIT_S in all, then leaves: what is left is
-  counted as failed, never waited for.
+- At the end `tm` waits for the queue at most EXIT_WAIT_S in all, counted from the training
+  command's end, then leaves: what is left is counted as failed, never waited for. Each attempt
+  is over in ATTEMPT_TIMEOUT_S whatever the endpoint does (one that drips its answer a byte at
+  a time is cut).
+- `https://user:pw@host/...` posts with the user and password as Basic authorization (they are
+  never part of what is connected to, shown or recorded).
 - Each failure is counted: in the log as the fact `notify_failures` while the run lives, then in
   `notify.json` in the run directory, and once on stderr.
 - A webhook URL is a secret (whoever has it may post): it is never recorded, never shown, not
@@ -62,6 +66,9 @@ class Notifier:
         self.failed = 0
         self.reasons: collections.Counter[str] = collections.Counter()
         self.log_fact: Any = None  # set by the supervisor: writes a `fact` record while the run lives
+        #: set by the supervisor: when the training command ended (monotonic), from which the
+        #: wait at the end is counted (tm's exit is held no more than `exit_wait_s` after it)
+        self.ended_at: float | None = None
         self._logged_failures = 0
         self._seen: set[tuple[Any, Any]] = set()
         self._queues: list[collections.deque[dict[str, Any]]] = [
@@ -175,8 +182,11 @@ class Notifier:
     # ---- the end ------------------------------------------------------------------------
 
     def close(self, wait_s: float) -> None:
-        """Wait at most `wait_s` for the queue; what is left counts as failed; then report."""
+        """Wait at most `wait_s` for the queue (from the run's end when `ended_at` is known);
+        what is left counts as failed; then report."""
         deadline = time.monotonic() + wait_s
+        if self.ended_at is not None:
+            deadline = min(deadline, self.ended_at + wait_s)
         self._deadline = deadline
         for wake in self._wakes:
             wake.set()
@@ -201,7 +211,9 @@ class Notifier:
                    "reasons": dict(self.reasons)}
         if self.run_dir is not None:
             try:
-                (Path(self.run_dir) / "notify.json").write_text(json.dumps(summary, indent=2))
+                from ..runlog.rundir import write_file
+
+                write_file(Path(self.run_dir), "notify.json", json.dumps(summary, indent=2))
             except OSError:
                 pass
         if self.failed and self.warn is not None:
@@ -234,9 +246,35 @@ def _reason(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def split_credentials(url: str) -> tuple[str, dict[str, str]]:
+    """`https://user:pw@host/x` as (`https://host/x`, its Basic `Authorization` header): the
+    user info of a URL is a credential to send as one, not a host name to connect to."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, {}
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return urlunsplit(parts._replace(netloc=host)), {"Authorization": f"Basic {token}"}
+
+
 def _post(url: str, data: bytes, timeout: float) -> None:
+    """One POST, over in `timeout` seconds whatever the endpoint does: a response dripped a
+    byte at a time is cut when the time is up (a per-read timeout alone would wait for ever)."""
+    target, auth = split_credentials(url)
     request = urllib.request.Request(
-        url, data=data, method="POST", headers={"Content-Type": "application/json"}
+        target, data=data, method="POST", headers={"Content-Type": "application/json", **auth}
     )
+    deadline = time.monotonic() + timeout
     with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's URL
-        response.read(1024)
+        got = 0
+        while got < 1024 and time.monotonic() < deadline:
+            chunk = response.read1(1024 - got) if hasattr(response, "read1") else response.read(1)
+            if not chunk:
+                return
+            got += len(chunk)
+    if time.monotonic() >= deadline:
+        raise TimeoutError("timed out")

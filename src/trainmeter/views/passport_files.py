@@ -2,17 +2,18 @@
 
 `passport.json` is the record (`passport.build_passport`), `passport.md` its Markdown
 (`passport_md.render_markdown`); each is written to a temporary name and moved into place, so a
-reader never sees half a file.
+reader never sees half a file, through the run directory's descriptor (`runlog/rundir.py`): 0600
+like the rest of the run, never through a symlink, no temporary file left when the disk is full.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from ..redact import private_dirs
+from ..runlog.rundir import RunDir
 from .passport import build_passport
 from .passport_md import render_markdown
 
@@ -23,15 +24,10 @@ JSON_NAME = "passport.json"
 def write_passport(run_dir: Path, snap: dict[str, Any]) -> dict[str, Any]:
     """Write `passport.md` and `passport.json` into `run_dir` (atomically); return the record."""
     passport = build_passport(snap, private_dirs(run_dir))
-    _atomic(run_dir / JSON_NAME, json.dumps(passport, indent=2, allow_nan=False) + "\n")
-    _atomic(run_dir / MD_NAME, render_markdown(passport))
+    folder = RunDir.at(run_dir)
+    folder.write_text(JSON_NAME, json.dumps(passport, indent=2, allow_nan=False) + "\n")
+    folder.write_text(MD_NAME, render_markdown(passport))
     return passport
-
-
-def _atomic(target: Path, text: str) -> None:
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(text, encoding="utf-8", errors="backslashreplace")  # a non-UTF-8 name
-    os.replace(tmp, target)
 
 
 class PassportWriter:

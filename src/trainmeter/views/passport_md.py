@@ -13,7 +13,7 @@ from typing import Any
 from ..snapread import get
 from .absent_text import grouped
 from .format import amount, duration, fixed
-from .markdown_safe import md_safe
+from .markdown_safe import md_code, md_safe
 from .memory_text import peak_text
 from .passport_model import model_markdown
 
@@ -81,12 +81,13 @@ def absent_by_reason(absent: dict[str, str]) -> list[tuple[str, list[str]]]:
 def render_markdown(passport: dict[str, Any]) -> str:
     """The compute section of a model card, derivations folded underneath. Every text from
     the run is escaped first (`markdown_safe`): the card is pasted where Markdown renders."""
+    name = str((passport.get("run") or {}).get("name") or "unnamed")
     passport = md_safe(passport, keep=frozenset({"formula"}))
     run = passport.get("run", {})
     numbers = passport.get("training", {})
     absent = passport.get("absent", {})
     version = passport.get("software", {}).get("trainmeter")
-    lines = [f"## Compute: training run `{run.get('name') or 'unnamed'}`", ""]
+    lines = [f"## Compute: training run {md_code(name)}", ""]  # a backtick in it included
     lines += [
         "Measured by trainmeter"
         f"{' ' + str(version) if version else ''}; "

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..snapread import finite as number
+from ..visible import visible
 from .format import duration, metric, percent, si
 from .node_text import node_text
 
@@ -130,7 +131,8 @@ def summary_line(
     where = f"run {run_dir}" if run_dir else "no run log"
     died = death_text(snap)
     head = f"{died}; " if died else ""
-    return f"trainmeter: {head}{', '.join(parts)}; {where}"
+    # the run's own text (a crash message, a name, a path) reaches the terminal as characters
+    return visible(f"trainmeter: {head}{', '.join(parts)}; {where}", newlines=False)
 
 
 def death_text(snap: dict[str, Any]) -> str | None:
