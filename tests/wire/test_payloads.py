@@ -36,7 +36,8 @@ def test_each_kind_round_trips_through_its_payload_type(name: str) -> None:
     assert set(d) == set(kind.fields)
     start = records.make("run.start", payloads.RUN_START.build(argv=["x"]), t=10.0, src="tm")
     rank = None if kind.writers == ("tm",) else 0
-    record = records.make(name, d, t=11.0, src=kind.writers[0], rank=rank, pid=42)
+    # 10 s into the run: time enough for every sample value (a phase of 3 s, 3 steps)
+    record = records.make(name, d, t=20.0, src=kind.writers[0], rank=rank, pid=42)
     lines = [records.encode(start).encode(), records.encode(record).encode()]
     got = Decoder().many(lines)  # tm's one reader of lines, as a replay reads them
     assert [r["kind"] for _, r in got] == ["run.start", name]
