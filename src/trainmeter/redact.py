@@ -21,7 +21,18 @@ argument and, the same way, inside an argument that is itself a shell command
 - HTTP headers that carry credentials (`Authorization: Bearer X`, `Cookie:`, `X-Api-Key:`),
   `user:password` after `-u`/`--user`, and secret query parameters (`?token=`, `&api_key=`);
 - well-known provider token shapes anywhere (`hf_...`, `sk-...`, `ghp_...`, `github_pat_...`,
-  `xoxb-...`, `AKIA...`, `glpat-...`), whatever flag they follow.
+  `xoxb-...`, `AKIA...`, `glpat-...`, Google, Stripe, npm, PyPI and Slack-app keys, JWTs, PEM
+  private keys), whatever flag they follow;
+- config keys are keys: Hydra/OmegaConf overrides (`logger.wandb.api_key=V`, `+db.password=V`,
+  `++x.token=V`), `name:V`, and inside any text `name=V`, `name: V`, `"name": "V"` (JSON, a
+  Python dict, YAML, a connection string's `Password=V;`) when the name says secret;
+- credential schemes (`Bearer X`, `Basic X`), URL signatures (`?sig=`, `X-Amz-Signature=`),
+  `?code=`, and webhook URLs (Slack, Discord, Teams, any `/hooks/` path), whose path is the
+  credential.
+
+Free text from a training process (an exception's message, type, thread and frame, a fact's
+note) goes through the same rules (`redact_free`, `scrub_record`), with a secret word and the
+credential-looking word after it (`password hunter2`) too.
 
 `tm` applies this once, when the command line is first recorded (`run.start`, `meta.json`), so
 every output made from the record inherits it.
@@ -149,6 +160,8 @@ _NUMBER = re.compile(r"^[0-9]+$")
 _VALUE = r"""('[^']*'|"[^"]*"|[^\s;&|'"]+)"""
 _SHELL_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9_.-]*)(=|:|\s+)" + _VALUE)
 _SHELL_ENV = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)=" + _VALUE)
+#: `-pSECRET` inside a shell string, as `redact_argv` takes it in an argument of its own.
+_SHELL_P_ATTACHED = re.compile(r"(?<![\w-])-p(?![0-9]+(?![^\s;&|'\"]))([^\s;&|'\"<]+)")
 
 
 def is_secret_name(name: str) -> bool:
@@ -193,8 +206,27 @@ def redact_text(text: str) -> str:
     if "//" in text:
         text = _WEBHOOK.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
     if "=" in text or ":" in text:
-        text = _ASSIGN.sub(_assignment, text)
+        text = _assignments(text)
     return redact_urls(text)
+
+
+def _assignments(text: str) -> str:
+    """`_ASSIGN`'s pairs hidden, each looked for from just past the last one's separator, so
+    a pair whose value is another pair's name (`config: api_key = V`) is not skipped over."""
+    out: list[str] = []
+    pos = 0
+    while True:
+        match = _ASSIGN.search(text, pos)
+        if match is None:
+            out.append(text[pos:])
+            return "".join(out)
+        shown = _assignment(match)
+        if shown == match.group(0):  # not a secret: look again from its value on
+            out.append(text[pos:match.start(4)])
+            pos = match.start(4)
+        else:
+            out.append(text[pos:match.start()] + shown)
+            pos = match.end()
 
 
 def _scheme(match: re.Match[str]) -> str:
@@ -224,7 +256,24 @@ def redact_free(text: str) -> str:
     `Bearer ...` never reach a file, a terminal or a webhook."""
     if not text:
         return text
+    text = _WORD_THEN_SECRET.sub(_word_then_secret, text)
     return redact_shell(text)
+
+
+#: In free text, a word that names a secret and the credential-looking word after it (`login
+#: bob password hunter2`, a netrc line); `password incorrect` stays.
+_WORD_THEN_SECRET = re.compile(
+    r"(?i)(?<![\w-])(password|passwd|passphrase|pwd|secret|token)([ \t]+)([^\s'\"]+)"
+)
+
+
+def _word_then_secret(match: re.Match[str]) -> str:
+    value = match.group(3)
+    if value.startswith(REDACTED) or value[:1] in "=:":
+        return match.group(0)  # `password=...` and `password: ...` are pairs: _ASSIGN's
+    if any(c.isdigit() for c in value) or not value.isalpha() or len(value) >= 16:
+        return f"{match.group(1)}{match.group(2)}{REDACTED}"
+    return match.group(0)
 
 
 #: Record kinds that carry free text from the training process: an exception's message, type,
@@ -307,6 +356,7 @@ def redact_shell(text: str) -> str:
     text = SECRET_HEADERS.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = _SHELL_FLAG.sub(flag, text)
     text = _SHELL_ENV.sub(env, text)
+    text = _SHELL_P_ATTACHED.sub(lambda m: f"-p{REDACTED}", text)  # mysql -phunter2
     return redact_text(text)
 
 

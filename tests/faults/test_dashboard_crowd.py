@@ -124,3 +124,16 @@ def test_a_client_that_never_reads_costs_one_message_not_a_queue(live) -> None:
     [conn] = [c for c in srv._conns.values() if c.stream is not None]
     assert sum(len(chunk) for chunk in conn.out) < 2 * 200_000 + 10_000
     assert _owner_gets_state(srv.port, steps=129) < 5.0
+
+
+def test_the_owner_is_served_with_a_thousand_event_streams_held_open(live) -> None:
+    """Whole requests, held: a newcomer that sends its request with its connection is answered
+    in the turn it is taken, before anyone can take its place."""
+    _, srv, crowd = live
+    for _ in range(CROWD):
+        sock = _connect(srv.port)
+        sock.sendall(f"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n\r\n".encode())
+        crowd.append(sock)  # and never read
+    time.sleep(0.3)
+    assert _owner_gets_state(srv.port) < 5.0
+    assert srv.active <= srv.max_connections

@@ -158,3 +158,38 @@ def test_what_only_tm_writes_is_refused_from_the_socket(record, reason) -> None:
     assert decoder.reasons == {reason: 1}
     if not reason.startswith("implausible"):
         assert len(Decoder().many([line])) == 1  # in tm's own log the same record is taken
+
+
+# ---- the second pass's records (issue 29): each broke, each is bounded now ------------------
+
+
+def _line(kind: str, d: dict, rank: int = 0, t: float = 2.0, pid: int = 5, src: str = "agent") -> bytes:
+    return json.dumps({"v": 1, "t": t, "src": src, "rank": rank, "pid": pid, "kind": kind,
+                       "d": d}).encode()
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (_line("step", {"k": 1, "tokens": 1}, rank=10**15), "implausible step"),
+        (_line("comm", {"k": 1, "n": 1, "s": 1e9, "calls": 1}), "implausible comm wait"),
+        (_line("memory", {"device": "cuda", "total_b": 2**40, "allocated_b": 2**49}),
+         "implausible memory"),
+        (_line("metric", {"key": "k" * 70_000, "value": 1.0, "via": "emit"}, src="emit"),
+         "implausible metric"),
+    ],
+    ids=["rank", "comm", "memory", "key"],
+)
+def test_the_second_pass_records_are_refused(line: bytes, reason: str) -> None:
+    for from_socket in (True, False):  # live and read back alike
+        decoder = Decoder(from_socket=from_socket)
+        decoder.t_start = 0.0
+        assert decoder.many([line]) == [] and decoder.reasons == {reason: 1}
+
+
+def test_a_flood_of_crashes_from_one_process_is_cut_and_counted() -> None:
+    decoder = Decoder()
+    decoder.t_start = 0.0
+    lines = [_line("crash", {"type": "E", "message": "m", "thread": "t"}) for _ in range(300)]
+    assert len(decoder.many(lines)) == plausible.MAX_CRASHES_PER_PROCESS
+    assert decoder.reasons == {"implausible crash": 300 - plausible.MAX_CRASHES_PER_PROCESS}

@@ -117,3 +117,19 @@ def test_the_wait_at_the_end_counts_from_the_runs_end(tmp_path: Path) -> None:
         endpoint.close()
     assert held < 1.0, held
     assert n.failed >= 1 and "still sending when tm ended" in n.reasons
+
+
+def test_a_redirect_is_a_failed_post_and_the_credentials_stay(tmp_path: Path) -> None:
+    """A webhook that answers 302 to another address: nothing, and no credential, goes there."""
+    elsewhere = _Endpoint(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    moved = _Endpoint(f"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{elsewhere.port}/x\r\n"
+                      "Content-Length: 0\r\n\r\n".encode())
+    try:
+        n = Notifier([f"http://u:S3cret@127.0.0.1:{moved.port}/hook"], tmp_path, backoff=(),
+                     exit_wait_s=30.0)
+        n.on_finish(SNAP)
+    finally:
+        moved.close()
+        elsewhere.close()
+    assert len(moved.requests) == 1 and elsewhere.requests == []
+    assert n.sent == 0 and n.reasons == {"HTTP 302": 1}

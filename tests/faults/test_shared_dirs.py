@@ -147,3 +147,16 @@ def test_a_check_that_compared_nothing_fails(finished) -> None:
     out = run_tm(["check", str(run_dir), "--baseline", str(run_dir), "--max-drop", "5%"], root)
     assert out.returncode == 1, out.stdout
     assert "nothing compared with the baseline" in out.stdout
+
+
+def test_an_export_never_writes_through_a_link_planted_at_its_default_name(finished) -> None:
+    """Second pass (issue 29): `tm export csv` writes `<run>.csv` in the working directory,
+    a shared one perhaps; a symlink planted at that name had its target overwritten."""
+    root, run_dir = finished
+    target = root / "precious.csv"
+    target.write_text("keep me\n")
+    (root / f"{run_dir.name}.csv").symlink_to(target)
+    out = run_tm(["export", "csv", str(run_dir)], root)
+    assert out.returncode != 0 and "is a symlink: not written through" in out.stderr
+    assert target.read_text() == "keep me\n"
+    assert run_tm(["export", "csv", str(run_dir), "-o", str(root / "x.csv")], root).returncode == 0

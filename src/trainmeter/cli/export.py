@@ -5,6 +5,7 @@ The run is replayed from its log (see `exporters.tables`), so a crashed run expo
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -72,13 +73,37 @@ def _main(argv: list[str]) -> int:
                 sys.stdout.buffer.flush()
             print(f"{len(table.rows)} rows, {len(table.columns)} columns -> stdout", file=sys.stderr)
             return 0
-        (write_csv if fmt == "csv" else write_parquet)(table, target)
+        if opts.get("-o") or opts.get("--output"):
+            (write_csv if fmt == "csv" else write_parquet)(table, target)  # where you said
+        else:
+            _write_default(table, target, fmt)
     except ExportError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(f"cannot write {target} ({exc.strerror})") from None
     print(f"{len(table.rows)} rows, {len(table.columns)} columns -> {target}")
     return 0
+
+
+def _write_default(table, target: Path, fmt: str) -> None:
+    """The export under its default name in the working directory, never through a symlink
+    planted at that name (a shared directory): `O_NOFOLLOW` refuses it, and `-o` names
+    another file."""
+    from ..exporters.tables import write_csv, write_parquet
+
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(target, flags, 0o644)
+    except OSError as exc:
+        if os.path.islink(target):
+            raise CommandError(f"{target} is a symlink: not written through (-o names a file)") from None
+        raise exc
+    if fmt == "csv":
+        with open(fd, "w", newline="", encoding="utf-8", errors="backslashreplace") as fh:
+            write_csv(table, fh)
+    else:
+        with open(fd, "wb") as fh:
+            write_parquet(table, fh)
 
 
 def _wandb(run_dir: Path, table, opts: dict) -> int:

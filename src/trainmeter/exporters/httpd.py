@@ -300,6 +300,9 @@ class LoopServer:
             conn = _Conn(sock, time.monotonic())
             self._conns[conn.fd] = conn
             self._sel.register(sock, selectors.EVENT_READ, conn)
+            # a client that sent its request with the connection (a browser, a scraper) is
+            # answered now, before any newcomer of this turn can take its place
+            self._guard(self._read, conn)
 
     def _evict_one(self) -> None:
         """Close the connection that has gone longest without doing anything for its client:

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Iterator
 from .. import records
 from .plausible import (
     BEFORE_START_S,
+    MAX_KEY_CHARS,
+    MAX_RANKS,
     MAX_RUN_S,
     MAX_STEPS_PER_RECORD,
     MAX_TOKENS_PER_RECORD,
@@ -70,7 +72,7 @@ TM_ONLY = frozenset({"run.start", "run.end"})
 FREE_TEXT_KINDS = frozenset({"crash", "fact"})
 _SLOW_KINDS = frozenset({"run.start"}) | FREE_TEXT_KINDS
 #: Kinds the run's time bounds (`plausible.Ledger`).
-_LEDGER_KINDS = frozenset({"step", "phase"})
+_LEDGER_KINDS = frozenset({"step", "phase", "comm", "crash"})
 
 #: How far past the present a record arriving live may say it was made.
 LIVE_AHEAD_S = 5.0
@@ -137,7 +139,7 @@ def _sure(record: Any) -> bool:
         return False
     if t < 0:  # plausible.check refuses a negative time
         return False
-    if rank is not None and (type(rank) is not int or rank < 0):
+    if rank is not None and (type(rank) is not int or not 0 <= rank <= MAX_RANKS):
         return False
     if pid is not None and (type(pid) is not int or pid < 0):
         return False
@@ -149,7 +151,8 @@ def _sure(record: Any) -> bool:
         tokens, real = d.get("tokens"), d.get("real_tokens")
         return tokens is None or real is None or real <= tokens
     if kind == "metric":
-        return True
+        key = d.get("key")
+        return type(key) is str and len(key) <= MAX_KEY_CHARS
     if kind == "phase":
         for name in ("s", "n"):
             value = d.get(name)

@@ -112,6 +112,12 @@ TM_FACTS = frozenset({"ingest_dropped", "notify_failures", "agent_rings_unread",
 MAX_BYTES = 1 << 50
 #: A rank, a world size or a node count past this is no job's.
 MAX_RANKS = 1_000_000
+#: A metric key longer than this is none the agent could send (its ring's key table holds
+#: names of at most 64 KiB).
+MAX_KEY_CHARS = 65_535
+#: Uncaught exceptions one process can report: its main thread's and its threads' (a pool whose
+#: threads die one by one); past this, a flood.
+MAX_CRASHES_PER_PROCESS = 256
 #: Optimizer steps a second one rank can finish: an optimizer step is at least a call into
 #: `torch.optim` (tens of microseconds bare; a forward and backward of the smallest model,
 #: hundreds). Ten times the fastest bare step measured here.
@@ -255,6 +261,17 @@ def _memory(d: dict[str, Any]) -> None:
             _in_range("memory", d, name, MAX_BYTES)
         elif name in ("alloc_retries", "ooms"):
             _in_range("memory", d, name)
+    total = d.get("total_b")
+    if d.get("device") == "cuda" and _number(total):  # the caching allocator holds no more
+        for name in ("allocated_b", "reserved_b", "allocated_peak_b", "reserved_peak_b"):
+            if _number(d.get(name)) and d[name] > total:
+                raise Implausible(f"implausible memory: {name} is more than the card's {total:g} B")
+
+
+def _metric(d: dict[str, Any]) -> None:
+    key = d.get("key")
+    if isinstance(key, str) and len(key) > MAX_KEY_CHARS:
+        raise Implausible(f"implausible metric: a key of {len(key)} characters")
 
 
 def _hello(d: dict[str, Any]) -> None:
@@ -266,6 +283,7 @@ def _hello(d: dict[str, Any]) -> None:
 
 _BY_KIND = {
     "step": _step, "phase": _phase, "fact": _fact, "comm": _comm, "memory": _memory, "hello": _hello,
+    "metric": _metric,
 }
 
 
@@ -277,6 +295,8 @@ def check(record: dict[str, Any]) -> None:
     rank = record.get("rank")
     if rank is not None and rank < 0:
         raise Implausible(f"implausible {kind}: rank {rank} is negative")
+    if rank is not None and rank > MAX_RANKS:
+        raise Implausible(f"implausible {kind}: rank {rank} is past any job's")
     pid = record.get("pid")
     if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool) or pid < 0):
         raise Implausible(f"implausible {kind}: pid {pid!r} is not a process id")
@@ -353,7 +373,9 @@ class Ledger:
         return rank, pid
 
     def admit(self, record: dict[str, Any], t_start: float | None) -> None:
-        """Count a `step` or `phase` record, or raise `Implausible` (then nothing is counted)."""
+        """Count a `step`, `phase`, `comm` or `crash` record, or raise `Implausible` (then
+        nothing is counted): a process's comm wait is bounded like a phase's time, its crashes
+        by `MAX_CRASHES_PER_PROCESS`."""
         kind = record["kind"]
         if kind == "step":
             d = record["d"]
@@ -375,6 +397,25 @@ class Ledger:
                 )
             self.steps[who] = steps
             self.tokens[who] = total
+        elif kind == "comm":
+            d = record["d"]
+            elapsed = self._elapsed(record["t"], t_start)
+            key = (*self._process(record), "comm wait")
+            seen = self.phases.get(key) or [0.0, 0.0]
+            s = seen[0] + (d["s"] if _number(d.get("s")) else 0.0)
+            if s > elapsed:
+                raise Implausible(
+                    f"implausible comm wait: {s:.6g} s of waiting in {elapsed:.3g} s of the run"
+                )
+            self.phases[key] = [s, seen[1]]
+        elif kind == "crash":
+            key = (*self._process(record), "crashes")
+            seen = self.phases.get(key) or [0.0, 0.0]
+            if seen[1] >= MAX_CRASHES_PER_PROCESS:
+                raise Implausible(
+                    f"implausible crash: more than {MAX_CRASHES_PER_PROCESS} from one process"
+                )
+            self.phases[key] = [0.0, seen[1] + 1]
         elif kind == "phase":
             d = record["d"]
             elapsed = self._elapsed(record["t"], t_start)

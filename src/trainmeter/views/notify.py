@@ -246,6 +246,24 @@ def _reason(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A webhook answers where it is: a redirect is a failed post (`HTTP 302`), never a post,
+    or its credentials, sent on to another address."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        return None
+
+
+_OPENER: Any = None
+
+
+def _opener() -> Any:
+    global _OPENER
+    if _OPENER is None:
+        _OPENER = urllib.request.build_opener(_NoRedirect())
+    return _OPENER
+
+
 def split_credentials(url: str) -> tuple[str, dict[str, str]]:
     """`https://user:pw@host/x` as (`https://host/x`, its Basic `Authorization` header): the
     user info of a URL is a credential to send as one, not a host name to connect to."""
@@ -266,10 +284,12 @@ def _post(url: str, data: bytes, timeout: float) -> None:
     byte at a time is cut when the time is up (a per-read timeout alone would wait for ever)."""
     target, auth = split_credentials(url)
     request = urllib.request.Request(
-        target, data=data, method="POST", headers={"Content-Type": "application/json", **auth}
+        target, data=data, method="POST", headers={"Content-Type": "application/json"}
     )
+    for name, value in auth.items():  # never passed on to wherever a redirect points
+        request.add_unredirected_header(name, value)
     deadline = time.monotonic() + timeout
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's URL
+    with _opener().open(request, timeout=timeout) as response:
         got = 0
         while got < 1024 and time.monotonic() < deadline:
             chunk = response.read1(1024 - got) if hasattr(response, "read1") else response.read(1)
