@@ -9,6 +9,9 @@ have recorded exactly that, with the losses bit-identical to a run without it.
   pool stopped by SIGTERM, a Process that ends with os._exit). Before, each worker lost its
   first two steps (the parent's optimizer iteration and root model carried across the fork)
   with no count.
+- `dataloader_workers` (a shape the fix was not designed for): fork and spawn DataLoader workers
+  load, never train; the memory of the rank is the training process's (spawned workers each
+  sent their own memory as the rank's before).
 
 Several processes print at once in `fork_workers`, so its LOSS lines are compared as sets.
 """
@@ -23,7 +26,7 @@ from .test_corpus import _losses, _run, _seen, _summary, _truth
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # two processes (and their workers) per program
 
-CASES = ("exec_after_steps", "fork_workers")
+CASES = ("exec_after_steps", "fork_workers", "dataloader_workers")
 
 
 @pytest.fixture(scope="module", params=CASES)
@@ -48,6 +51,9 @@ def test_every_process_and_program_of_the_job_is_in_the_log(job: dict) -> None:
     assert len(values) == truth["values"]
     # nothing was lost, so nothing may be counted as lost
     assert not [r for r in events if r["kind"] == "fact" and r["d"]["key"] == "agent_dropped_records"]
+    # the rank's memory is read in the process that trains, never in a worker
+    trainers = {r["pid"] for r in events if r["kind"] == "step"}
+    assert {r["pid"] for r in events if r["kind"] == "memory"} <= trainers
     # the marker between two programs of one pid is never logged
     assert not [r for r in events if r["kind"] == "fact" and r["d"]["key"] == "agent_new_image"]
 

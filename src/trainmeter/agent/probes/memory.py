@@ -30,6 +30,7 @@ from ...records import ENV_FAKE_CUDA_MEMORY
 from ..inputs import MIB, load_json
 from ..sender import get_sender
 from . import guard, steps
+from .root_finder import in_dataloader_worker
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -189,10 +190,10 @@ def _mps_payload() -> dict[str, Any] | None:
 def sample(at_step: bool) -> None:
     """Read and send when due; send only what changed since the last record. Only in the
     process that attached the probe: a forked child (a DataLoader worker) carries its parent's
-    rank, and its memory is not the rank's."""
+    rank, and its memory is not the rank's; nor is a DataLoader worker's, spawned ones included."""
     global _last_read, _last_sent
     now = time.monotonic()
-    if now - _last_read < INTERVAL_S or os.getpid() != _attached_pid:
+    if now - _last_read < INTERVAL_S or os.getpid() != _attached_pid or in_dataloader_worker():
         return
     _last_read = now
     try:
@@ -225,9 +226,12 @@ _on_step.probe = "memory"  # type: ignore[attr-defined]
 
 
 def attach(torch: Any) -> list[str]:
-    global _torch, _fake, _attached_pid
+    global _torch, _fake, _attached_pid, _last_read
     _torch = torch
     _attached_pid = os.getpid()
+    # the first reading a second in, not at once: a spawned DataLoader worker imports torch
+    # (attaching us) before it knows it is one, and its memory is not the rank's
+    _last_read = time.monotonic()
     path = os.environ.get(ENV_FAKE_CUDA_MEMORY)
     if path:
         _fake = FakeAllocator.from_file(path)

@@ -158,10 +158,8 @@ def _first_in_child(module: Any, args: Any) -> None:
     if s.compiling():
         return
     try:
-        data = sys.modules.get("torch.utils.data")
-        info = getattr(data, "get_worker_info", None)
-        if info is not None and info() is not None:
-            remove(s.discovery)  # a DataLoader worker: nothing to find
+        if in_dataloader_worker():
+            remove(s.discovery)  # nothing to find
             return
         if s.discovery:  # from now on the plain discovery hook
             s.discovery[0].remove()
@@ -170,6 +168,13 @@ def _first_in_child(module: Any, args: Any) -> None:
         s.fail(exc)
         return
     pre(module, args)
+
+
+def in_dataloader_worker() -> bool:
+    """Whether this process is a DataLoader worker (forked or spawned): it loads, never trains."""
+    data = sys.modules.get("torch.utils.data")
+    info = getattr(data, "get_worker_info", None)
+    return info is not None and info() is not None
 
 
 def end() -> None:
