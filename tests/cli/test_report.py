@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,10 @@ def test_opens_in_chromium_with_charts_and_no_network(report: Path, example_run:
                 ".getBoundingClientRect().top)"
             )
             legends = page.locator(".u-legend").count()
+            # round ticks in a unit a person reads, as on the dashboard: "100 MiB", "20%"
+            ticks = {c.get_attribute("data-chart"): c.get_attribute("data-y-ticks")
+                     for c in page.locator(".chart[data-y-ticks]").all()}
+            alternatives = page.locator(".chart .chart-data .csv").count()
             headline = page.locator("[data-headline]").all_inner_texts()
             page.screenshot(path=str(report.with_suffix(".png")), full_page=True)
         finally:
@@ -76,3 +81,11 @@ def test_opens_in_chromium_with_charts_and_no_network(report: Path, example_run:
     tps = by_title["Tokens per second"]
     assert tps["points"] > 0 and tps["last"] == pytest.approx(example_run.summary["tokens_per_s"])
     assert passport["training"]["steps"]["value"] == STEPS
+    assert alternatives == len(charts)  # each chart: its data as a table and a CSV
+    rss = ticks["host_rss_b"].split("|")
+    assert len(rss) >= 2 and all(re.fullmatch(r"\d+ (B|KiB|MiB|GiB)", t) for t in rss), rss
+    values = [int(t.split()[0]) for t in rss]
+    steps = {b - a for a, b in zip(values, values[1:], strict=False)}
+    assert len(steps) == 1 and re.fullmatch(r"[125]0*", str(steps.pop())), rss  # 1, 2, 5 x 10^k
+    goodput = ticks["goodput"].split("|")
+    assert all(re.fullmatch(r"\d+%", t) for t in goodput), goodput

@@ -53,6 +53,28 @@ def contrast_violations(page) -> list[str]:
     )
 
 
+GLYPH_CONTRAST = """() => {
+  const rgb = c => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = c => { const v = rgb(c).map(x => { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+                     return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+  return [...document.querySelectorAll('.icon')].filter(e => e.offsetParent).map(e => {
+    const s = getComputedStyle(e), a = lum(s.color), b = lum(s.backgroundColor);
+    return [e.textContent, (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)];
+  });
+}"""
+
+
+def glyph_contrasts(page) -> list[tuple[str, float]]:
+    """(glyph, contrast against its disc) for each alert and note icon shown ("!", "i", "✕")."""
+    return [(g, round(c, 2)) for g, c in page.evaluate(GLYPH_CONTRAST)]
+
+
+def no_sideways_scroll(page) -> tuple[int, int]:
+    """(the page's scroll width, its viewport width): equal when nothing scrolls sideways."""
+    return tuple(page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"))
+
+
 def _page(browser, scheme: str):
     # bypass_csp: the pages forbid scripts from anywhere but themselves, axe included
     ctx = browser.new_context(color_scheme=scheme, bypass_csp=True, viewport={"width": 1400, "height": 1000})
@@ -80,6 +102,8 @@ def _check_dashboard(browser, url: str, ready: str) -> None:
             assert _theme(page) == scheme  # follows the system
             bad = contrast_violations(page)
             assert bad == [], f"{scheme} ({url}): " + "\n".join(bad)
+            glyphs = glyph_contrasts(page)  # axe leaves single glyphs out: measured here
+            assert glyphs and all(c >= 4.5 for _, c in glyphs), (scheme, glyphs)
             # the switch picks the other theme, remembered across a reload
             other = "dark" if scheme == "light" else "light"
             page.locator("#theme").select_option(other)
@@ -139,12 +163,27 @@ def test_view_and_report_pass_aa_contrast_in_both_themes(browser, gpu_run):
     proc.stop()
     (run,) = run_dirs(cwd)
     view = _Proc(["view", str(run), "--port", "0"], cwd, tm_env())
-    try:
-        _check_dashboard(browser, view.url(), "document.body.dataset.seq && !!document.querySelector('[data-chart]')")
-    finally:
-        view.stop()
     out = cwd / "report.html"
     assert run_tm(["report", str(run), "-o", str(out)], cwd).returncode == 0
+    try:
+        view_url = view.url()
+        _check_dashboard(browser, view_url, "document.body.dataset.seq && !!document.querySelector('[data-chart]')")
+        # a phone's width: nothing scrolls sideways, on tm view and on the report
+        ctx = browser.new_context(viewport={"width": 390, "height": 844}, bypass_csp=True)
+        page = ctx.new_page()
+        try:
+            page.goto(view_url)
+            _wait(page, "document.body.dataset.seq && !!document.querySelector('[data-chart]')")
+            width, viewport = no_sideways_scroll(page)
+            assert width <= viewport == 390, ("tm view", width)
+            page.goto(out.as_uri())
+            _wait(page, "Number(document.body.dataset.chartsReady || 0) > 0")
+            width, viewport = no_sideways_scroll(page)
+            assert width <= viewport == 390, ("report", width)
+        finally:
+            ctx.close()
+    finally:
+        view.stop()
     for scheme in SCHEMES:
         ctx, page = _page(browser, scheme)
         try:
@@ -192,6 +231,13 @@ def test_cpu_only_page_folds_the_gpu_cards_and_passes_aa_contrast(browser, tmp_p
             host = page.locator("#host").inner_text()
             for word in ("CPU", "Memory", "Disk", "Network"):
                 assert word in host, host
+            page.set_viewport_size({"width": 390, "height": 844})  # a phone: no sideways scroll
+            page.wait_for_timeout(1000)  # the charts take the new width a moment after
+            width, viewport = no_sideways_scroll(page)
+            wide = page.evaluate("""() => [...document.querySelectorAll('body *')].filter(e =>
+                e.getBoundingClientRect().right > document.documentElement.clientWidth + 1
+                && !e.closest('.table-wrap')).slice(0, 8).map(e => e.tagName + '.' + e.className + ' in ' + e.parentElement.className + ': ' + e.textContent.slice(0, 60))""")
+            assert width <= viewport == 390, (width, wide)  # was 441: the absent list's reasons
         finally:
             ctx.close()
     finally:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..snapread import get
 from .absent_text import grouped
-from .format import amount, duration, fixed
+from .format import amount, duration, fixed, metric
 from .markdown_safe import md_code, md_safe
 from .memory_text import peak_text
 from .passport_model import model_markdown
@@ -117,7 +117,7 @@ def render_markdown(passport: dict[str, Any]) -> str:
                   "| --- | --- | --- | --- |"]
         for name, s in series.items():
             final = s.get("final")
-            shown = "not known" if final is None else f"{final:.6g}"
+            shown = "not known" if final is None else metric(final)
             lines.append(f"| {name} | {shown} | {_cell(s.get('step'))} | {_cell(s.get('count'))} |")
         lines.append("")
     plan = passport.get("plan") or {}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..snapread import get
+from .format import metric
 
 VENDOR = Path(__file__).resolve().parent / "web" / "static" / "vendor"
 CSP = (
@@ -34,7 +35,9 @@ class ReportError(Exception):
 
 
 def _asset(name: str) -> str:
-    path = VENDOR / name
+    """A file the page needs, inlined: uPlot from vendor/, the number rule and the chart kit
+    the dashboard uses too (static/format.js, static/charts.js)."""
+    path = VENDOR / name if "/" not in name else VENDOR.parent / name.split("/", 1)[1]
     try:
         return path.read_text(encoding="utf-8")
     except OSError:
@@ -107,30 +110,39 @@ def chart_data(dump: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 _STYLE = """
-:root{--bg:#fff;--ink:#17191c;--muted:#5d6470;--line:#e3e6ea;--card:#f7f8fa;--c1:#2f6fde;
---c2:#c2410c;--c3:#1f9d88;--c4:#a04fd1;--bar:#2459c8;color-scheme:light}
+:root{--bg:#fff;--ink:#17191c;--muted:#5d6470;--line:#e3e6ea;--card:#f7f8fa;--accent:#2459c8;
+--c1:#2f6fde;--c2:#e0862d;--c3:#1f9d88;--c4:#a04fd1;--c5:#c8372d;--c6:#6b7a8f;--bar:#2459c8;
+color-scheme:light}
 :root[data-theme=dark]{--bg:#111316;--ink:#e8eaed;--muted:#a2a9b4;--line:#2b2f35;--card:#1a1d21;
---c1:#6a9cf5;--c2:#f0a050;--c3:#3cc4ad;--c4:#c38af0;--bar:#6a9cf5;color-scheme:dark}
+--accent:#6a9cf5;--c1:#6a9cf5;--c2:#f0a050;--c3:#3cc4ad;--c4:#c38af0;--c5:#f06b60;--c6:#9aa6b8;
+--bar:#6a9cf5;color-scheme:dark}
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:var(--bg);
 color:var(--ink)}main{max-width:1180px;margin:1.5em auto;padding:0 1em}
+main{overflow-wrap:break-word}code{overflow-wrap:anywhere}td.n{white-space:nowrap}
 h1{font-size:1.5em;margin:0 0 .2em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid var(--line)}
 .top{display:flex;justify-content:space-between;gap:1em;align-items:flex-start}
 select{font:inherit;color:var(--ink);background:var(--bg);border:1px solid var(--line);border-radius:6px}
 table{border-collapse:collapse;margin:.5em 0}td,th{padding:.2em .8em;border-bottom:1px solid var(--line);
 text-align:left;vertical-align:top}th{font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .muted{color:var(--muted)}code{font-size:.92em}details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
-.tiles{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:10px;margin:1em 0}
+.tiles{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:10px;margin:1em 0}
 .tile{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 12px}
 .tile .k{color:var(--muted);font-size:12.5px}.tile .v{font-size:22px;font-weight:700}
 .split{display:flex;height:22px;border-radius:5px;overflow:hidden;background:var(--line);margin:.6em 0}
 .sw{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:6px}
-.wf{width:100%;max-width:760px}.wf .bar{background:var(--line);height:12px;border-radius:3px;width:260px}
+.wf{width:100%;max-width:760px}.wf .bar{background:var(--line);height:12px;border-radius:3px;width:min(260px,20vw)}
 .wf .bar i{display:block;height:100%;background:var(--bar);border-radius:3px}
-.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:1em}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(540px,100%),1fr));gap:1em}
 .chart{border:1px solid var(--line);border-radius:8px;padding:.5em}.chart h3{font-size:13.5px;margin:0 .3em .2em}
 .keys{display:flex;gap:14px;font-size:12px;color:var(--muted);margin:0 .3em}.keys i{display:inline-block;
 width:12px;height:3px;margin-right:5px;vertical-align:middle}
 .u-axis{color:var(--muted)}
+.chart-data{margin:2px 4px 6px;font-size:12px;color:var(--muted)}.chart-data summary{cursor:pointer;display:inline-block}
+.chart-data .csv{float:right;font:inherit;color:var(--accent);background:none;border:1px solid var(--line);
+border-radius:6px;padding:1px 8px;cursor:pointer}.chart-table{max-height:320px;overflow:auto;margin-top:6px}
+.chart-table table{width:100%;font-size:12px}.chart-table td,.chart-table th{text-align:right;padding:2px 8px}
+.chart-data caption{text-align:left;padding:2px 0 4px}
+@media (max-width:560px){.top{flex-wrap:wrap}td,th{padding:.2em .4em}.wf .bar{display:none}h1{font-size:1.25em}}
 """
 
 _SCRIPT = """
@@ -140,56 +152,53 @@ _SCRIPT = """
   function pick(){ try { return localStorage.getItem(KEY) || 'system'; } catch (e) { return 'system'; } }
   function theme(){ var p = pick(); root.setAttribute('data-theme', p === 'system' ? (mq && mq.matches ? 'dark' : 'light') : p); }
   theme();
+  // the page's own rule for numbers and its charts' axes, colours and text alternatives
+  var F = window.TMFormat, K = window.TMCharts;
   var charts = JSON.parse(document.getElementById('tm-charts').textContent);
   var host = document.getElementById('charts');
   window.tmCharts = [];
-  function si(v){
-    var a = Math.abs(v), units = [[1e15,'P'],[1e12,'T'],[1e9,'G'],[1e6,'M'],[1e3,'k']];
-    for (var i = 0; i < units.length; i++)
-      if (a >= units[i][0]) return +(v / units[i][0]).toPrecision(3) + ' ' + units[i][1];
-    return a === 0 ? '0' : String(+v.toPrecision(3));
+  function value(unit){
+    if (unit === 'tokens/s') return function(v){ return v == null ? '' : F.si(v); };
+    if (!unit || unit === '1') return function(v){ return v == null ? '' : F.metric(v); };
+    return function(v){ return v == null ? '' : F.amount(v, unit); };
   }
-  // human units: shares as %, bytes in GiB, seconds as s/ms, the rest with SI prefixes
-  function fmt(unit, top){
-    if (unit === 'ratio') return function(v){ return v == null ? '' : +(v * 100).toPrecision(3) + '%'; };
-    if (unit === 'B') {  // one binary unit per chart, the one its largest value reads best in
-      var step = [[1099511627776, 'TiB'], [1073741824, 'GiB'], [1048576, 'MiB'], [1024, 'KiB'], [1, 'B']]
-        .filter(function(s){ return top >= s[0]; })[0] || [1, 'B'];
-      return function(v){ return v == null ? '' : +(v / step[0]).toPrecision(3) + ' ' + step[1]; };
-    }
-    if (unit === 'B/s') return function(v){ return v == null ? '' : +(v / 1048576).toPrecision(3) + ' MiB/s'; };
-    if (unit === 's') return function(v){ return v == null ? '' : v < 1 ? +(v * 1000).toPrecision(3) + ' ms' : +v.toPrecision(3) + ' s'; };
-    var tail = unit && unit !== '1' ? ' ' + unit : '';
-    return function(v){ return v == null ? '' : si(v) + tail; };
+  function step(v){ return v == null ? '' : Math.abs(v) >= 1e4 ? F.si(v) : String(Math.round(v * 100) / 100); }
+  function tableOf(c, f){
+    return function(){
+      var header = ['step'], rows = [], shown = [], xs = {};
+      c.series.forEach(function(s){ header.push(s.label); s.x.forEach(function(x){ xs[x] = 1; }); });
+      var at = c.series.map(function(s){ var m = {}; s.x.forEach(function(x, i){ m[x] = s.last[i]; }); return m; });
+      Object.keys(xs).map(Number).sort(function(a, b){ return a - b; }).forEach(function(x){
+        var row = [x], text = [step(x)];
+        at.forEach(function(m){ var v = m[x]; row.push(v == null ? null : v); text.push(v == null ? '' : f(v)); });
+        rows.push(row); shown.push(text);
+      });
+      return {header: header, rows: rows, shown: shown};
+    };
   }
-  function axisSize(u, values){
-    var longest = Math.max.apply(null, (values || ['0']).map(function(v){ return String(v).length; }));
-    return 24 + longest * 7.5;
-  }
-  function css(name){ return getComputedStyle(root).getPropertyValue(name).trim(); }
   function draw(){
     window.tmCharts.forEach(function(u){ u.destroy(); });
     window.tmCharts = [];
     while (host.firstChild) host.removeChild(host.firstChild);
-    var ink = css('--muted'), grid = css('--line'), colors = [css('--c1'), css('--c2'), css('--c3'), css('--c4')];
+    var ink = K.cssVar('--muted'), grid = K.cssVar('--line');
     charts.forEach(function(c){
       var box = document.createElement('div'); box.className = 'chart';
-      box.setAttribute('data-series', c.name); host.appendChild(box);
+      box.setAttribute('data-series', c.name); box.setAttribute('data-chart', c.name); host.appendChild(box);
       var h = document.createElement('h3'); h.textContent = c.label; box.appendChild(h);
       var top = 0;
       c.series.forEach(function(s){ s.max.forEach(function(v){ if (v != null && Math.abs(v) > top) top = Math.abs(v); }); });
-      var f = fmt(c.unit, top), series = [{label: 'step'}], bands = [], tables = [];
+      var f = value(c.unit), series = [{label: 'step'}], bands = [], tables = [];
       if (c.series.length > 1) {
         var keys = document.createElement('div'); keys.className = 'keys';
         c.series.forEach(function(s, k){
           var key = document.createElement('span'), sw = document.createElement('i');
-          sw.style.background = colors[k % colors.length]; key.appendChild(sw);
+          sw.style.background = K.color(k); key.appendChild(sw);
           key.appendChild(document.createTextNode(s.label)); keys.appendChild(key);
         });
         box.appendChild(keys);
       }
       c.series.forEach(function(s, k){
-        var color = colors[k % colors.length], base = series.length;
+        var color = K.color(k), base = series.length;
         series.push({label: s.label, stroke: color, width: 1.6, spanGaps: true, points: {show: false}});
         series.push({label: s.label + ' min', stroke: 'transparent', spanGaps: true, points: {show: false}});
         series.push({label: s.label + ' max', stroke: 'transparent', spanGaps: true, points: {show: false}});
@@ -198,19 +207,26 @@ _SCRIPT = """
       });
       var data = tables.length === 1 ? tables[0] : uPlot.join(tables);
       var axis = {stroke: ink, grid: {stroke: grid}, ticks: {stroke: grid}};
+      var axisY = Object.assign({size: K.axisSize, values: function(u, v){ return v.map(f); }}, axis);
+      if (K.ROUND_TICKS[c.unit]) K.roundAxis(axisY, c.unit);  // 0/100/200 MiB, 0/20/40%
+      var plot = document.createElement('div');
+      plot.setAttribute('role', 'img');
+      plot.setAttribute('aria-label', c.label + ': a chart; its data is in the table below it');
+      box.appendChild(plot);
       var opts = {
-        width: Math.max(320, box.clientWidth - 16), height: 260, legend: {show: false},
+        width: Math.max(240, box.clientWidth - 16), height: 260, legend: {show: false},
         // shares from 0 to at least 100%, so a flat 100% reads as full, not as noise (a share
         // that stays small keeps its own range, so its changes stay visible)
         scales: {x: {time: false}, y: c.unit === 'ratio' && top >= 0.2 ? {range: function(u, lo, hi){ return [Math.min(0, lo), Math.max(1, hi)]; }} : {}},
         series: series, bands: bands,
-        axes: [Object.assign({label: 'step', labelSize: 22, values: function(u, v){ return v.map(si); }}, axis),
-               Object.assign({size: axisSize, values: function(u, v){ return v.map(f); }}, axis)]
+        axes: [Object.assign({label: 'step', labelSize: 22, values: function(u, v){ return v.map(step); }}, axis), axisY]
       };
-      var u = new uPlot(opts, data, box);
+      var u = new uPlot(opts, data, plot);
       u.tmTitle = c.label;
       window.tmCharts.push(u);
+      box.appendChild(K.textAlternative(c.label, tableOf(c, f)));
     });
+    document.querySelectorAll('.tiles').forEach(function(t){ K.evenTiles(t, 150, 10); });
     document.body.setAttribute('data-charts-ready', String(window.tmCharts.length));
   }
   draw();
@@ -221,6 +237,8 @@ _SCRIPT = """
     theme(); draw();
   });
   if (mq && mq.addEventListener) mq.addEventListener('change', function(){ theme(); draw(); });
+  var resized = null;
+  window.addEventListener('resize', function(){ clearTimeout(resized); resized = setTimeout(draw, 200); });
 })();
 """
 
@@ -274,7 +292,7 @@ def _time_html(passport: dict[str, Any]) -> str:
             continue
         bar.append(f'<div style="width:{share * 100:.2f}%;background:{color}"></div>')
         rows.append(f'<tr><td><span class="sw" style="background:{color}"></span>{_e(part.get("label"))}'
-                    f'</td><td class=n>{_e(fmt(part["s"], "s"))}</td><td class=n>{share * 100:.1f}%</td></tr>')
+                    f'</td><td class=n>{_e(fmt(part["s"], "s"))}</td><td class=n>{_e(fmt(share, "fraction"))}</td></tr>')
     return ('<h2>Where the time went</h2><div class="split" role="img" aria-label="time split">'
             + "".join(bar) + "</div><table>" + "".join(rows) + "</table>")
 
@@ -321,7 +339,7 @@ def _passport_html(passport: dict[str, Any]) -> str:
                 "<th>Points</th></tr>"]
         for name, s in series.items():
             final = s.get("final")
-            shown = "not known" if final is None else f"{final:.6g}"
+            shown = "not known" if final is None else metric(final)
             out.append(f"<tr><td>{_e(name)}</td><td class=n>{_e(shown)}</td>"
                        f"<td class=n>{_e(s.get('step') or '')}</td>"
                        f"<td class=n>{_e(s.get('count') or '')}</td></tr>")
@@ -373,6 +391,7 @@ def render_report(passport: dict[str, Any], charts: list[dict[str, Any]]) -> str
     """The whole page: headline numbers, the time split and the waterfall, then the charts, then
     the rest of the passport. `charts`: from `chart_data`."""
     js, css = _asset("uPlot.iife.min.js"), _asset("uPlot.min.css")
+    kit = _asset("static/format.js") + "\n" + _asset("static/charts.js")
     run = passport.get("run", {})
     title = f"trainmeter: {run.get('name') or 'run'}"
     subtitle = f"started {run.get('start_utc') or 'at an unknown time'}, status {run.get('status')}"
@@ -400,6 +419,7 @@ def render_report(passport: dict[str, Any], charts: list[dict[str, Any]]) -> str
 <script type="application/json" id="tm-passport">{_json_for_script(passport)}</script>
 <script type="application/json" id="tm-charts">{_json_for_script(charts)}</script>
 <script>{js}</script>
+<script>{kit}</script>
 <script>{_SCRIPT}</script>
 </body></html>
 """

@@ -49,6 +49,9 @@
   // Every number reads by the one rule of views/format.py, in static/format.js (TMFormat):
   // a count with k, M, B, T; a unit with its SI prefix; bytes in KiB..TiB; 83.9 ms, 2.5 s.
   var F = window.TMFormat;
+  // Axis units, round ticks, the palette, the text alternative: static/charts.js (TMCharts),
+  // shared with the runs page and the report.
+  var K = window.TMCharts;
   function sig(v) { return !isNum(v) ? "—" : (Number.isInteger(v) && Math.abs(v) < 1e4 ? String(v) : F.mantissa(v)); }
   function si(v, unit) {
     if (!isNum(v)) return "—";
@@ -341,6 +344,8 @@
     return svg;
   }
 
+  // Rows of tiles as even as the width allows, no tile alone on a row (TMCharts.evenTiles).
+  function layoutTiles() { K.evenTiles(byId("tiles"), 160, 12); }
   var GPU_ONLY_TILES = { ofu: 1, energy: 1 };
   function renderTiles() {
     var box = clear(byId("tiles"));
@@ -356,6 +361,7 @@
         absent ? null : sparkline(t.id),
       ]));
     });
+    layoutTiles();
   }
 
   // ---------------------------------------------------------------- ladder
@@ -832,11 +838,18 @@
     var a = S.snap.absent || {};
     var keys = Object.keys(a).sort();
     if (!keys.length) { box.appendChild(el("li", { class: "none" }, [el("span", { class: "why", text: "Every number was measured." })])); return; }
-    // numbers absent for one same reason are one row (a CPU run: five NVML numbers, one reason)
+    // numbers absent for one cause are one row (a CPU run: five NVML numbers, one reason), the
+    // same wording with a different lead too ("no GPU counters: NVML ..." and "NVML ..."),
+    // shown with its shortest wording: the rule of views/absent_text.py
     var groups = [], byReason = {};
     keys.forEach(function (k) {
-      var g = byReason[a[k]];
-      if (!g) { g = byReason[a[k]] = { names: [], why: a[k] }; groups.push(g); }
+      var text = String(a[k]).split(/\s+/).join(" "), cut = text.indexOf(": ");
+      var core = cut >= 0 && text.length - cut - 2 >= 20 ? text.slice(cut + 2) : text;
+      var g = byReason[text] || byReason[core];
+      if (!g) { g = { names: [], why: text }; groups.push(g); }
+      if (text.length < g.why.length) g.why = text;
+      byReason[text] = byReason[text] || g;
+      byReason[core] = byReason[core] || g;
       g.names.push(k);
     });
     groups.forEach(function (g) {
@@ -1033,11 +1046,11 @@
     var loop = names.filter(function (n) { return S.series[n].group === "loop"; });
     var loss = loop.filter(function (n) { return LOSS_NAMES.indexOf(n) >= 0 || /loss/i.test(n); });
     // linear by default, fitted to the data; log one click away
-    if (loss.length) specs.push({ id: "loss", title: "Loss", names: loss, unit: "", logToggle: true, defaultLog: false });
+    if (loss.length) specs.push({ id: "loss", title: "Loss", names: loss, unit: "", logToggle: true, defaultLog: false, smooth: true });
     var quantities = {};
     loop.filter(function (n) { return loss.indexOf(n) < 0; }).sort().forEach(function (n) {
       var q = quantityOf(n);   // train_acc and val_acc share one chart
-      if (!quantities[q]) specs.push(quantities[q] = { id: "loop:" + q, title: q === n ? n : q, names: [], unit: "", logToggle: true, defaultLog: false });
+      if (!quantities[q]) specs.push(quantities[q] = { id: "loop:" + q, title: q === n ? n : q, names: [], unit: "", logToggle: true, defaultLog: false, smooth: true });
       quantities[q].names.push(n);
     });
     SYSTEM_CHARTS.forEach(function (c) {
@@ -1059,11 +1072,8 @@
     var m = /^(train|val|valid|eval|test)_(.+)$/.exec(name);
     return m ? m[2] : name;
   }
-  // Axis titles in words a person reads: the unit the tick labels are in.
-  var AXIS_UNITS = { ratio: "%", B: "bytes (GiB, MiB)", "B/s": "bytes/s", W: "W", s: "seconds", "tokens/s": "tokens/s", cores: "cores" };
+  var AXIS_UNITS = K.AXIS_UNITS, cssVar = K.cssVar, PALETTE = K.PALETTE;
   var X_TITLES = { step: "step", tokens: "tokens", flops: "FLOPs spent", time: "time since start" };
-  function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
-  var PALETTE = ["--c1", "--c2", "--c3", "--c4", "--c5", "--c6"];
   var NAMED_COLORS = { train_loss: "--c1", val_loss: "--c2", mfu: "--c2", ofu: "--c4", gpu_util: "--c6", sm_active: "--c1", tensor_active: "--c3" };
 
   function xFormat(v) {
@@ -1082,60 +1092,7 @@
       return [Math.min(0, min), top];
     } };
   }
-  // The y axis is as wide as its longest label, so no label is cut.
-  function axisSize(u, values) {
-    if (!values || !values.length) return 48;
-    var longest = Math.max.apply(null, values.map(function (v) { return String(v).length; }));
-    return 18 + longest * 7;
-  }
-  // Round ticks in a unit a person reads: 1, 2 or 5 × 10^k of B/KiB/MiB/GiB for bytes, of ms or
-  // s for seconds (0/100/200/300 MiB, not 95.4/191/286/381 MiB). The unit is picked from the
-  // top of the axis, and the axis title names it, so ticks in ms sit under "milliseconds".
-  var ROUND_TICKS = { B: 1, "B/s": 1, s: 1, W: 1 };
-  function axisUnit(unit, top) {
-    var a = Math.abs(top) || 0;
-    if (unit === "B" || unit === "B/s") {
-      var names = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
-      while (a >= 1024 && i < names.length - 1) { a /= 1024; i++; }
-      var name = names[i] + (unit === "B/s" ? "/s" : "");
-      return { div: Math.pow(1024, i), name: name, title: (unit === "B/s" ? "bytes/s (" : "bytes (") + name + ")" };
-    }
-    if (unit === "s") return a < 1 ? { div: 1e-3, name: "ms", title: "milliseconds" } : { div: 1, name: "s", title: "seconds" };
-    return { div: 1, name: unit, title: AXIS_UNITS[unit] || unit };
-  }
-  // The round step nearest to span / n from a little below, so a short axis still gets ~n ticks.
-  function niceStep(span, n) {
-    var raw = 0.7 * span / Math.max(n, 1), pow = Math.pow(10, Math.floor(Math.log10(raw)));
-    var m = [1, 2, 5, 10];
-    for (var i = 0; i < m.length; i++) if (m[i] * pow >= raw * (1 - 1e-9)) return m[i] * pow;
-    return 10 * pow;
-  }
-  // {unit, step (in that unit), ticks (in the axis's own unit)} for the range lo..hi.
-  function roundTicks(unit, lo, hi, n) {
-    var au = axisUnit(unit, Math.max(Math.abs(lo), Math.abs(hi)));
-    var a = lo / au.div, b = hi / au.div;
-    if (!(b > a)) return { unit: au, step: 1, ticks: [lo] };
-    var step = niceStep(b - a, n), ticks = [];
-    for (var k = Math.ceil(a / step - 1e-9); k * step <= b + step * 1e-9; k++) ticks.push(k * step * au.div);
-    return { unit: au, step: step, ticks: ticks };
-  }
-  function tickLabel(v, t) {
-    var dec = t.step >= 1 ? 0 : Math.min(6, Math.ceil(-Math.log10(t.step) - 1e-9));
-    return (v / t.unit.div).toFixed(dec) + " " + t.unit.name;
-  }
-  function tickCount(u) { return Math.max(2, Math.floor(u.bbox.height / (window.devicePixelRatio || 1) / 32)); }
-  function yTicks(u, unit) { var sc = u.scales.y; return roundTicks(unit, sc.min, sc.max, tickCount(u)); }
-  function roundAxis(axis, unit) {
-    axis.splits = function (u) { return yTicks(u, unit).ticks; };
-    axis.values = function (u, vals) {
-      var t = yTicks(u, unit), labels = vals.map(function (v) { return tickLabel(v, t); });
-      var card = u.root.closest ? u.root.closest("[data-chart]") : null;
-      if (card) { card.setAttribute("data-y-ticks", labels.join("|")); card.setAttribute("data-y-title", t.unit.title); }
-      return labels;
-    };
-    axis.label = function (u) { return yTicks(u, unit).unit.title; };
-    axis.labelSize = 20;
-  }
+  var axisSize = K.axisSize, ROUND_TICKS = K.ROUND_TICKS, roundAxis = K.roundAxis;
   var UNIT_TITLES = {};
   function yFormatter(unit) {
     return function (v) {
@@ -1159,11 +1116,35 @@
       }
       return [x, last, lo, hi];
     });
-    if (tables.length === 1) return tables[0];
-    return uPlot.join(tables);
+    var data = tables.length === 1 ? tables[0] : uPlot.join(tables);
+    if (!smoothing(spec)) return data;
+    // a fourth array a series: its curve smoothed, drawn over the raw one (which goes faint)
+    var out = [data[0]];
+    for (var k = 1; k < data.length; k += 3) out.push(data[k], data[k + 1], data[k + 2], K.smooth(data[k], S.smooth));
+    return out;
   }
+  function smoothing(spec) { return !!spec.smooth && S.smooth > 0; }
+  function stride(spec) { return smoothing(spec) ? 4 : 3; }
   function allPositive(spec) {
     return spec.names.every(function (n) { return S.series[n].min.every(function (v) { return !isNum(v) || v > 0; }); });
+  }
+  // A chart's data for its text alternative and CSV: the x, then each series' value (the last
+  // of its span), its lowest and highest when a point spans several, and smoothed when shown.
+  function chartTable(spec) {
+    var data = chartData(spec), step = stride(spec), header = [X_TITLES[S.axis] || S.axis], cols = [];
+    spec.names.forEach(function (n, k) {
+      var label = (S.series[n] && S.series[n].label) || n, base = 1 + k * step, span = (S.series[n].span || 1) > 1;
+      header.push(label); cols.push([base, fmtUnit]);
+      if (span) { header.push(label + " (lowest)", label + " (highest)"); cols.push([base + 1, fmtUnit], [base + 2, fmtUnit]); }
+      if (step === 4) { header.push(label + " (smoothed)"); cols.push([base + 3, fmtUnit]); }
+    });
+    var rows = [], shown = [];
+    for (var i = 0; i < data[0].length; i++) {
+      var row = [data[0][i]], text = [xFormat(data[0][i])];
+      cols.forEach(function (c) { var v = data[c[0]][i]; row.push(isNum(v) ? v : null); text.push(isNum(v) ? c[1](v, spec.unit) : ""); });
+      rows.push(row); shown.push(text);
+    }
+    return { header: header, rows: rows, shown: shown };
   }
   function buildChart(spec, holder) {
     var state = S.charts[spec.id];
@@ -1173,12 +1154,14 @@
     spec.names.forEach(function (n, k) {
       var color = cssVar(NAMED_COLORS[n] || PALETTE[k % PALETTE.length]);
       var label = (S.series[n] && S.series[n].label) || n;
-      var base = series.length;
-      series.push({ label: label, stroke: color, width: 1.6, spanGaps: true, points: { show: false }, value: function (u, v) { return isNum(v) ? fmtUnit(v, spec.unit) : "—"; } });
+      var base = series.length, smoothed = smoothing(spec);
+      // smoothed: the raw curve faint behind the smoothed one, as TensorBoard draws it
+      series.push({ label: label, stroke: smoothed ? color + "55" : color, width: smoothed ? 1 : 1.6, spanGaps: true, points: { show: false }, value: function (u, v) { return isNum(v) ? fmtUnit(v, spec.unit) : "—"; } });
       series.push({ label: label + " min", stroke: "transparent", spanGaps: true, points: { show: false }, show: true, value: function () { return ""; } });
       series.push({ label: label + " max", stroke: "transparent", spanGaps: true, points: { show: false }, show: true, value: function () { return ""; } });
+      if (smoothed) series.push({ label: label + " smoothed", stroke: color, width: 1.8, spanGaps: true, points: { show: false }, value: function (u, v) { return isNum(v) ? fmtUnit(v, spec.unit) : "—"; } });
       // the min-max band only once buckets hold several points (before, it would be a line)
-      if ((S.series[n].span || 1) > 1) bands.push({ series: [base + 2, base + 1], fill: color + "30" });
+      if ((S.series[n].span || 1) > 1) bands.push({ series: [base + 2, base + 1], fill: color + (smoothed ? "18" : "30") });
     });
     var grid = cssVar("--line"), ink = cssVar("--muted");
     var axisX = { stroke: ink, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, label: X_TITLES[S.axis] || S.axis, labelSize: 20, values: function (u, vals) { return vals.map(xFormat); } };
@@ -1203,13 +1186,14 @@
           var i = u.cursor.idx;
           state.hover = i != null;
           if (i == null) { showLatest(spec, state); return; }
-          var parts = [];
-          for (var k = 1; k < u.series.length; k += 3) {
+          var parts = [], step = stride(spec);
+          for (var k = 1; k < u.series.length; k += step) {
             var v = u.data[k][i];
             if (v == null) continue;
             var lo = u.data[k + 1][i], hi = u.data[k + 2][i];
             var txt = fmtUnit(v, spec.unit);
             if (isNum(lo) && isNum(hi) && lo !== hi) txt += " (" + fmtUnit(lo, spec.unit) + "–" + fmtUnit(hi, spec.unit) + ")";
+            if (step === 4 && isNum(u.data[k + 3][i])) txt += ", smoothed " + fmtUnit(u.data[k + 3][i], spec.unit);
             parts.push((spec.names.length > 1 ? u.series[k].label + " " : "") + txt);
           }
           state.now.textContent = S.axis + " " + xFormat(u.data[0][i]) + ": " + parts.join(" · ");
@@ -1257,14 +1241,15 @@
           tools.appendChild(el("label", { title: "logarithmic y axis" }, [cb, el("span", { text: "log" })]));
           st.logBox = cb;
         }
-        var plotBox = el("div", { class: "plot" });
+        var plotBox = el("div", { class: "plot", role: "img", "aria-label": spec.title + ": a chart; its data is in the table below it" });
         var note = el("p", { class: "chart-note" });
         var keys = el("div", { class: "keys" });
+        var alt = K.textAlternative(spec.title, (function (sp) { return function () { return chartTable(sp); }; })(spec));
         st.el = el("div", { class: "chart", "data-chart": spec.id }, [
           el("div", { class: "chart-head" }, [el("h3", { text: spec.title + (UNIT_TITLES[spec.unit] ? " (" + UNIT_TITLES[spec.unit] + ")" : "") }), el("div", { class: "chart-tools" }, [now, tools])]),
-          keys, plotBox, note,
+          keys, plotBox, note, alt,
         ]);
-        st.plotBox = plotBox; st.now = now; st.note = note; st.keys = keys;
+        st.plotBox = plotBox; st.now = now; st.note = note; st.keys = keys; st.alt = alt;
         box.appendChild(st.el);
       }
       if (!st.hover) showLatest(spec, st);
@@ -1278,9 +1263,11 @@
         st.logBox.parentNode.title = pos ? "logarithmic y axis" : "log scale needs values above zero";
       }
       var spans = spec.names.map(function (n) { return (S.series[n].span || 1) > 1 ? 1 : 0; }).join("");
-      var rebuild = !st.plot || st.spans !== spans || st.axis !== S.axis || st.builtLog !== (st.log && allPositive(spec)) || st.names !== spec.names.join(",");
+      var rebuild = !st.plot || st.spans !== spans || st.axis !== S.axis || st.builtLog !== (st.log && allPositive(spec)) || st.names !== spec.names.join(",") || st.smoothed !== (smoothing(spec) ? S.smooth : 0);
       if (rebuild) {
         st.spans = spans;
+        st.smoothed = smoothing(spec) ? S.smooth : 0;
+        if (spec.smooth) st.el.setAttribute("data-smooth", String(st.smoothed));
         if (st.plot) st.plot.destroy();
         st.zoomed = false;
         buildChart(spec, st.plotBox);
@@ -1290,6 +1277,7 @@
         st.points = data[0].length;
       }
       st.el.setAttribute("data-points", String(st.points));
+      if (st.alt.open && (st.tableAt || 0) < Date.now() - 5000) { st.tableAt = Date.now(); st.alt.refresh(); }
       // keep the cards in the specs' order (the loss first), moving only a misplaced one
       if (box.children[order] !== st.el) box.insertBefore(st.el, box.children[order] || null);
       order++;
@@ -1309,6 +1297,18 @@
     Object.keys(S.charts).forEach(function (id) { var st = S.charts[id]; if (st.plot) { st.plot.destroy(); st.plot = null; } });
     renderCharts();
   }
+  // The loss smoothing, one slider for the loop's curves (remembered like the axis).
+  S.smooth = 0;
+  try { S.smooth = Math.min(0.99, Math.max(0, Number(localStorage.getItem("trainmeter.smooth")) || 0)); } catch (e) { /* storage off */ }
+  function showSmooth() { byId("smooth-value").textContent = S.smooth > 0 ? S.smooth.toFixed(2) : "off"; }
+  byId("smooth").value = String(S.smooth);
+  showSmooth();
+  byId("smooth").addEventListener("input", function (ev) {
+    S.smooth = Number(ev.target.value) || 0;
+    showSmooth();
+    try { localStorage.setItem("trainmeter.smooth", String(S.smooth)); } catch (e) { /* storage off */ }
+    renderCharts();
+  });
   byId("axis").value = S.axis;
   byId("axis").addEventListener("change", function (ev) {
     S.axis = ev.target.value;
@@ -1317,6 +1317,7 @@
   });
   var resizeTimer = null;
   window.addEventListener("resize", function () {
+    layoutTiles();  // at once: a grid of the old width's columns would overflow the new width
     clearTimeout(resizeTimer);
     resizeTimer = setTimeout(function () {
       Object.keys(S.charts).forEach(function (id) {
