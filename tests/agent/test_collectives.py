@@ -29,6 +29,10 @@ class FakeSender:
     def add_drain(self, drain) -> None:
         self.drains.append(drain)
 
+    def learn_rank(self, rank: int) -> bool:
+        self.rank = rank
+        return True
+
 
 @pytest.fixture
 def probe(monkeypatch):
@@ -44,7 +48,8 @@ def probe(monkeypatch):
         {c: vars(c)["wait"] for c in handles},
         {n: getattr(dist, n) for n in collectives.COLLECTIVES if hasattr(dist, n)},
         {n: getattr(c10d, n) for n in collectives.COLLECTIVES if hasattr(c10d, n)},
-        ddp.DistributedDataParallel._post_forward,
+        vars(ddp.DistributedDataParallel)["__init__"],
+        torch.autograd.backward,
     )
     sender = FakeSender()
     monkeypatch.setattr(collectives, "get_sender", lambda: sender)
@@ -64,7 +69,8 @@ def probe(monkeypatch):
             setattr(dist, name, fn)
         for name, fn in saved[2].items():
             setattr(c10d, name, fn)
-        ddp.DistributedDataParallel._post_forward = saved[3]
+        ddp.DistributedDataParallel.__init__ = saved[3]
+        torch.autograd.backward = saved[4]
         steps.step_listeners[:] = listeners
 
 
@@ -75,6 +81,7 @@ def test_each_blocking_collective_is_one_timed_wait(probe):
     dist.all_reduce(t)  # the first wait turns the probe on: two ranks
     assert T.active and collectives._on_step in steps.step_listeners
     assert probe.drains == [collectives.drain]
+    assert probe.rank == 0  # the group's rank, for a process its launcher gave no RANK
     dist.broadcast(t, 0)
     dist.barrier()
     out = torch.empty(8)
@@ -134,9 +141,9 @@ def test_one_process_group_leaves_the_probe_off(monkeypatch):
 
 
 def test_the_backward_tail_is_timed_between_two_final_callbacks(probe):
-    # what DDP's forward arms (`_watch`): a pre-hook on the output's node queues a callback when
-    # the backward reaches it; that one queues a second, which runs after the callbacks queued
-    # in between (DDP's wait for its buckets: here a callback that sleeps 30 ms)
+    # what a backward arms while a DDP model syncs (`_watch`): a pre-hook on the loss's node
+    # queues a callback when the backward reaches it; that one queues a second, which runs after
+    # the callbacks queued in between (DDP's wait for its buckets: here one that sleeps 30 ms)
     T = collectives.T
     dist.all_reduce(torch.ones(1))  # on
     calls = T.calls
@@ -153,6 +160,24 @@ def test_the_backward_tail_is_timed_between_two_final_callbacks(probe):
     assert T.calls == calls + 1 and T.depth == 0 and not T.tail
     assert 0.03 <= T.s - before < 0.5
     assert w.grad.tolist() == [2.0, 2.0, 2.0]  # untouched
+    # with a DDP model made and syncing, `loss.backward()` arms it by itself; not under no_sync
+    class FakeDDP:  # stands for a DDP model: what the backward reads of it
+        require_backward_grad_sync = True
+
+    ddp_model = FakeDDP()
+    armed = []
+    real_watch, real_ddps = collectives._watch, collectives._ddps
+    collectives._watch = lambda out: armed.append(out)
+    try:
+        collectives._ddps = {ddp_model}
+        loss2 = (w * 3).sum()
+        loss2.backward()
+        ddp_model.require_backward_grad_sync = False
+        loss3 = (w * 3).sum()
+        loss3.backward()
+    finally:
+        collectives._watch, collectives._ddps = real_watch, real_ddps
+    assert [a is loss2 for a in armed] == [True]
 
 
 class _Event:
@@ -237,3 +262,61 @@ def test_what_the_timing_costs_in_python_calls(probe):
     assert timed - plain <= 5, (timed, plain)
     per_step = count(lambda: collectives._on_step(7)) - 1  # less the lambda
     assert per_step <= 2, per_step  # the listener and the step's time
+
+
+def test_a_collective_inside_a_compiled_function_is_left_to_dynamo(probe):
+    # fullgraph: the wrappers add no graph break (they read a constant first, and return the
+    # original call, which dynamo maps to its functional collective); nothing is timed there
+    def step(x):
+        y = x * 2
+        dist.all_reduce(y)
+        return y + 1
+
+    dist.barrier()  # on
+    calls = collectives.T.calls
+    torch._dynamo.reset()
+    out = torch.compile(step, fullgraph=True, backend="eager")(torch.ones(3))
+    assert out.tolist() == [3.0, 3.0, 3.0] and collectives.T.calls == calls
+    torch._dynamo.reset()
+
+
+@pytest.fixture
+def collector(monkeypatch):
+    from tests.socket_collector import SocketCollector
+
+    from trainmeter.agent import outbox
+    from trainmeter.agent import sender as sender_module
+
+    col = SocketCollector()
+    monkeypatch.setenv(sender_module.SOCKET_ENV, col.path)
+    monkeypatch.setattr(sender_module, "_sender", None)
+    monkeypatch.setattr(sender_module, "_sender_checked", False)
+    outbox.clear()
+    sender = sender_module.get_sender()
+    sender.interval = 3600.0  # the test flushes by hand
+    try:
+        yield col
+    finally:
+        sender.go_quiet()
+        outbox.clear()
+        col.close()
+
+
+def test_a_rank_learned_late_is_on_every_record_after_it_and_in_the_ring(collector):
+    # Lightning starts its first rank with no RANK in the environment: the process group knows
+    # it, and the probe tells the sender at the first wait
+    from trainmeter.agent import sender as sender_module
+    from trainmeter.emit import emit
+
+    sender = sender_module.get_sender()
+    sender.rank = None
+    emit(x=1.0)
+    collector.records()  # shipped without a rank
+    assert sender.learn_rank(2) and not sender.learn_rank(3) and sender.rank == 2
+    emit(x=2.0)
+    collector.records()
+    emit(x=3.0)  # never shipped: read back from the ring after the process "died"
+    collector.finish()
+    ranks = {r["d"]["value"]: r["rank"] for r in collector.received if r["kind"] == "metric"}
+    assert ranks == {1.0: None, 2.0: 2}
+    assert [(r["d"]["value"], r["rank"]) for r in collector.recovered] == [(3.0, 2)]

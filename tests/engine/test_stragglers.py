@@ -3,7 +3,7 @@
 The job in most tests: every step lasts 0.1 s on every rank (a synchronous job), each rank
 sends one `comm` record per step. A slow rank computes longer and waits less: with rank 1
 computing 0.08 s and waiting 0.02 s, and rank 0 computing 0.02 s and waiting 0.08 s, rank 1's
-excess is 0.08 - 0.02 = 0.06 s a step, 60% of the 0.1 s step. The grid: 0.25 s / 0.1 s = 3
+excess is 0.08 - 0.02 = 0.06 s a step, 60% of the 0.1 s step. The grid: 0.2 s / 0.1 s = 2
 steps, raised to the 4-step minimum (a power of two): blocks are steps 5-8, 9-12, 13-16, ...
 (the first record, at step 1, is the base; the first boundary is step 4).
 """
@@ -109,7 +109,7 @@ def test_four_ranks_the_slow_one_against_the_median_of_the_others():
 
 
 def test_records_of_several_steps_and_a_grid_for_fast_steps():
-    # 10 ms steps, one record every 5 steps: grid = 0.25 / 0.01 = 25 -> 32 steps a block
+    # 10 ms steps, one record every 5 steps: grid = 0.2 / 0.01 = 20 -> 32 steps a block
     dt = 0.01
     recs = [start(0.0)]
     for n in range(5, 5 * 41, 5):
@@ -198,3 +198,15 @@ def test_a_slow_node_is_named_when_nodes_are_joined():
     node1 = detector({2: [0.02] * 16, 3: [0.08] * 16})
     _, named, _ = Stragglers.merged([node0, node1], {0: 0, 1: 0, 2: 1, 3: 1}).snapshot(True, 4, 0)
     assert (named["kind"], named["rank"]) == ("rank", 2)
+
+
+def test_among_several_ranks_the_slow_one_must_stand_apart_from_the_others():
+    # four ranks on a loaded machine: rank 3 computes 12 ms (12%) over the others' median, but
+    # the others themselves are 6 ms apart (20, 23, 26 ms): 12 < 3 x 6, not an outlier
+    waits = {0: [0.080] * 24, 1: [0.077] * 24, 2: [0.074] * 24, 3: [0.065] * 24}
+    snap = run(job(waits))
+    assert "straggler" not in snap and snap["comm"]["episodes"] == []
+    # the same 12 ms with the others 1 ms apart (23, 23.5, 24): 12 > 3 x 1, named
+    waits = {0: [0.077] * 24, 1: [0.0765] * 24, 2: [0.076] * 24, 3: [0.0645] * 24}
+    named = run(job(waits))["straggler"]
+    assert named["rank"] == 3 and named["extra_s"] == pytest.approx(0.012)

@@ -21,6 +21,7 @@ from .. import records
 from ..payloads import value_is_fact
 from ..records import MAX_DATAGRAM
 from . import ring as ring_module
+from . import sender as sender_module
 from .sender import get_sender
 from .values import as_number
 
@@ -43,6 +44,15 @@ _registered_for: object = None
 #: key id -> (the record line with holes for t, value, step and q; whether it takes a step)
 _templates: dict[int, tuple[str, bool]] = {}
 _templates_for: object = None
+
+
+def _learned_rank(rank: int) -> None:
+    """Line templates carry the rank they were made with: made again with the one learned."""
+    global _templates_for
+    _templates_for = None
+
+
+sender_module.rank_listeners.append(_learned_rank)
 
 
 def put(key: str, value: float, via: str, step: int | None, t: float | None = None) -> None:

@@ -500,6 +500,16 @@ def keep_rare(sender: Any, record: dict[str, Any]) -> None:
 sender_module.rare_keeper = keep_rare
 
 
+def _learned_rank(rank: int) -> None:
+    """The process learned its rank late (`Sender.learn_rank`): the header says it, for `tm`
+    reading this ring after the process ended."""
+    if active is not None:
+        active.h[H_RANK] = rank
+
+
+sender_module.rank_listeners.append(_learned_rank)
+
+
 def forget() -> None:
     """Drop this process's ring (tests: each gets its own sender and ring)."""
     global active, _tried

@@ -47,6 +47,9 @@ _NOT_RARE = frozenset({"step", "metric"})
 #: Set by `agent.ring` when imported: (sender, record) -> None, numbers the record (`r`) and
 #: keeps its line in the process's ring, so a process killed before the next tick loses none.
 rare_keeper: Callable[[Sender, dict[str, Any]], None] | None = None
+#: Called with the rank when a process learns it after it started (`Sender.learn_rank`): the
+#: ring writes it in its header, the outbox drops line templates made without it.
+rank_listeners: list[Callable[[int], None]] = []
 
 
 def _rank_from_env() -> int | None:
@@ -128,6 +131,20 @@ class Sender:
         self._queue.append(record)
         if self._thread is None:
             self._start()
+
+    def learn_rank(self, rank: int) -> bool:
+        """The rank became known after this process started: a launcher that sets `RANK` only
+        in the processes it starts (Lightning's own process, its first rank, has none) leaves
+        it to `torch.distributed`. Records from now on carry it; True when it was unknown."""
+        if self.rank is not None or type(rank) is not int or rank < 0:
+            return False
+        self.rank = rank
+        for listener in tuple(rank_listeners):
+            try:
+                listener(rank)
+            except Exception:  # noqa: BLE001 - promise 1: the records still carry it
+                pass
+        return True
 
     def add_drain(self, drain: Callable[[], None]) -> None:
         """Register a callback the flusher calls before each send, to turn state into records."""

@@ -17,9 +17,10 @@ same grid; a merge coarsens to the larger one). In each block, for each rank r:
     excess_r  = compute_r - median(compute of the other ranks)
 
 The rule (stated in `rule()` and docs/ranks.md): a rank is named when its excess is over
-`SHARE` of the block's step time (the median over ranks) and over `MIN_EXCESS_S`, in
-`PERSIST` blocks in a row; it stays named until `PERSIST` blocks in a row show it under half
-that. Since when: the first step of the first of those blocks. Its cost: its mean excess over
+`SHARE` of the block's step time (the median over ranks) and over `MIN_EXCESS_S` and, when
+there are two other ranks or more, over `OUTLIER` times their spread (on a loaded machine every
+rank's compute moves; a slow rank stands apart from the others), in `PERSIST` blocks in a row;
+it stays named until `PERSIST` blocks in a row show it under half that. Since when: the first step of the first of those blocks. Its cost: its mean excess over
 the blocks it was named in, as a share of the mean step time: the others wait that long each
 step, so the job would be that much faster without it. When several nodes are joined
 (`merged`), a node whose fastest rank computes longer than the other nodes' by the same rule is
@@ -36,7 +37,7 @@ from collections import deque
 from typing import Any
 
 #: A block lasts at least this long ...
-BLOCK_S = 0.25
+BLOCK_S = 0.2
 #: ... and at least this many steps.
 BLOCK_MIN_STEPS = 4
 #: A rank is slow in a block when its compute exceeds the others' median by this share of the
@@ -46,6 +47,9 @@ SHARE = 0.10
 MIN_EXCESS_S = 0.0005
 #: Blocks in a row over the threshold to name it; under half of it to stop naming it.
 PERSIST = 3
+#: With two other ranks or more, the excess must also be this many times their own spread
+#: (the largest minus the smallest of their compute in the block).
+OUTLIER = 3.0
 #: Samples a rank keeps before the grid doubles.
 MAX_SAMPLES = 8192
 #: Blocks the live per-rank split is over (the whole run once it has ended).
@@ -58,7 +62,8 @@ def rule() -> str:
         f"a rank is named when its compute per step exceeds the median of the other ranks' by "
         f"over {SHARE:.0%} of the step time (and {MIN_EXCESS_S * 1000:g} ms) in {PERSIST} "
         f"blocks of steps in a row (each at least {BLOCK_S:g} s and {BLOCK_MIN_STEPS} steps), "
-        f"and no longer once {PERSIST} blocks in a row show it under half of that"
+        f"with two other ranks or more by over {OUTLIER:g} times how far apart they are among "
+        f"themselves, and no longer once {PERSIST} blocks in a row show it under half of that"
     )
 
 
@@ -279,10 +284,13 @@ class Stragglers:
         compute = {r: (dt - dw) / grid for r, (dt, dw) in rows.items()}
         step = _median([dt / grid for dt, _ in rows.values()])
         threshold = max(SHARE * step, MIN_EXCESS_S)
-        excess = {
-            ("rank", r): c - _median([v for q, v in compute.items() if q != r])
-            for r, c in compute.items()
-        }
+        excess: dict[tuple[str, int], float] = {}
+        spread: dict[tuple[str, int], float] = {}  # how far apart the others are among them
+        for r, c in compute.items():
+            others = [v for q, v in compute.items() if q != r]
+            excess[("rank", r)] = c - _median(others)
+            if len(others) >= 2:
+                spread[("rank", r)] = max(others) - min(others)
         members: dict[tuple[str, int], list[int]] = {("rank", r): [r] for r in compute}
         nodes: dict[int, list[int]] = {}
         for r in compute:
@@ -294,6 +302,8 @@ class Stragglers:
                 if len(rs) >= 2:
                     others = [v for q, v in node_c.items() if q != k]
                     excess[("node", k)] = node_c[k] - _median(others)
+                    if len(others) >= 2:
+                        spread[("node", k)] = max(others) - min(others)
                     members[("node", k)] = sorted(rs)
         n_ranks = len(compute)
         active = self.active
@@ -306,7 +316,11 @@ class Stragglers:
                 if active.quiet >= PERSIST:
                     self.active = None
             return
-        slow = [key for key, ex in excess.items() if ex > threshold]
+        # slow: over the threshold, and (with two others or more) an outlier among them: further
+        # from their median than OUTLIER times their own spread (on a loaded machine every rank
+        # moves; a slow one stands apart)
+        slow = [key for key, ex in excess.items()
+                if ex > threshold and ex > OUTLIER * spread.get(key, 0.0)]
         if not slow:
             self.cand, self.cand_run = None, []
             return

@@ -37,7 +37,7 @@ class ValueLines:
 
     def __init__(self) -> None:
         self.keys: dict[int, list[tuple[str, str]]] = {}
-        self.forms: dict[tuple[int, int], tuple[str, str | None]] = {}
+        self.forms: dict[tuple[int, int, int], tuple[str, str | None]] = {}
         self.bad = 0  # datagrams that could not be read (counted by the caller)
 
     def lines(self, data: bytes) -> list[bytes]:
@@ -67,10 +67,10 @@ class ValueLines:
         for kid, step, t, value, seq in _iter_slots(body):
             if not first <= seq <= last or not 0 <= kid < len(keys):
                 continue  # a refused number's stale slot
-            form = forms.get((pid, kid))
+            form = forms.get((pid, rank, kid))  # a rank learned late makes new lines
             if form is None:
                 via, key = keys[kid]
-                form = forms[(pid, kid)] = outbox.template_pair(sender, via, key)
+                form = forms[(pid, rank, kid)] = outbox.template_pair(sender, via, key)
             plain, stepped = form
             if step >= 0 and stepped is not None:
                 append((stepped % (t, value, step, seq)).encode())

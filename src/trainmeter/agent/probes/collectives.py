@@ -12,13 +12,15 @@ the three places a rank blocks for the others, without touching the user's code 
 - `Work.wait()` (the C++ handle's method, patched on its class and on the handle kinds that
   have their own): an `async_op=True` handle blocks there when the loop (or FSDP2) waits;
 - DDP's reducer, which waits in C++ at the end of the backward pass until every bucket's
-  all-reduce is done: `DistributedDataParallel._post_forward` is wrapped so that, for a forward
-  that will sync its gradients, a pre-hook on the output's autograd node queues a final callback
-  when the backward reaches it; that callback runs once the rank's own backward is computed and
-  queues a second one, which runs after the reducer's wait (callbacks run in the order queued,
-  and the reducer queues its wait when its last bucket is ready). The time between them is the
-  rank's exposed wait for the others' gradients. Nothing is returned from the hooks: gradients
-  are untouched;
+  all-reduce is done. Once a `DistributedDataParallel` is made (its `__init__` is wrapped), each
+  `torch.autograd.backward` (what `loss.backward()` calls) while one of them syncs its
+  gradients (not under `no_sync()`) puts a pre-hook on the loss's autograd node; when the
+  backward reaches it, it queues a final callback, which runs once the rank's own backward is
+  computed and queues a second one, run after the reducer's wait (callbacks run in the order
+  queued, and the reducer queues its wait when its last bucket is ready). The time between them
+  is the rank's exposed wait for the others' gradients. This holds for a DDP model under
+  `torch.compile` too, whose forward (DDP's own included) is compiled. Nothing is returned from
+  the hooks: gradients are untouched;
 - `torch.distributed._broadcast_coalesced` (DDP's parameter broadcast at start, its buffer
   broadcast in each forward: BatchNorm), which blocks in C++.
 
@@ -44,7 +46,7 @@ import time
 
 from ...payloads import COMM
 from ..sender import get_sender
-from . import guard, phases, step_totals, steps
+from . import compile_support, guard, phases, step_totals, steps
 
 TYPE_CHECKING = False  # typing costs milliseconds in every Python the run starts
 if TYPE_CHECKING:
@@ -65,7 +67,7 @@ class _Totals:
 
     __slots__ = (
         "s", "spans_s", "calls", "depth", "tail", "active", "off", "device_used",
-        "marks", "pending", "dev", "sent", "cuda", "compiling", "engine", "events", "grad_on",
+        "marks", "pending", "dev", "sent", "cuda", "compiling", "engine", "events",
         "tensor_cls",
     )
 
@@ -89,7 +91,6 @@ class _Totals:
         self.compiling: Any = bool
         self.engine: Any = None  # the autograd engine (queue_callback)
         self.events: list[Any] = []  # free timing events, reused
-        self.grad_on: Any = bool  # torch.is_grad_enabled, once bound
         self.tensor_cls: Any = None  # torch.Tensor, once bound
 
 
@@ -137,28 +138,33 @@ def _end(t0: float, ev: Any) -> None:
 
 
 def _activate() -> bool:
-    """The first wait: count from now on if this process is one of two ranks or more."""
+    """The first wait: count from now on if this process is one of two ranks or more. Never
+    raises (it runs inside the loop's collective)."""
     if T.off:
         return False
     try:
         import torch.distributed as dist
 
         ranks = dist.get_world_size() if dist.is_initialized() else 1
-    except Exception:  # noqa: BLE001 - a group we cannot read: stay off
-        ranks = 1
-    if ranks < 2:
-        T.off = True
-        return False
-    T.active = True
-    steps.step_listeners.append(_on_step)
-    sender = get_sender()
-    if sender is not None:
-        sender.add_drain(drain)
-    guard.attached(PROBE)
-    from .. import boot
+        if ranks < 2:
+            T.off = True
+            return False
+        T.active = True
+        steps.step_listeners.append(_on_step)
+        sender = get_sender()
+        if sender is not None:
+            # a launcher that set no RANK in this process (Lightning's first rank): the group
+            # knows it
+            sender.learn_rank(dist.get_rank())
+            sender.add_drain(drain)
+        guard.attached(PROBE)
+        from .. import boot
 
-    boot.say_hello()  # tm learns the probe is on (the time split gains its part)
-    return True
+        boot.say_hello()  # tm learns the probe is on (the time split gains its part)
+        return True
+    except Exception as exc:  # noqa: BLE001 - promise 1: the probe is off, the run goes on
+        _fail(exc)
+        return False
 
 
 def _on_step(n: int) -> None:
@@ -176,9 +182,12 @@ _on_step.probe = PROBE  # type: ignore[attr-defined]
 
 
 def _wrap_wait(original: Any) -> Any:
+    compiling = T.compiling  # a closure cell: dynamo reads it as a constant, with no guard
+
     @functools.wraps(original)
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if T.off or (not T.active and not _activate()) or T.compiling():
+        # dynamo may trace this (a compiled function calling a collective): a constant first
+        if compiling() or T.off or (not T.active and not _activate()):
             return original(self, *args, **kwargs)
         t0, ev = _begin()
         try:
@@ -197,6 +206,7 @@ def _wrap_collective(original: Any, async_at: int | None) -> Any:
     """A `torch.distributed` collective: a blocking call (`async_op` false, or a collective
     without it) is timed whole, launch included, and the `Work.wait()` inside it is not counted
     again; an `async_op=True` call only launches, and its handle's `wait()` is what is timed."""
+    compiling = T.compiling
 
     @functools.wraps(original)
     def collective(*args: Any, **kwargs: Any) -> Any:
@@ -204,7 +214,8 @@ def _wrap_collective(original: Any, async_at: int | None) -> Any:
             kwargs["async_op"] if "async_op" in kwargs else len(args) > async_at and args[async_at]
         ):
             return original(*args, **kwargs)
-        if T.off or (not T.active and not _activate()) or T.compiling():
+        # dynamo may trace this (a compiled function calling a collective): a constant first
+        if compiling() or T.off or (not T.active and not _activate()):
             return original(*args, **kwargs)
         t0, ev = _begin()
         try:
@@ -243,29 +254,47 @@ def _async_at(function: Any) -> int | None:
     return names.index("async_op") if "async_op" in names else None
 
 
-def _wrap_post_forward(original: Any) -> Any:
+#: Every DistributedDataParallel made in this process (weakly held).
+_ddps: Any = None
+
+
+def _wrap_ddp_init(original: Any) -> Any:
+    """A DDP model is made: from now on, each backward while it syncs is watched."""
+
     @functools.wraps(original)
-    def _post_forward(self: Any, output: Any) -> Any:
-        out = original(self, output)
-        if (
-            not T.off
-            and getattr(self, "require_backward_grad_sync", False)
-            and T.grad_on()
-            and not T.compiling()
-        ):
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        try:
+            if _ddps is not None:
+                _ddps.add(self)
+        except Exception as exc:  # noqa: BLE001 - promise 1
+            _fail(exc)
+
+    __init__.__trainmeter_original__ = original  # type: ignore[attr-defined]
+    return __init__
+
+
+def _wrap_backward(original: Any) -> Any:
+    """`torch.autograd.backward`: with a DDP model syncing its gradients, time DDP's wait."""
+    compiling = T.compiling
+
+    @functools.wraps(original)
+    def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        if not compiling() and _ddps and not T.off:
             try:
-                _watch(out)
+                if any(getattr(d, "require_backward_grad_sync", False) for d in _ddps):
+                    _watch(tensors)
             except Exception as exc:  # noqa: BLE001 - promise 1
                 _fail(exc)
-        return out
+        return original(tensors, *args, **kwargs)
 
-    _post_forward.__trainmeter_original__ = original  # type: ignore[attr-defined]
-    return _post_forward
+    backward.__trainmeter_original__ = original  # type: ignore[attr-defined]
+    return backward
 
 
 def _first_nodes(out: Any, limit: int = 4) -> list[Any]:
-    """Autograd nodes of up to `limit` output tensors (a tensor, a tuple, a dict or a model
-    output): the backward reaches one of them before any parameter's gradient."""
+    """Autograd nodes of up to `limit` of the tensors a backward starts from (a tensor, or a
+    sequence of them): the backward reaches them before any parameter's gradient."""
     found: list[Any] = []
     stack = [out]
     while stack and len(found) < limit:
@@ -282,7 +311,7 @@ def _first_nodes(out: Any, limit: int = 4) -> list[Any]:
 
 
 def _watch(out: Any) -> None:
-    """This DDP forward will sync its gradients: time the reducer's wait in its backward."""
+    """This backward will sync DDP's gradients: time the reducer's wait at its end."""
     nodes = _first_nodes(out)
     if not nodes:
         return
@@ -407,9 +436,8 @@ def attach(torch: Any) -> list[str]:
     if not dist.is_available():
         return []
     T.cuda = torch.cuda
-    T.compiling = steps.state.compiling
+    T.compiling = compile_support.compiling_check(torch)
     T.engine = torch.autograd.Variable._execution_engine
-    T.grad_on = torch.is_grad_enabled
     T.tensor_cls = torch.Tensor
     c_module = torch._C._distributed_c10d
     for cls in vars(c_module).values():  # Work, and the kinds of handle with a wait of their own
@@ -427,7 +455,12 @@ def attach(torch: Any) -> list[str]:
         setattr(dist, name, wrapped)
         if getattr(c10d, name, None) is original:  # the module's own calls between them
             setattr(c10d, name, wrapped)
+    global _ddps
+    import weakref
+
     from torch.nn.parallel import distributed as ddp
 
-    _patch(ddp.DistributedDataParallel, "_post_forward", _wrap_post_forward)
+    _ddps = weakref.WeakSet()
+    _patch(ddp.DistributedDataParallel, "__init__", _wrap_ddp_init)
+    _patch(torch.autograd, "backward", _wrap_backward)
     return []
