@@ -93,25 +93,43 @@ def test_every_non_null_figure_has_a_source_line():
             assert "halved" in src or "dense" in src, card["key"]
 
 
-# Every source line says how far it was checked: against a stored quote of the vendor's own wording,
-# against stored records of the vendor figure, or not at all ("not verified against a stored vendor
-# page"). The spec files were first written from memory, so an unmarked line is an unchecked one.
+# How each figure was looked up and how far it was checked is the maintainers' record, kept in
+# each file's "audit" (never shown): against a stored quote of the vendor's own wording, against
+# stored records of the vendor figure, or not at all ("not verified against a stored vendor
+# page"). The spec files were first written from memory, so an unmarked figure is an unchecked one.
 STATUS = (
     "confirmed by a stored quote",
     "confirmed by stored records",
     "not verified against a stored vendor page",
 )
+#: Words that tell how a figure was looked up, which a citation shown to users never says.
+LOOKUP_WORDS = ("stored", "fetched", "checked", "confirmed", "verified", "corpus", "copy at",
+                "transcri", "the lead", "a note", "found", "crawl", "mirror")
 
 
-def test_every_source_line_says_how_it_was_checked():
+def test_every_figure_says_in_its_audit_how_it_was_checked():
     for card in load_raw():
         for field in CITED_FIELDS:
             if card.get(field) is None:
                 continue
-            line = card["sources"][field].casefold()
+            line = card.get("audit", {}).get(field, "").casefold()
             assert any(s in line for s in STATUS), (
                 f"{card['key']}.{field} does not say it was checked"
             )
+
+
+def test_a_citation_names_the_document_its_line_and_the_figure_and_nothing_else():
+    """What users see (tm hardware, the MFU explanation, the passport): the document, its table
+    or line, the figure; never which copies of a page were at hand or when one was read."""
+    for card in load_raw():
+        for field, line in card["sources"].items():
+            low = line.casefold()
+            said = [w for w in LOOKUP_WORDS if w in low]
+            assert not said, f"{card['key']}.{field}: {said} in {line!r}"
+            value = card.get(field)
+            if value is not None:
+                shown = {f"{value:g}", f"{value:,g}"}
+                assert any(text in line for text in shown), (card["key"], field, value)
 
 
 def test_file_fields_and_unique_names():

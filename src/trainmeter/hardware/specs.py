@@ -1,6 +1,11 @@
 """Device specs: one JSON file a card under `specs/`, each figure with the datasheet line it
 comes from, and a lookup by the model name NVML reports.
 
+A file's `sources` are the citations users see (`tm hardware`, the MFU explanation, the
+passport): the document, its table or line, and the figure, nothing else. How each figure was
+looked up and how far it was checked is the maintainers' record, the file's `audit`, which
+no view shows (tests/hardware/test_specs.py reads both).
+
 Why it matches the way it does: a wrong peak is the most common way an MFU goes wrong (a sparse
 headline figure, a PCIe card given the SXM peak, a new card silently given an old one's). So a
 name matches only when one of a card's `nvml_names` is the whole reported name, or a run of
