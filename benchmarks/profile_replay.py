@@ -7,7 +7,8 @@ The same synthetic log as `run_all.py`'s replay row, read four times in one proc
 one stage further along the path `tm summary` and `tm view` take (best of 3 each):
 
 1. read the file in blocks and split it into lines;
-2. + the decoder (orjson, the fast checks, the standard-library path where unsure);
+2. + the decoder (typed msgspec records for the common kinds, orjson and the fast checks for
+   the others, the standard-library path where unsure: `runlog.typed.typed_many`);
 3. + the recorder and the engine (`runlog.replay.replay` without observers);
 4. + the dashboard's bounded history and ~2,000 sampled snapshots (the full replay).
 
@@ -30,6 +31,7 @@ from run_all import write_log
 
 from trainmeter.runlog.decode import Decoder
 from trainmeter.runlog.replay import BLOCK, replay
+from trainmeter.runlog.typed import typed_many
 from trainmeter.views.history import History
 
 
@@ -51,7 +53,7 @@ def decode_only(path: Path) -> int:
         while block := fh.read(BLOCK):
             lines = (rest + block).split(b"\n")
             rest = lines.pop()
-            for _ in decoder.many(lines):
+            for _ in typed_many(decoder, lines):
                 pass
     return decoder.good
 
@@ -83,7 +85,7 @@ def main() -> int:
         total = write_log(log, args.steps)
         stages = [
             ("read and split lines", read_lines),
-            ("+ decode (orjson, checks)", decode_only),
+            ("+ decode (typed, orjson, checks)", decode_only),
             ("+ recorder and engine", engine_only),
             ("+ history and ~2,000 snapshots", full),
         ]

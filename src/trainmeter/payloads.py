@@ -160,7 +160,7 @@ STEP = Kind(
         "recovered": _f(bool, "read from a ring after the process ended"),
     },
     made_in=("agent/probes/step_totals.py", "supervisor/ring.py"),
-    read_in=("engine/snapshot.py", "runlog/replay.py", "supervisor/ring.py"),
+    read_in=("engine/snapshot.py", "runlog/replay.py", "runlog/typed.py", "supervisor/ring.py"),
 )
 
 METRIC = Kind(
@@ -174,7 +174,7 @@ METRIC = Kind(
         "recovered": _f(bool, "read from a ring after the process ended"),
     },
     made_in=("records.py",),
-    read_in=("engine/snapshot.py", "supervisor/ring.py"),
+    read_in=("engine/snapshot.py", "runlog/typed.py", "supervisor/ring.py"),
 )
 
 PHASE = Kind(
@@ -186,7 +186,7 @@ PHASE = Kind(
         "n": _f(int, "occurrences in them"),
     },
     made_in=("agent/probes/phases.py",),
-    read_in=("engine/snapshot.py",),
+    read_in=("engine/snapshot.py", "runlog/typed.py"),
 )
 
 COMM = Kind(

@@ -15,6 +15,7 @@ import pytest
 
 from trainmeter import records
 from trainmeter.runlog import checkpoint
+from trainmeter.runlog import replay as replay_module
 from trainmeter.runlog.replay import replay
 from trainmeter.views.history import History
 
@@ -126,13 +127,13 @@ def test_a_growing_log_replays_only_what_follows(tmp_path: Path, monkeypatch) ->
     with open(events, "a") as fh:
         fh.write("\n".join(lines[500:]) + "\n")
     fed: list[int] = []
-    real = replay.__globals__["Decoder"].many
+    real = replay_module.typed_many
 
-    def counting(self, raw):
+    def counting(decoder, raw):
         fed.append(len(raw))
-        return real(self, raw)
+        return real(decoder, raw)
 
-    monkeypatch.setattr(replay.__globals__["Decoder"], "many", counting)
+    monkeypatch.setattr(replay_module, "typed_many", counting)
     resumed = replay(events)
     assert sum(fed) == len(lines) - 500  # only the appended lines were read
     monkeypatch.undo()

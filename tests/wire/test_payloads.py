@@ -13,6 +13,7 @@ import pytest
 from trainmeter import payloads, records
 from trainmeter.engine import Engine
 from trainmeter.runlog.decode import Decoder
+from trainmeter.runlog.typed import TYPED, typed_many
 
 PKG = Path(payloads.__file__).resolve().parent
 
@@ -47,6 +48,13 @@ def test_each_kind_round_trips_through_its_payload_type(name: str) -> None:
     for _, r in got:
         engine.feed(r)
     assert engine.ignored == 0  # the engine reads every field it is given without failing
+    if name in TYPED:  # a replay reads the common kinds typed: the same fields, as attributes
+        typed = typed_many(Decoder(), lines)[-1][1]
+        assert type(typed) is TYPED[name] and typed.kind == name
+        assert {f: getattr(typed.d, f) for f in kind.fields} == d
+        fed = Engine()
+        fed.feed_many([r for _, r in typed_many(Decoder(), lines)])
+        assert fed.ignored == 0 and fed.snapshot(now=12.0) == engine.snapshot(now=12.0)
 
 
 def test_build_refuses_a_field_the_kind_does_not_have() -> None:

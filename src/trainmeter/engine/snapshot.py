@@ -104,6 +104,12 @@ class Engine:
             payloads.MEMORY.name: self._on_memory,
             payloads.CRASH.name: self.death.crash,
         }
+        #: the handlers of typed records (`feed_many`): the common kinds only
+        self._typed = {
+            payloads.STEP.name: self._typed_step,
+            payloads.METRIC.name: self._typed_metric,
+            payloads.PHASE.name: self._typed_phase,
+        }
 
     # ---- input -------------------------------------------------------------------------
 
@@ -112,6 +118,9 @@ class Engine:
 
         Constant, small work per record (a replay feeds every line of a long log): the common
         types are told apart by `type(...) is`, the rare ones by the general checks."""
+        if type(record) is not dict and hasattr(record, "d"):  # a typed record (`feed_many`)
+            self.feed_many((record,))
+            return
         self.records += 1
         try:
             t = record["t"]
@@ -137,20 +146,61 @@ class Engine:
         except Exception:  # noqa: BLE001 - a malformed record must not stop a replay
             self.ignored += 1
 
+    def feed_many(self, records: list[Any]) -> None:
+        """`feed` each record in order: a dict, or a typed record of the common kinds
+        (`runlog/typed.py`: `kind`, `t`, `rank`, `src` and `d`'s fields as attributes, already
+        checked: `t` a finite number, counts whole). Both go through the same handlers below
+        (`_step`, `_metric`, `_phase`): the typed one only skips the dict lookups."""
+        feed = self.feed
+        typed = self._typed
+        for record in records:
+            if type(record) is dict:
+                feed(record)
+                continue
+            self.records += 1
+            try:
+                t = record.t
+                if t > self.t_last:
+                    self.t_last = t
+                if not self._started:
+                    self._started = True
+                    self.t0 = t
+                typed[record.kind](record, record.d, t)
+            except Exception:  # noqa: BLE001 - a malformed record must not stop a replay
+                self.ignored += 1
+
+    def _typed_step(self, record: Any, d: Any, t: float) -> None:
+        self._step(record.rank or 0, t, d.k, d.tokens, d.real_tokens, d.n)
+
+    def _typed_metric(self, record: Any, d: Any, t: float) -> None:
+        self._metric(record.rank or 0, t, d.key, d.value, d.via, record.src, d.step)
+
+    def _typed_phase(self, record: Any, d: Any, t: float) -> None:
+        self._phase(record.rank, t, d.name, d.s, d.n)
+
     def _on_step(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
-        r = record.get("rank") or 0
-        k = d.get("k")
+        get = d.get
+        self._step(record.get("rank") or 0, t, get("k"), get("tokens"), get("real_tokens"), get("n"))
+
+    def _step(self, r: Any, t: float, k: Any, tokens: Any, real: Any, n: Any) -> None:
         self.ranks.step(r, t, k if isinstance(k, int) and k > 0 else 1)
         if not self.rank_model.is_clock(r):
             return  # the node's local rank 0 is its step clock
         ledger = self.ledger
         ledger.step(t)
-        self.clock.step(t, d)
+        self.clock.step_values(t, k, tokens, real, n)
         self.data_window.step(t, ledger.phase_s.get("data", 0.0))
 
     def _on_metric(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
-        r = record.get("rank") or 0
-        key, value = d.get("key"), d.get("value")
+        get = d.get
+        self._metric(
+            record.get("rank") or 0, t, get("key"), get("value"), get("via"), record.get("src"),
+            get("step"),
+        )
+
+    def _metric(
+        self, r: Any, t: float, key: Any, value: Any, via: Any, src: Any, step: Any
+    ) -> None:
         kind_v = type(value)
         if kind_v is float:
             if value - value != 0.0:  # infinite or NaN
@@ -161,9 +211,7 @@ class Engine:
             value = num(value)
         if type(key) is not str and not isinstance(key, str) or value is None:
             return
-        via = d.get("via")
-        emitted = via == "emit" if via else record.get("src") == "emit"
-        step = d.get("step")
+        emitted = via == "emit" if via else src == "emit"
         via = via if isinstance(via, str) else None
         taken = self.series.add(key, value, via, emitted, step, r if isinstance(r, int) else 0)
         if taken and self._points is not None:
@@ -207,16 +255,17 @@ class Engine:
         return points
 
     def _on_phase(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
-        if not self.rank_model.is_clock(record.get("rank")):
+        self._phase(record.get("rank"), t, d.get("name"), d.get("s"), d.get("n"))
+
+    def _phase(self, rank: Any, t: float, name: Any, seconds: Any, n: Any) -> None:
+        if not self.rank_model.is_clock(rank):
             return
-        name, seconds = d.get("name"), d.get("s")
         if type(seconds) is float:
             if seconds - seconds != 0.0:
                 return
         else:
             seconds = num(seconds)
         if isinstance(name, str) and seconds is not None and seconds >= 0:
-            n = d.get("n")
             self.ledger.phase(name, seconds, n if isinstance(n, int) and n > 0 else 1, t)
 
     def _on_comm(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:

@@ -48,14 +48,14 @@ class StepClock:
         self.record_interval = MovingAverage(ALPHA, 1)  # the stuck-run alert's pace
 
     def step(self, t: float, d: dict[str, Any]) -> None:
-        k = d.get("k")
+        self.step_values(t, d.get("k"), d.get("tokens"), d.get("real_tokens"), d.get("n"))
+
+    def step_values(self, t: float, k: Any, tokens: Any, real: Any, n: Any) -> None:
+        """One step record's fields, however it was read (a dict's `d`, or a typed record)."""
         if type(k) is not int or k <= 0:  # the common case first: a plain positive int
             k = k if isinstance(k, int) and not isinstance(k, bool) and k > 0 else 1
-        tokens = d.get("tokens")
         tokens = float(tokens) if type(tokens) is int else num(tokens)
-        real = d.get("real_tokens")
         real = None if real is None else num(real)
-        n = d.get("n")
         if type(n) is int or isinstance(n, int) and not isinstance(n, bool):
             self.last_n = n
         dp = self.dp

@@ -129,7 +129,6 @@ class Recorder:
             append = self.store.append if self.store.path is not None else None
             engine = self.engine
             direct = self._before_engine is None and engine is not None
-            feed = engine.feed if direct else None  # type: ignore[union-attr]
             log_hash = self.log_hash
             for line, record in pairs:
                 if append is not None:
@@ -138,24 +137,31 @@ class Recorder:
                         log_hash.update(line)
                         log_hash.update(b"\n")
                         self.log_bytes += len(line) + 1
+                if type(record) is not dict:
+                    continue  # a typed record (`runlog/typed.py`): a step, metric or phase
                 kind = record.get("kind")
                 if kind == _HELLO and isinstance(record.get("pid"), int):
                     self.hello_pids.add(record["pid"])
                 elif kind == _FACT and record["d"].get("key") == "observe_only":
                     self.observe_only.append(str(record["d"].get("value")))
-                if feed is None:
+                if not direct:
                     if self._before_engine is not None:
                         self._before_engine.append(record)
                     else:
                         self._feed(record)
-                    continue
+            if direct:
+                feed_many = getattr(engine, "feed_many", None)
                 try:
-                    feed(record)
+                    if feed_many is not None:
+                        feed_many([record for _, record in pairs])
+                    else:
+                        for _, record in pairs:
+                            engine.feed(record)  # type: ignore[union-attr]
                 except Exception as exc:  # noqa: BLE001 - counted and said as in `_feed`
                     self.feed_errors += 1
-                    self.warn("engine.feed", f"the engine failed on a {kind} record: {exc!r}")
-            if feed is not None and self.observers:
-                self._show()
+                    self.warn("engine.feed", f"the engine failed on a block of records: {exc!r}")
+                if self.observers:
+                    self._show()
             self.written += len(pairs)
             now = time.monotonic()
             if now - self._last_flush >= FLUSH_EVERY_S:

@@ -33,6 +33,7 @@ from .decode import Decoder, log_summary
 from .observers import ObserverSet
 from .recorder import EngineLike, Recorder
 from .store import RunStore
+from .typed import typed_many
 from .warn import WarnOnce
 
 #: Bytes read at a time: about a hundred records alive at once, whatever the log's size.
@@ -97,6 +98,8 @@ def replay(
     feed = _Observed(recorder, state.observers, warn, state.interval)
     feed.next_t = state.next_t
     start = state.offset
+    # the common kinds read typed for an engine that reads them (`Engine.feed_many`), else dicts
+    read = typed_many if hasattr(state.engine, "feed_many") else Decoder.many
     with open(events, "rb") as fh:
         before = checkpoint.stat_key(os.fstat(fh.fileno()))
         fh.seek(start)
@@ -130,7 +133,7 @@ def replay(
                 for _ in range(len(lines) - len(kept)):
                     decoder.skip("line too long")
                 lines = kept
-            feed(decoder.many(lines))
+            feed(read(decoder, lines))
         offset = consumed - len(rest)
         if (use_ckpt and hasher is not None and not skipping and state.engine is not None
                 and offset > start):
@@ -144,7 +147,7 @@ def replay(
             )
         if rest and not skipping:  # a last line without its newline (a crash cut it, or an editor)
             result.lines += 1
-            feed(decoder.many([rest]))
+            feed(read(decoder, [rest]))
     result.records = decoder.good
     result.bad = decoder.skipped
     result.bad_reasons = dict(decoder.reasons)
@@ -303,8 +306,8 @@ class _Observed:
         kinds = _SNAPSHOT_KINDS
         next_t = self.next_t
         for i, (_, record) in enumerate(pairs):
-            if record["kind"] in kinds:
-                t = record["t"]
+            if (record["kind"] if type(record) is dict else record.kind) in kinds:
+                t = record["t"] if type(record) is dict else record.t
                 if next_t is None:
                     next_t = t + self.interval
                 elif t >= next_t:

@@ -1,0 +1,172 @@
+"""Typed decoding of the common record kinds, for a replay: a line straight into the record the
+engine reads, checked as it is parsed.
+
+A log is nine tenths `step`, `metric` and `phase` records. Parsing each into dicts, then checking
+every field with Python type tests (`decode._sure`), then reading them back with `dict.get` in
+the engine, was most of a replay's cost per record. Here msgspec parses such a line into a
+`Struct` made from the kind's fields in `payloads.py`, with the plausibility bounds of
+`plausible.py` as constraints (a count whole, at least 0 and at most its limit; every number
+finite; `t` not negative; rank and pid whole and not negative; no field the kind does not have),
+and the engine reads the fields as attributes (`Engine.feed_many`, through the same handlers as a
+dict). Like the decoder's other fast path it only ever *accepts*: a line it is not sure of (any
+other kind, a field of another type, a bound crossed, a line long enough to nest deep) goes to
+`Decoder.many`, which decides and names the reason, so both paths take the same lines and count
+the same skips. msgspec is a dependency of `tm` (never of the agent); without it a replay reads
+every line the other way.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Annotated, Any, ClassVar, Literal
+
+from .. import payloads
+from .decode import _SHORT, BEFORE_START_S, MAX_RUN_S, Decoder, _fast_parser
+from .plausible import MAX_STEPS_PER_RECORD, MAX_TOKENS_PER_RECORD
+
+try:
+    import msgspec
+    from msgspec import Meta
+except ImportError:  # pragma: no cover - msgspec is a dependency of tm
+    msgspec = None  # type: ignore[assignment]
+
+_MAX_FLOAT = 1.7976931348623157e308
+_INF = float("inf")
+
+if msgspec is not None:
+    _Whole = Annotated[int, Meta(ge=0)]
+    _Finite = Annotated[float, Meta(ge=-_MAX_FLOAT, le=_MAX_FLOAT)]
+    _NotNegative = _Whole | Annotated[float, Meta(ge=0.0, le=_MAX_FLOAT)]
+    _Number = int | _Finite
+
+    def _count(limit: float) -> Any:
+        return _Whole if limit == _INF else Annotated[int, Meta(ge=0, le=int(limit))]
+
+    #: Each typed kind's field types and bounds; the fields themselves are the table's
+    #: (`payloads.py`), checked in `_payload` (a field the table has and this does not is Any).
+    _TYPES: dict[str, dict[str, Any]] = {
+        payloads.STEP.name: {
+            "k": _count(MAX_STEPS_PER_RECORD),
+            "n": _count(_INF),
+            "tokens": _count(MAX_TOKENS_PER_RECORD),
+            "real_tokens": _count(MAX_TOKENS_PER_RECORD),
+            "micro": _count(_INF),
+            "recovered": bool,
+        },
+        payloads.METRIC.name: {
+            "key": str, "value": _Number, "via": str, "step": int, "recovered": bool,
+        },
+        payloads.PHASE.name: {"name": str, "s": _NotNegative, "n": _NotNegative},
+    }
+
+    class _Fields(msgspec.Struct, forbid_unknown_fields=True):
+        """A payload read as a record is: `d.get(name)` as well as `d.name`."""
+
+        def get(self, name: str, default: Any = None) -> Any:
+            value = getattr(self, name, default)
+            return default if value is None else value
+
+    class _Typed(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True):
+        """The envelope (`records.py`), read as a record is: `record["t"]`, `record.get(...)`."""
+
+        v: Literal[1]
+        t: _Whole | Annotated[float, Meta(ge=0.0, le=_MAX_FLOAT)]
+        d: Any
+        src: str | None = None
+        rank: _Whole | None = None
+        pid: _Whole | None = None
+        q: int | None = None
+        r: int | None = None
+        recovered: bool | None = None
+        kind: ClassVar[str]
+
+        def get(self, name: str, default: Any = None) -> Any:
+            value = getattr(self, name, default)
+            return default if value is None else value
+
+        def __getitem__(self, name: str) -> Any:
+            return getattr(self, name)
+
+    def _payload(kind: payloads.Kind) -> type:
+        types = _TYPES[kind.name]
+        return msgspec.defstruct(
+            f"{kind.name.title()}Fields",
+            [(name, types.get(name, Any) | None, None) for name in kind.fields],
+            bases=(_Fields,),
+            kw_only=True,
+        )
+
+    def _record(kind: payloads.Kind) -> type:
+        return msgspec.defstruct(
+            f"{kind.name.title()}Record",
+            [("d", _payload(kind)), ("kind", ClassVar[str], kind.name)],
+            bases=(_Typed,),
+            tag=kind.name,
+            kw_only=True,
+        )
+
+    TYPED = {name: _record(payloads.KINDS[name]) for name in _TYPES}
+    _DECODE = msgspec.json.Decoder(functools.reduce(operator.or_, TYPED.values())).decode
+    _ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
+    _STEP = TYPED[payloads.STEP.name]
+else:  # pragma: no cover
+    TYPED = {}
+
+
+def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
+    """`decoder.many(raw)`, with the lines of the common kinds read typed: (exact line, record)
+    for each good line, in order; the others go through `decoder.many`, which decides."""
+    if not TYPED or decoder.from_socket:
+        return decoder.many(raw)
+    _fast_parser()  # the other lines come a few at a time: orjson for them too, not json
+    out: list[tuple[bytes, Any]] = []
+    append = out.append
+    other: list[bytes] = []  # lines for the decoder, in order, until the next typed record
+    decode, errors, step, short = _DECODE, _ERRORS, _STEP, _SHORT
+    low, high = _window(decoder)
+    taken = len(out)
+    for line in raw:
+        if len(line) >= short or decoder.ended:
+            other.append(line)
+            continue
+        try:
+            record = decode(line)
+        except errors:
+            other.append(line)  # blank, another kind, or not sure: the decoder decides
+            continue
+        t = record.t
+        if not low <= t <= high or (
+            type(record) is step
+            and record.d.real_tokens is not None
+            and record.d.tokens is not None
+            and record.d.real_tokens > record.d.tokens
+        ):
+            other.append(line)  # not sure: the decoder decides, and names the reason
+            continue
+        if other:
+            decoder.lines += len(out) - taken
+            decoder.good += len(out) - taken
+            out.extend(decoder.many(other))
+            taken = len(out)
+            other = []
+            low, high = _window(decoder)
+            if decoder.ended or not low <= t <= high:  # a run.start or run.end among them
+                other.append(line)
+                continue
+        append((line.strip(), record))
+    decoder.lines += len(out) - taken
+    decoder.good += len(out) - taken
+    if other:
+        out.extend(decoder.many(other))
+    return out
+
+
+def _window(decoder: Decoder) -> tuple[float, float]:
+    """The times a record of the run can carry (`plausible.in_run`, as `Decoder` applies it)."""
+    if decoder.t_start is None:
+        return -_INF, _INF
+    return decoder.t_start - BEFORE_START_S, decoder.t_start + MAX_RUN_S
+
+
+__all__ = ["TYPED", "typed_many"]

@@ -1,0 +1,122 @@
+"""A replay's typed decoding (`runlog/typed.py`) takes exactly the lines the decoder takes, with
+the same values, counts the same skips with the same reasons, and the engine reads a typed record
+as it reads the dict (`Engine.feed_many`): the same snapshot, the same points."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainmeter.engine import Engine
+from trainmeter.runlog import replay as replay_module
+from trainmeter.runlog.decode import Decoder
+from trainmeter.runlog.replay import replay
+from trainmeter.runlog.typed import TYPED, typed_many
+
+from .test_decode_fast import STEP, TRICKY, _records
+
+pytest.importorskip("msgspec")
+START = b'{"v":1,"t":0,"src":"tm","rank":null,"pid":1,"kind":"run.start","d":{"argv":[]}}'
+
+
+def _as_dict(record) -> list:
+    """A record as the decoder's dict would hold it (fields it did not carry left out), its
+    keys sorted (a typed record keeps its kind's field order)."""
+    return sorted((k, sorted(v.items()) if isinstance(v, dict) else v)
+                  for k, v in _fields(record).items())
+
+
+def _fields(record) -> dict:
+    if type(record) is dict:
+        d = record["d"] if isinstance(record["d"], dict) else record["d"]
+        out = {k: v for k, v in record.items() if k != "d" and v is not None}
+        out["d"] = {k: v for k, v in d.items() if v is not None} if isinstance(d, dict) else d
+        return out
+    out = {k: getattr(record, k) for k in ("v", "t", "src", "rank", "pid", "q", "r", "recovered")}
+    out = {k: v for k, v in out.items() if v is not None}
+    out["kind"] = record.kind
+    out["d"] = {f: getattr(record.d, f) for f in record.d.__struct_fields__
+                if getattr(record.d, f) is not None}
+    return out
+
+
+def _both(lines: list[bytes]) -> tuple[tuple, tuple]:
+    plain, typed = Decoder(), Decoder()
+    got_plain = [(line, _as_dict(r)) for line, r in plain.many(lines)]
+    got_typed = [(line, _as_dict(r)) for line, r in typed_many(typed, lines)]
+    said = lambda d: (d.lines, d.good, d.skipped, d.reasons, d.ended, d.t_start)  # noqa: E731
+    return (repr(got_plain), said(plain)), (repr(got_typed), said(typed))
+
+
+def test_tricky_lines_are_taken_and_skipped_as_the_decoder_does() -> None:
+    lines = [START] + [STEP] * 40 + TRICKY + [STEP]
+    read = [r for _, r in typed_many(Decoder(), lines)]
+    assert sum(type(r) is TYPED["step"] for r in read) == 41  # the agent's steps: typed
+    plain, typed = _both(lines)
+    assert typed == plain  # repr: an int that came back a float would show
+    assert plain[1][2] >= 20
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_records, min_size=1, max_size=40))
+def test_random_records_are_read_the_same(recs: list[dict]) -> None:
+    lines = [START] + [json.dumps(r).encode() for r in recs] + [STEP] * 3
+    plain, typed = _both(lines)
+    assert typed == plain
+
+
+_hot = st.one_of(
+    st.fixed_dictionaries(
+        {"kind": st.just("step"), "rank": st.sampled_from([None, 0, 1]),
+         "d": st.fixed_dictionaries({}, optional={
+             "k": st.integers(0, 5), "tokens": st.integers(0, 10**6),
+             "real_tokens": st.integers(0, 10), "n": st.integers(0, 100),
+             "micro": st.integers(0, 4)})}),
+    st.fixed_dictionaries(
+        {"kind": st.just("metric"), "rank": st.sampled_from([None, 0, 1, 2]),
+         "src": st.sampled_from(["emit", "agent"]),
+         "d": st.fixed_dictionaries({"key": st.sampled_from(["loss", "train/loss", "lr"])},
+                                    optional={"value": st.one_of(st.integers(-5, 5), st.floats(-1e6, 1e6)),
+                                              "via": st.sampled_from(["emit", "wandb"]),
+                                              "step": st.integers(0, 50)})}),
+    st.fixed_dictionaries(
+        {"kind": st.just("phase"), "rank": st.sampled_from([None, 0, 1]),
+         "d": st.fixed_dictionaries({"name": st.sampled_from(["data", "eval"])},
+                                    optional={"s": st.floats(0, 5), "n": st.integers(0, 3)})}),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(_hot, st.floats(0, 0.5)), min_size=1, max_size=60))
+def test_the_engine_reads_a_typed_record_as_the_dict(recs: list) -> None:
+    t, lines = 1.0, [START]
+    for rec, dt in recs:
+        t += dt
+        lines.append(json.dumps({"v": 1, "t": t, "src": rec.get("src", "agent"), "rank": rec["rank"],
+                                 "pid": 7, "kind": rec["kind"], "d": rec["d"]}).encode())
+    as_dicts, as_typed = Engine(), Engine()
+    as_dicts.take_points(), as_typed.take_points()
+    as_dicts.feed_many([r for _, r in Decoder().many(lines)])
+    typed = [r for _, r in typed_many(Decoder(), lines)]
+    as_typed.feed_many(typed)
+    assert as_typed.snapshot(now=t) == as_dicts.snapshot(now=t)
+    assert as_typed.take_points() == as_dicts.take_points()
+    assert as_typed.sample(now=t) == as_dicts.sample(now=t)
+
+
+def test_a_replay_is_the_same_read_typed_or_not(tmp_path: Path, monkeypatch) -> None:
+    events = tmp_path / "events.jsonl"
+    steps = [b'{"v":1,"t":%d.5,"src":"agent","rank":0,"pid":1,"kind":"step","d":{"k":1,"tokens":512,"n":%d}}'
+             % (i, i) for i in range(1, 400)]
+    events.write_bytes(b"\n".join([START] + steps[:200] + TRICKY + steps[200:]) + b'\n{"v":1,')
+    typed = replay(events, resume=False)
+    monkeypatch.setattr(replay_module, "typed_many", lambda decoder, lines: decoder.many(lines))
+    plain = replay(events, resume=False)
+    assert typed.snapshot == plain.snapshot
+    assert (typed.lines, typed.records, typed.bad, typed.bad_reasons, typed.finished) == (
+        plain.lines, plain.records, plain.bad, plain.bad_reasons, plain.finished,
+    )
