@@ -120,3 +120,15 @@ def test_a_replay_is_the_same_read_typed_or_not(tmp_path: Path, monkeypatch) -> 
     assert (typed.lines, typed.records, typed.bad, typed.bad_reasons, typed.finished) == (
         plain.lines, plain.records, plain.bad, plain.bad_reasons, plain.finished,
     )
+
+
+def test_the_ledger_refuses_the_same_steps_read_typed() -> None:
+    """50 step records of k = 999,999 in a 10 s run: the ledger (what the time since run.start
+    allows) refuses the same ones, with the same reason, whichever way they are read."""
+    lines = [START] + [
+        b'{"v":1,"t":%g,"src":"agent","rank":0,"pid":1,"kind":"step","d":{"k":999999,"n":%d}}'
+        % (0.2 * i, i) for i in range(1, 51)
+    ] + [b'{"v":1,"t":9,"src":"agent","rank":0,"pid":1,"kind":"phase","d":{"name":"eval","s":1e6}}']
+    plain, typed = _both(lines)
+    assert typed == plain
+    assert plain[1][2] >= 40 and any("implausible" in r for r in plain[1][3])

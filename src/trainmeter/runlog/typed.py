@@ -6,8 +6,9 @@ every field with Python type tests (`decode._sure`), then reading them back with
 the engine, was most of a replay's cost per record. Here msgspec parses such a line into a
 `Struct` made from the kind's fields in `payloads.py`, with the plausibility bounds of
 `plausible.py` as constraints (a count whole, at least 0 and at most its limit; every number
-finite; `t` not negative; rank and pid whole and not negative; no field the kind does not have),
-and the engine reads the fields as attributes (`Engine.feed_many`, through the same handlers as a
+finite; `t` not negative; rank and pid whole and in range; a key's length; no field the kind
+does not have), counted in the decoder's `Ledger` in their place (`plausible.Ledger`), and the
+engine reads the fields as attributes (`Engine.feed_many`, through the same handlers as a
 dict). Like the decoder's other fast path it only ever *accepts*: a line it is not sure of (any
 other kind, a field of another type, a bound crossed, a line long enough to nest deep) goes to
 `Decoder.many`, which decides and names the reason, so both paths take the same lines and count
@@ -22,8 +23,22 @@ import operator
 from typing import Annotated, Any, ClassVar, Literal
 
 from .. import payloads
-from .decode import _SHORT, BEFORE_START_S, MAX_RUN_S, Decoder, _fast_parser
-from .plausible import MAX_STEPS_PER_RECORD, MAX_TOKENS_PER_RECORD
+from .decode import (
+    _LEDGER_KINDS,
+    _SHORT,
+    BEFORE_START_S,
+    MAX_RUN_S,
+    Decoder,
+    _fast_parser,
+    reason_of,
+)
+from .plausible import (
+    MAX_KEY_CHARS,
+    MAX_RANKS,
+    MAX_STEPS_PER_RECORD,
+    MAX_TOKENS_PER_RECORD,
+    Implausible,
+)
 
 try:
     import msgspec
@@ -32,6 +47,7 @@ except ImportError:  # pragma: no cover - msgspec is a dependency of tm
     msgspec = None  # type: ignore[assignment]
 
 _MAX_FLOAT = 1.7976931348623157e308
+_LEDGERED = _LEDGER_KINDS  # the kinds the decoder's `Ledger` counts
 _INF = float("inf")
 
 if msgspec is not None:
@@ -55,7 +71,8 @@ if msgspec is not None:
             "recovered": bool,
         },
         payloads.METRIC.name: {
-            "key": str, "value": _Number, "via": str, "step": int, "recovered": bool,
+            "key": Annotated[str, Meta(max_length=MAX_KEY_CHARS)],
+            "value": _Number, "via": str, "step": int, "recovered": bool,
         },
         payloads.PHASE.name: {"name": str, "s": _NotNegative, "n": _NotNegative},
     }
@@ -67,6 +84,9 @@ if msgspec is not None:
             value = getattr(self, name, default)
             return default if value is None else value
 
+        def __getitem__(self, name: str) -> Any:
+            return getattr(self, name)
+
     class _Typed(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True):
         """The envelope (`records.py`), read as a record is: `record["t"]`, `record.get(...)`."""
 
@@ -74,7 +94,7 @@ if msgspec is not None:
         t: _Whole | Annotated[float, Meta(ge=0.0, le=_MAX_FLOAT)]
         d: Any
         src: str | None = None
-        rank: _Whole | None = None
+        rank: Annotated[int, Meta(ge=0, le=MAX_RANKS)] | None = None
         pid: _Whole | None = None
         q: int | None = None
         r: int | None = None
@@ -116,7 +136,9 @@ else:  # pragma: no cover
 
 def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
     """`decoder.many(raw)`, with the lines of the common kinds read typed: (exact line, record)
-    for each good line, in order; the others go through `decoder.many`, which decides."""
+    for each good line, in order; the others go through `decoder.many`, which decides. A typed
+    step or phase is counted in the decoder's `Ledger` (the time since `run.start` bounds what a
+    process did) in its place in the log, as the decoder counts its own."""
     if not TYPED or decoder.from_socket:
         return decoder.many(raw)
     _fast_parser()  # the other lines come a few at a time: orjson for them too, not json
@@ -124,8 +146,9 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
     append = out.append
     other: list[bytes] = []  # lines for the decoder, in order, until the next typed record
     decode, errors, step, short = _DECODE, _ERRORS, _STEP, _SHORT
+    admit, ledgered = decoder.ledger.admit, _LEDGERED
     low, high = _window(decoder)
-    taken = len(out)
+    good = 0
     for line in raw:
         if len(line) >= short or decoder.ended:
             other.append(line)
@@ -145,18 +168,23 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
             other.append(line)  # not sure: the decoder decides, and names the reason
             continue
         if other:
-            decoder.lines += len(out) - taken
-            decoder.good += len(out) - taken
             out.extend(decoder.many(other))
-            taken = len(out)
             other = []
             low, high = _window(decoder)
             if decoder.ended or not low <= t <= high:  # a run.start or run.end among them
                 other.append(line)
                 continue
+        if record.kind in ledgered:
+            try:
+                admit(record, decoder.t_start)
+            except Implausible as exc:
+                decoder.lines += 1
+                decoder.skip(reason_of(exc))
+                continue
+        good += 1
         append((line.strip(), record))
-    decoder.lines += len(out) - taken
-    decoder.good += len(out) - taken
+    decoder.lines += good
+    decoder.good += good
     if other:
         out.extend(decoder.many(other))
     return out
