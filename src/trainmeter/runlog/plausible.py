@@ -332,6 +332,9 @@ def forged(record: dict[str, Any]) -> str | None:
     return None
 
 
+_COUNTS = (int, float)
+
+
 class Ledger:
     """What each process has done since `run.start`, and what the time elapsed allows it.
 
@@ -342,11 +345,10 @@ class Ledger:
     come from at most `MAX_PROCESSES_PER_RANK` processes (a pid made up per record cannot buy a
     budget per record)."""
 
-    __slots__ = ("steps", "tokens", "phases", "pids", "anchor")
+    __slots__ = ("steps", "phases", "pids", "anchor")
 
     def __init__(self) -> None:
-        self.steps: dict[tuple[Any, Any], int] = {}
-        self.tokens: dict[tuple[Any, Any], float] = {}
+        self.steps: dict[tuple[Any, Any], list[Any]] = {}  # (rank, pid) -> [steps, tokens]
         self.phases: dict[tuple[Any, Any, Any], list[float]] = {}
         self.pids: dict[Any, set[Any]] = {}
         self.anchor: float | None = None  # the first record's time, when run.start is unknown
@@ -375,28 +377,36 @@ class Ledger:
     def admit(self, record: dict[str, Any], t_start: float | None) -> None:
         """Count a `step`, `phase`, `comm` or `crash` record, or raise `Implausible` (then
         nothing is counted): a process's comm wait is bounded like a phase's time, its crashes
-        by `MAX_CRASHES_PER_PROCESS`."""
+        by `MAX_CRASHES_PER_PROCESS`. (A replay reads millions of `step` records: theirs is
+        the path written out, a few dictionary lookups and type tests.)"""
         kind = record["kind"]
         if kind == "step":
+            who = (record.get("rank") or 0, record.get("pid"))
+            totals = self.steps.get(who)
+            if totals is None:
+                self._process(record)
+                totals = self.steps[who] = [0, 0]
+            t = record["t"]
+            if t_start is None:
+                if self.anchor is None:
+                    self.anchor = t
+                t_start = self.anchor
+            elapsed = (t - t_start if t > t_start else 0.0) + BUDGET_SLACK_S
             d = record["d"]
-            elapsed = self._elapsed(record["t"], t_start)
-            who = self._process(record)
-            k = d.get("k")
-            steps = self.steps.get(who, 0) + (k if type(k) is int else 0)
+            k, tokens = d.get("k"), d.get("tokens")
+            steps = totals[0] + k if type(k) is int else totals[0]
+            seen = totals[1] + tokens if type(tokens) in _COUNTS else totals[1]
             if steps > MAX_STEPS_PER_S * elapsed:
                 raise Implausible(
                     f"implausible step rate: {steps} steps in {elapsed:.3g} s of the run "
                     f"(at most {MAX_STEPS_PER_S} a second)"
                 )
-            tokens = d.get("tokens")
-            total = self.tokens.get(who, 0) + (tokens if _number(tokens) else 0)
-            if total > MAX_TOKENS_PER_S * elapsed:
+            if seen > MAX_TOKENS_PER_S * elapsed:
                 raise Implausible(
-                    f"implausible step rate: {total:g} tokens in {elapsed:.3g} s of the run "
+                    f"implausible step rate: {seen:g} tokens in {elapsed:.3g} s of the run "
                     f"(at most {MAX_TOKENS_PER_S:g} a second)"
                 )
-            self.steps[who] = steps
-            self.tokens[who] = total
+            totals[0], totals[1] = steps, seen
         elif kind == "comm":
             d = record["d"]
             elapsed = self._elapsed(record["t"], t_start)
