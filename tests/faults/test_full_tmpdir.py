@@ -111,3 +111,72 @@ def test_a_full_tmpdir_kills_neither_the_run_nor_tm(tmp_path: Path) -> None:
     # every value arrives, or is counted: none is silently lost to the full disk
     assert len(values) + dropped >= STEPS * PER_STEP, (len(values), dropped)
     assert len({(e["d"]["key"], e["d"].get("step")) for e in values}) == len(values)
+
+
+WORKERS_SCRIPT = """
+import multiprocessing as mp, os, sys, tempfile
+import torch
+from trainmeter import emit
+
+def train(seed):
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(8, 4)
+    for step in range(200):
+        loss = model(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        emit(loss=loss.item(), seed=float(seed))
+    return seed
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    try:  # the disk fills before the workers are forked: none can make its own ring
+        with open(os.path.join(tempfile.gettempdir(), "filler"), "wb") as fh:
+            while True:
+                fh.write(b"x" * 65536)
+                fh.flush()
+    except OSError as exc:
+        print("filled:", exc.strerror, file=sys.stderr)
+    ctx = mp.get_context("fork")
+    with ctx.Pool(2) as pool:  # stopped with SIGTERM when the block ends
+        assert pool.map(train, [0, 1]) == [0, 1]
+    alone = ctx.Process(target=train, args=(2,))  # ends with os._exit
+    alone.start()
+    alone.join()
+    print("exit", alone.exitcode)
+"""
+
+
+def test_workers_forked_once_the_disk_is_full_lose_nothing_uncounted(tmp_path: Path) -> None:
+    """Issue 27 item 4: with $TMPDIR full, fork workers lost 45-80 steps each with no count (no
+    ring, and os._exit or the pool's SIGTERM skips the exit flush). Now spare rings tm reserved
+    while there was room go to the first workers (the pool's, stopped by SIGTERM), and a worker
+    without one (the third: the spares are gone and the disk full) flushes at os._exit."""
+    small = tmp_path / "small"
+    small.mkdir()
+    prefix = _namespace_prefix(small, "48m")  # room for tm's spares when the run starts
+    script = tmp_path / "workers.py"
+    script.write_text(WORKERS_SCRIPT)
+    env = tm_env(TMPDIR=str(small), OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [*prefix, sys.executable, "-m", "trainmeter", "-q", "--no-web", str(script)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "filled:" in proc.stderr and "exit 0" in proc.stdout
+    events = read_events(run_dirs(tmp_path)[-1])
+    workers = {}
+    for e in events:
+        if e["kind"] == "metric" and e["d"]["key"] == "seed":
+            workers[e["pid"]] = int(e["d"]["value"])
+    assert sorted(workers.values()) == [0, 1, 2]
+    for pid in workers:
+        steps = sum(e["d"]["k"] for e in events if e["kind"] == "step" and e["pid"] == pid)
+        losses = [e for e in events if e["kind"] == "metric" and e["pid"] == pid
+                  and e["d"]["key"] == "loss"]
+        assert (steps, len(losses)) == (200, 200), (workers[pid], steps, len(losses))
+    drops = [e["d"] for e in events if e["kind"] == "fact" and e["d"]["key"] == "agent_dropped_records"]
+    assert drops == []

@@ -40,9 +40,12 @@ values after it travel by the socket alone, and those still waiting at exit are 
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import itertools
 import mmap
 import os
+import stat
 import struct
 import threading
 
@@ -158,23 +161,17 @@ class Ring:
     """One process's ring. Created by the process itself; never shared with a forked child."""
 
     def __init__(self, path: str, pid: int, rank: int | None, image: int = 0) -> None:
-        # a new file, never one that is there (`set_aside` moved it): another program's records
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
-            os.ftruncate(fd, FILE_BYTES)
-            _reserve(fd, 0, SLOTS_AT + FIRST_RESERVED * SLOT_BYTES)
-            try:
-                _reserve(fd, RARE_AT, RARE_BYTES)
-                rare_room = True
-            except OSError:
-                rare_room = False  # rare records by the socket alone, each counted
+            fd, reserved, rare_room = _new_file(path)
+        except OSError:
+            # no room (a full $TMPDIR): a spare `tm` reserved while there was room, if any
+            fd, reserved, rare_room = _claim_spare(path)
+        try:
             self.mm = mmap.mmap(fd, FILE_BYTES)
         except BaseException:
             os.close(fd)
-            try:
-                os.unlink(path)  # no room: no ring, and no file for `tm` to map
-            except OSError:
-                pass
+            with contextlib.suppress(OSError):
+                os.unlink(path)
             raise
         self._fd = fd  # kept for the reservations to come (closed with the ring)
         self.path = path
@@ -187,10 +184,10 @@ class Ring:
         h[H_CAPACITY] = CAPACITY
         h[H_PID] = pid
         h[H_RANK] = -1 if rank is None else rank
-        h[H_RESERVED] = FIRST_RESERVED
+        h[H_RESERVED] = reserved
         h[H_IMAGE] = image
         #: the first value number whose slot is not reserved: `put` grows the ring there
-        self.room = FIRST_RESERVED
+        self.room = reserved
         self.no_room = False  # a reservation failed: later values go by the socket alone
         h[H_MAGIC] = MAGIC  # last: a reader trusts the header only once this is there
         self.keys: dict[tuple[str, str], int] = {}
@@ -375,6 +372,77 @@ class Ring:
             os.close(self._fd)
         except Exception:  # noqa: BLE001 - a view still exported: leave it to the collector
             pass
+
+
+def _new_file(path: str) -> tuple[int, int, bool]:
+    """A new ring file at `path` with its first pages reserved: (fd, slots reserved, whether
+    the rare area is). Never one that is there (`set_aside` moved it): another program's."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.ftruncate(fd, FILE_BYTES)
+        _reserve(fd, 0, SLOTS_AT + FIRST_RESERVED * SLOT_BYTES)
+        try:
+            _reserve(fd, RARE_AT, RARE_BYTES)
+            rare_room = True
+        except OSError:
+            rare_room = False  # rare records by the socket alone, each counted
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # no room: no ring, and no file for `tm` to map
+        raise
+    return fd, FIRST_RESERVED, rare_room
+
+
+#: Spare ring files `tm` keeps in the socket directory while there is room (`supervisor/ring.py`
+#: `keep_spares`): a process that cannot make its ring (the disk filled after the run began) takes
+#: one, so what it records survives however it ends. Pages reserved: the header, the key table,
+#: `SPARE_SLOTS` value slots and the rare area.
+SPARE_PREFIX = "spare."
+SPARE_SLOTS = 1 << 10
+SPARE_RESERVED = ((0, SLOTS_AT + SPARE_SLOTS * SLOT_BYTES), (RARE_AT, RARE_BYTES))
+
+
+def _claim_spare(path: str) -> tuple[int, int, bool]:
+    """Take one of `tm`'s spares as the ring at `path` (renamed: only one process gets each).
+    OSError when there is none."""
+    directory = os.path.dirname(path)
+    for name in sorted(os.listdir(directory)):
+        if not name.startswith(SPARE_PREFIX) or name.endswith(".tmp"):
+            continue
+        try:
+            os.rename(os.path.join(directory, name), path)
+        except OSError:
+            continue  # another process took it first
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        st = os.fstat(fd)
+        if st.st_size == FILE_BYTES and st.st_uid == os.getuid() and stat.S_ISREG(st.st_mode):
+            return fd, SPARE_SLOTS, True
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    raise OSError(errno.ENOSPC, "no room for a ring and no spare left")
+
+
+def make_spare(directory: str, name: str) -> bool:
+    """`tm`: one spare ring file, its pages reserved (False, and nothing left, when no room)."""
+    tmp = os.path.join(directory, name + ".tmp")
+    try:
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return False
+    try:
+        os.ftruncate(fd, FILE_BYTES)
+        for offset, length in SPARE_RESERVED:
+            _reserve(fd, offset, length)
+        os.rename(tmp, os.path.join(directory, name))
+        return True
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _reserve(fd: int, offset: int, length: int) -> None:

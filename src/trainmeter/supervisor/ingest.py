@@ -250,10 +250,11 @@ class Ingest:
         """Map the ring files that appeared, and bind the socket again if its path is gone
         (a /tmp cleaner removed the socket or the whole directory mid-run). Never raises."""
         try:
-            from .ring import map_new_rings
+            from .ring import keep_spares, map_new_rings
 
             with self._rings_lock:
                 map_new_rings(self.dir, self.rings)
+            keep_spares(self.dir)
             if not os.path.exists(self.path):
                 self._rebind()
         except Exception:  # noqa: BLE001 - the ingest goes on with what it has

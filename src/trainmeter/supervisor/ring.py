@@ -137,6 +137,39 @@ class Delivered:
         return watched
 
 
+SPARES = 2  # spare ring files kept ready (`agent.ring.SPARE_PREFIX`)
+#: spares are made only while the filesystem has this many times their size free: a small
+#: $TMPDIR is not filled by tm, and the spares are for a disk that fills later
+SPARE_ROOM_FACTOR = 64
+
+
+def keep_spares(directory: str, want: int = SPARES) -> int:
+    """Keep `want` spare ring files in the socket directory while there is room, so a process
+    that cannot make its ring once the disk is full (a worker forked late, the program after an
+    exec) takes one (`agent.ring`). Returns how many were made. Never raises."""
+    try:
+        names = os.listdir(directory)
+        have = sum(1 for n in names if n.startswith(layout.SPARE_PREFIX) and not n.endswith(".tmp"))
+        if have >= want:
+            return 0
+        st = os.statvfs(directory)
+        size = sum(length for _, length in layout.SPARE_RESERVED)
+        if st.f_bavail * st.f_frsize < SPARE_ROOM_FACTOR * size * want:
+            return 0
+    except OSError:
+        return 0
+    made, n = 0, 0
+    while have + made < want and n < 1000:
+        name = f"{layout.SPARE_PREFIX}{n}"
+        n += 1
+        if name in names:
+            continue
+        if not layout.make_spare(directory, name):
+            break
+        made += 1
+    return made
+
+
 def map_new_rings(directory: str, known: dict[tuple[int, int], mmap.mmap]) -> int:
     """Map the ring files in `directory` not in `known` (by device and inode) into it, so they
     stay readable if the directory is removed. Returns how many could not be mapped."""
