@@ -99,7 +99,7 @@ RUN_START = Kind(
         "attached_pid": _f(int, "tm attach: the process watched from outside"),
     },
     made_in=("supervisor/session.py", "cli/attach.py"),
-    read_in=("engine/snapshot.py", "runlog/replay_many.py", "runlog/runs.py"),
+    read_in=("engine/snapshot.py", "runlog/decode.py", "runlog/replay_many.py", "runlog/runs.py"),
     extensible=True,  # `about()` describes the run; what it holds grows with tm
 )
 
@@ -124,7 +124,7 @@ HELLO = Kind(
         "versions": _f(dict, "{torch: ..., ...}"),
     },
     made_in=("agent/boot.py",),
-    read_in=("engine/snapshot.py", "runlog/recorder.py"),
+    read_in=("engine/snapshot.py", "runlog/plausible.py", "runlog/recorder.py"),
 )
 
 FACT = Kind(
@@ -145,7 +145,10 @@ FACT = Kind(
         "supervisor/live.py", "supervisor/ending.py", "supervisor/observe_only.py",
         "supervisor/session.py", "cli/attach.py",
     ),
-    read_in=("engine/snapshot.py", "runlog/recorder.py", "supervisor/ring.py"),
+    read_in=(
+        "engine/snapshot.py", "runlog/decode.py", "runlog/plausible.py", "runlog/recorder.py",
+        "supervisor/ring.py",
+    ),
 )
 
 STEP = Kind(
@@ -160,7 +163,10 @@ STEP = Kind(
         "recovered": _f(bool, "read from a ring after the process ended"),
     },
     made_in=("agent/probes/step_totals.py", "supervisor/ring.py"),
-    read_in=("engine/snapshot.py", "runlog/replay.py", "runlog/typed.py", "supervisor/ring.py"),
+    read_in=(
+        "engine/snapshot.py", "runlog/decode.py", "runlog/plausible.py", "runlog/replay.py",
+        "runlog/typed.py", "supervisor/ring.py",
+    ),
 )
 
 METRIC = Kind(
@@ -174,7 +180,10 @@ METRIC = Kind(
         "recovered": _f(bool, "read from a ring after the process ended"),
     },
     made_in=("records.py",),
-    read_in=("engine/snapshot.py", "runlog/typed.py", "supervisor/ring.py"),
+    read_in=(
+        "engine/snapshot.py", "runlog/decode.py", "runlog/plausible.py", "runlog/typed.py",
+        "supervisor/ring.py",
+    ),
 )
 
 PHASE = Kind(
@@ -186,7 +195,7 @@ PHASE = Kind(
         "n": _f(int, "occurrences in them"),
     },
     made_in=("agent/probes/phases.py",),
-    read_in=("engine/snapshot.py", "runlog/typed.py"),
+    read_in=("engine/snapshot.py", "runlog/decode.py", "runlog/plausible.py", "runlog/typed.py"),
 )
 
 COMM = Kind(
@@ -204,7 +213,7 @@ COMM = Kind(
         "recovered": _f(bool, "read from a ring after the process ended"),
     },
     made_in=("agent/probes/collectives.py",),
-    read_in=("engine/snapshot.py",),
+    read_in=("engine/snapshot.py", "runlog/decode.py", "runlog/plausible.py"),
 )
 
 SAMPLE_GPU = Kind(
@@ -221,7 +230,7 @@ SAMPLE_GPU = Kind(
         "unavailable": _f(str, "why there is no GPU reading at all"),
     },
     made_in=("sources/gpu/sampler.py",),
-    read_in=("engine/snapshot.py", "runlog/replay.py", "cli/attach.py"),
+    read_in=("cli/attach.py", "engine/snapshot.py", "runlog/decode.py", "runlog/replay.py"),
 )
 
 SAMPLE_HOST = Kind(
@@ -235,7 +244,7 @@ SAMPLE_HOST = Kind(
         "missing": _f(dict, "field -> why it could not be read"),
     },
     made_in=("sources/host.py",),
-    read_in=("engine/snapshot.py", "cli/attach.py"),
+    read_in=("cli/attach.py", "engine/snapshot.py", "runlog/decode.py"),
 )
 
 SAMPLE_NODE = Kind(
@@ -254,7 +263,7 @@ SAMPLE_NODE = Kind(
         "missing": _f(dict, "part -> why it could not be read"),
     },
     made_in=("sources/node.py",),
-    read_in=("engine/snapshot.py",),
+    read_in=("engine/snapshot.py", "runlog/decode.py"),
 )
 
 ALERT = Kind(
@@ -290,7 +299,7 @@ MEMORY = Kind(
         "fake": _f(bool, "replayed from TRAINMETER_FAKE_CUDA_MEMORY"),
     },
     made_in=("agent/probes/memory.py",),
-    read_in=("engine/snapshot.py",),
+    read_in=("engine/snapshot.py", "runlog/plausible.py"),
 )
 
 CRASH = Kind(
@@ -309,7 +318,7 @@ CRASH = Kind(
         "threads": _f(int),
     },
     made_in=("agent/crash.py", "supervisor/ending.py"),
-    read_in=("engine/snapshot.py",),
+    read_in=("engine/snapshot.py", "runlog/decode.py", "runlog/plausible.py"),
 )
 
 RUN_END = Kind(
@@ -326,7 +335,7 @@ RUN_END = Kind(
         "note": _f(str),
     },
     made_in=("supervisor/ending.py", "cli/attach.py"),
-    read_in=("engine/snapshot.py", "cli/top.py"),
+    read_in=("cli/top.py", "engine/snapshot.py", "runlog/decode.py"),
 )
 
 #: Every kind, by name: the wire schema's kinds.

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 
-from .. import records
+from .. import payloads, records
 from .plausible import (
     BEFORE_START_S,
     MAX_KEY_CHARS,
@@ -65,14 +65,16 @@ def _fast_parser() -> Any:
 
 #: Kinds only `tm` itself writes: from the socket they are forged, or a bug (`plausible.forged`
 #: names every record a training process cannot send).
-TM_ONLY = frozenset({"run.start", "run.end"})
+_STEP, _METRIC, _PHASE = payloads.STEP.name, payloads.METRIC.name, payloads.PHASE.name
+_START, _END = payloads.RUN_START.name, payloads.RUN_END.name
+TM_ONLY = frozenset({_START, _END})
 #: Kinds whose every record takes the standard-library path (rare ones with more to do there:
 #: a run's start, and the free text of crashes and facts, redacted before it is recorded).
 #: (`redact.FREE_TEXT_KINDS`; `redact` itself, slow to import, is loaded at the first of them.)
-FREE_TEXT_KINDS = frozenset({"crash", "fact"})
-_SLOW_KINDS = frozenset({"run.start"}) | FREE_TEXT_KINDS
+FREE_TEXT_KINDS = frozenset({payloads.CRASH.name, payloads.FACT.name})
+_SLOW_KINDS = frozenset({_START}) | FREE_TEXT_KINDS
 #: Kinds the run's time bounds (`plausible.Ledger`).
-_LEDGER_KINDS = frozenset({"step", "phase", "comm", "crash"})
+_LEDGER_KINDS = frozenset({_STEP, _PHASE, payloads.COMM.name, payloads.CRASH.name})
 
 #: How far past the present a record arriving live may say it was made.
 LIVE_AHEAD_S = 5.0
@@ -121,7 +123,9 @@ def _other_ok(record: dict[str, Any]) -> bool:
 _NUMBER = frozenset({int, float})
 #: Kinds whose `d` has no rule beyond the envelope (`step`, `metric` and `phase`, the common
 #: ones, have theirs written out in `_sure`; the other kinds go through `_other_ok`).
-_ENVELOPE_ONLY = frozenset({"sample.gpu", "sample.host", "sample.node"})
+_ENVELOPE_ONLY = frozenset(
+    {payloads.SAMPLE_GPU.name, payloads.SAMPLE_HOST.name, payloads.SAMPLE_NODE.name}
+)
 
 
 def _sure(record: Any) -> bool:
@@ -143,17 +147,17 @@ def _sure(record: Any) -> bool:
         return False
     if pid is not None and (type(pid) is not int or pid < 0):
         return False
-    if kind == "step":  # a third of a log: its rules written out
+    if kind == _STEP:  # a third of a log: its rules written out
         for name, high in _STEP_LIMITS:
             value = d.get(name)
             if value is not None and (type(value) is not int or not 0 <= value <= high):
                 return False  # counts are whole numbers (`plausible._whole`)
         tokens, real = d.get("tokens"), d.get("real_tokens")
         return tokens is None or real is None or real <= tokens
-    if kind == "metric":
+    if kind == _METRIC:
         key = d.get("key")
         return type(key) is str and len(key) <= MAX_KEY_CHARS
-    if kind == "phase":
+    if kind == _PHASE:
         for name in ("s", "n"):
             value = d.get(name)
             if value is not None and (type(value) not in _NUMBER or value < 0):
@@ -237,16 +241,16 @@ class Decoder:
                 if why is not None:
                     raise Implausible(why)
             check(record)
-            if kind != "run.start":
+            if kind != _START:
                 in_run(kind, record["t"], self.t_start, self._horizon())
             if kind in _LEDGER_KINDS:
                 self.ledger.admit(record, self.t_start)
         except Exception as exc:  # noqa: BLE001 - any input at all is counted, never raised
             self.skip(reason_of(exc))
             return None
-        if kind == "run.end":
+        if kind == _END:
             self.ended = True
-        elif kind == "run.start" and self.t_start is None:
+        elif kind == _START and self.t_start is None:
             self.t_start = record["t"]
         elif kind in FREE_TEXT_KINDS:
             from ..redact import scrub_record
@@ -287,7 +291,7 @@ class Decoder:
                     pair = take(line)
                     if pair is not None:
                         append(pair)
-                        if pair[1]["kind"] == "run.start":  # the window is known from here on
+                        if pair[1]["kind"] == _START:  # the window is known from here on
                             low, high = self._window(horizon)
                     continue
                 self.lines += 1
@@ -298,7 +302,7 @@ class Decoder:
                         self.skip(reason_of(exc))
                         continue
                 self.good += 1
-                if record["kind"] == "run.end":
+                if record["kind"] == _END:
                     self.ended = True
                 append((line, record))
         return out

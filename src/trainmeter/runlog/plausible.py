@@ -282,8 +282,9 @@ def _hello(d: dict[str, Any]) -> None:
 
 
 _BY_KIND = {
-    "step": _step, "phase": _phase, "fact": _fact, "comm": _comm, "memory": _memory, "hello": _hello,
-    "metric": _metric,
+    payloads.STEP.name: _step, payloads.PHASE.name: _phase, payloads.FACT.name: _fact,
+    payloads.COMM.name: _comm, payloads.MEMORY.name: _memory, payloads.HELLO.name: _hello,
+    payloads.METRIC.name: _metric,
 }
 
 
@@ -321,13 +322,13 @@ def forged(record: dict[str, Any]) -> str | None:
     src = record.get("src")
     if src not in AGENT_SRC or src not in known.writers:
         return f"forged {kind}: src {str(src)[:20]!r} from a training process"
-    if kind == "fact":
+    if kind == payloads.FACT.name:
         d = record["d"]
         if d.get("source") not in AGENT_SOURCES:
             return f"forged fact: source {str(d.get('source'))[:20]!r} from a training process"
         if d.get("key") in TM_FACTS:
             return f"forged fact: only tm states {d['key']}"
-    elif kind == "crash" and record["d"].get("native"):
+    elif kind == payloads.CRASH.name and record["d"].get("native"):
         return "forged crash: only tm reports a native crash"
     return None
 
@@ -380,7 +381,7 @@ class Ledger:
         by `MAX_CRASHES_PER_PROCESS`. (A replay reads millions of `step` records: theirs is
         the path written out, a few dictionary lookups and type tests.)"""
         kind = record["kind"]
-        if kind == "step":
+        if kind == payloads.STEP.name:
             who = (record.get("rank") or 0, record.get("pid"))
             totals = self.steps.get(who)
             if totals is None:
@@ -418,7 +419,7 @@ class Ledger:
                     f"implausible comm wait: {s:.6g} s of waiting in {elapsed:.3g} s of the run"
                 )
             self.phases[key] = [s, seen[1]]
-        elif kind == "crash":
+        elif kind == payloads.CRASH.name:
             key = (*self._process(record), "crashes")
             seen = self.phases.get(key) or [0.0, 0.0]
             if seen[1] >= MAX_CRASHES_PER_PROCESS:
@@ -426,7 +427,7 @@ class Ledger:
                     f"implausible crash: more than {MAX_CRASHES_PER_PROCESS} from one process"
                 )
             self.phases[key] = [0.0, seen[1] + 1]
-        elif kind == "phase":
+        elif kind == payloads.PHASE.name:
             d = record["d"]
             elapsed = self._elapsed(record["t"], t_start)
             key = (*self._process(record), d.get("name"))
