@@ -408,7 +408,7 @@ class Ledger:
                     f"(at most {MAX_TOKENS_PER_S:g} a second)"
                 )
             totals[0], totals[1] = steps, seen
-        elif kind == "comm":
+        elif kind == payloads.COMM.name:
             d = record["d"]
             elapsed = self._elapsed(record["t"], t_start)
             key = (*self._process(record), "comm wait")
