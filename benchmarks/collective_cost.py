@@ -10,7 +10,11 @@ collectives probe attached as under `tm` (agent/probes/collectives.py), prints p
   function, and the difference (the wrapper, the host clock read twice, the span check, the
   nested `Work.wait` passing through);
 - an `async_op=True` all-reduce and its `wait()` (the launch is passed through, the wait timed);
-- the step listener (one tuple appended at each optimizer step).
+- the probe's timing alone: a no-op function wrapped as a collective is, less the no-op (the
+  difference of the two all_reduce rows is the same cost inside a 20 µs call's noise);
+- the step listener (one tuple appended at each optimizer step);
+- a backward while a DDP model syncs: the pre-hook on the loss's node, the two final callbacks
+  and the timed wait (a tiny backward, with and without a DDP model syncing).
 
 Medians over `--repeats`, with the range. The peer (trainmeter 0.0.7) times no collective, so
 there is no ratio: the figure is ours alone, beside a collective's own cost for scale. A real
@@ -63,9 +67,34 @@ def main() -> None:
     def async_round() -> None:
         timed(t, async_op=True).wait()
 
+    def noop(*args: object, **kwargs: object) -> None:
+        return None
+
+    wrapped_noop = collectives._wrap_collective(noop, None)  # the probe's whole cost, alone
+
+    class SyncingDDP:  # what the backward wrapper reads of a DDP model
+        require_backward_grad_sync = True
+
+    w = torch.ones(4, requires_grad=True)
+
+    def backward_round() -> None:
+        (w * 2.0).sum().backward()
+
+    def backward_cost() -> float:
+        """A tiny backward with a DDP model syncing (armed: pre-hook, two final callbacks, one
+        timed wait) less the same backward with none (the wrapper passes it through)."""
+        saved = collectives._ddps
+        collectives._ddps = {SyncingDDP()}
+        try:
+            armed = loop(backward_round)
+        finally:
+            collectives._ddps = saved
+        return armed - loop(backward_round)
+
     rows: dict[str, list[float]] = {k: [] for k in (
         "all_reduce, probe on", "all_reduce, original", "  added by the probe",
-        "all_reduce(async_op=True) + wait()", "step listener")}
+        "all_reduce(async_op=True) + wait()", "the timing alone (a no-op wrapped)",
+        "step listener", "DDP's wait armed and timed, a backward")}
     last_t = step_totals.last_step_t
     for _rep in range(args.repeats):
         on, off = loop(timed, t), loop(plain, t)
@@ -73,7 +102,9 @@ def main() -> None:
         rows["all_reduce, original"].append(off)
         rows["  added by the probe"].append(on - off)
         rows["all_reduce(async_op=True) + wait()"].append(loop(async_round))
+        rows["the timing alone (a no-op wrapped)"].append(loop(wrapped_noop) - loop(noop))
         rows["step listener"].append(loop(collectives._on_step, 7))
+        rows["DDP's wait armed and timed, a backward"].append(backward_cost())
     assert step_totals.last_step_t is last_t
     print(f"{n} calls a repeat, {args.repeats} repeats, per call (fake 2-rank group):")
     for name, samples in rows.items():

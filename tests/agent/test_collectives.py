@@ -233,6 +233,14 @@ def test_device_waits_are_read_back_when_done_and_never_waited_for(probe, monkey
     assert (d["n"], d["k"], d["calls"], d["timed"]) == (2, 1, 1, "device")
     assert d["s"] == pytest.approx(0.25)
     assert len(T.events) == 2  # the two events, kept for reuse
+    # an event that never completes stalls nothing: 64 steps on, its host time is taken
+    dist.barrier()
+    monkeypatch.setattr(step_totals, "step_count", lambda: 2)
+    for n in range(3, 3 + collectives.STALE_STEPS + 2):
+        collectives._on_step(n)
+    collectives.drain()
+    _, d, _ = probe.records[-1]
+    assert d["n"] == 2 + collectives.STALE_STEPS + 2 and d["calls"] == 1 and d["s"] < 0.25
 
 
 def test_what_the_timing_costs_in_python_calls(probe):
@@ -262,6 +270,25 @@ def test_what_the_timing_costs_in_python_calls(probe):
     assert timed - plain <= 5, (timed, plain)
     per_step = count(lambda: collectives._on_step(7)) - 1  # less the lambda
     assert per_step <= 2, per_step  # the listener and the step's time
+
+    # a backward: with no DDP model, the wrapper alone; with one syncing, the arming, the
+    # pre-hook, the two final callbacks and the timed wait
+    class SyncingDDP:
+        require_backward_grad_sync = True
+
+    w = torch.ones(4, requires_grad=True)
+    saved = collectives._ddps
+    try:
+        collectives._ddps = set()
+        original = torch.autograd.backward.__trainmeter_original__
+        bare = count(lambda: original((w * 2.0).sum()))  # torch's own, called directly
+        plain = count(lambda: torch.autograd.backward((w * 2.0).sum()))  # through the wrapper
+        collectives._ddps = {SyncingDDP()}
+        armed = count(lambda: torch.autograd.backward((w * 2.0).sum()))
+    finally:
+        collectives._ddps = saved
+    assert plain - bare <= 2, (plain, bare)  # no DDP model: the wrapper and dynamo's flag
+    assert armed - plain <= 15, (armed, plain)
 
 
 def test_a_collective_inside_a_compiled_function_is_left_to_dynamo(probe):

@@ -8,6 +8,7 @@ import pytest
 
 from trainmeter.views.passport import build_passport
 from trainmeter.views.passport_md import render_markdown
+from trainmeter.views.report import render_report
 from trainmeter.views.straggler_text import end_phrase, sentence, verdict
 from trainmeter.views.terminal import summary_line
 from trainmeter.views.terminal_summary import summary_text
@@ -54,6 +55,10 @@ def test_the_passport_keeps_the_split_and_the_straggler(snap):
     assert "### Ranks: a step, computing and waiting for the others" in md
     assert "| 1 | 100 ms | 80.0 ms | 20.0 ms | 20.0% |" in md
     assert "- rank 1 computes 60.0 ms longer a step than the others since step 5" in md
+    html = render_report(passport, [])
+    assert "<h2>Ranks: a step, computing and waiting for the others</h2>" in html
+    assert "<td>rank 1 (the others wait for it)</td><td class=n>100 ms</td>" in html
+    assert "<p>Rank 1 computes 60.0 ms longer a step than the others since step 5;" in html
 
 
 def test_an_episode_that_ended_and_no_straggler_said_so():

@@ -297,6 +297,37 @@ def _time_html(passport: dict[str, Any]) -> str:
             + "".join(bar) + "</div><table>" + "".join(rows) + "</table>")
 
 
+def _ranks_html(passport: dict[str, Any]) -> str:
+    """Each rank's step, computing and waiting for the others, and the straggler in words."""
+    from .format import ms
+    from .passport_md import fmt
+    from .straggler_text import sentence
+
+    ranks = passport.get("ranks")
+    if not isinstance(ranks, dict) or not ranks.get("per_rank"):
+        return ""
+    named = {str(r) for r in (ranks.get("straggler") or {}).get("ranks") or []}
+    rows = []
+    for rank, row in ranks["per_rank"].items():
+        step, compute, wait = row.get("step_s"), row.get("compute_s"), row.get("wait_s")
+        bar = ""
+        if step and compute is not None and wait is not None:
+            bar = (f'<div class="split" style="width:160px;margin:0" role="img" '
+                   f'aria-label="compute and waiting">'
+                   f'<div style="width:{compute / step * 100:.2f}%;background:var(--c1)"></div>'
+                   f'<div style="width:{wait / step * 100:.2f}%;background:var(--muted)"></div></div>')
+        mark = " (the others wait for it)" if rank in named else ""
+        rows.append(f"<tr><td>rank {_e(rank)}{_e(mark)}</td><td class=n>{_e(ms(step))}</td>"
+                    f"<td class=n>{_e(ms(compute))}</td><td class=n>{_e(ms(wait))}</td>"
+                    f"<td class=n>{_e(fmt(row.get('wait_share'), 'fraction'))}</td><td>{bar}</td></tr>")
+    said = [sentence(e) for e in ranks.get("episodes") or [] if isinstance(e, dict)]
+    said = said or [f"No straggler: {ranks.get('rule')}"]
+    return ("<h2>Ranks: a step, computing and waiting for the others</h2><table>"
+            "<tr><th>Rank</th><th>Step</th><th>Compute</th><th>Waiting</th><th>Share waiting</th>"
+            "<th></th></tr>" + "".join(rows) + "</table>"
+            + "".join(f"<p>{_e(line[:1].upper() + line[1:])}</p>" for line in said))
+
+
 def _waterfall_html(passport: dict[str, Any]) -> str:
     from .passport_md import waterfall_rows
 
@@ -411,6 +442,7 @@ def render_report(passport: dict[str, Any], charts: list[dict[str, Any]]) -> str
 <p class="muted">{_e(subtitle)}{'<br><code>' + _e(command) + '</code>' if command else ''}</p></div>{theme}</div>
 {_headline_html(passport)}
 {_time_html(passport)}
+{_ranks_html(passport)}
 {_waterfall_html(passport)}
 <h2>Charts</h2>
 <div id="charts" class="charts"></div>{empty}

@@ -58,6 +58,9 @@ PROBE = "collectives"
 MAX_MARKS = 4096
 #: Device-timed waits not yet read back; past this, a wait is timed on the host alone.
 MAX_PENDING = 4096
+#: A device-timed wait whose events have not completed this many steps after its own is taken
+#: at its host time (an event that will never complete must not stall the records).
+STALE_STEPS = 64
 _perf = time.perf_counter
 
 
@@ -353,20 +356,24 @@ def _reduced(t0: float, ev: Any) -> None:
 # ---- the sender's side ----------------------------------------------------------------------
 
 
-def _read_back() -> int | None:
+def _read_back(latest: int) -> int | None:
     """Sender thread: add the device-timed waits whose end event completed (never waits for
-    one); return the first step that still has one pending, or None."""
+    one); return the first step that still has one pending, or None. A wait still pending
+    `STALE_STEPS` steps after its own (an event that will never complete) counts its host
+    time, so the records never stall."""
     pending = T.pending
     while pending:
         step, start, end, host, span = pending[0]
-        if not end.query():
+        stale = step < latest - STALE_STEPS
+        if not stale and not end.query():
             return int(step)
         try:
-            dt = max(start.elapsed_time(end) / 1000.0, host)
+            dt = host if stale else max(start.elapsed_time(end) / 1000.0, host)
         except Exception:  # noqa: BLE001 - an event that cannot be read: the host time
             dt = host
         pending.popleft()
-        T.events.extend((start, end))
+        if not stale:
+            T.events.extend((start, end))
         entry = T.dev.setdefault(step, [0.0, 0.0, 0])
         entry[0] += dt
         if span:
@@ -382,7 +389,7 @@ def drain() -> None:
     if not marks:
         return
     last_mark = marks[-1]  # every wait of the steps up to here was recorded before it
-    blocked = _read_back()
+    blocked = _read_back(last_mark[0])
     mark = None
     while marks and (blocked is None or marks[0][0] < blocked) and marks[0][0] <= last_mark[0]:
         mark = marks.popleft()
