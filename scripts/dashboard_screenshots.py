@@ -3,8 +3,9 @@
 Runs the example under `tm` on the fake H100 (the NVML fixture the tests use) with a step
 budget, waits until the run is past a third of it, and photographs the live page in headless
 Chromium (dashboard-*), plus the MFU waterfall with What to try, and the explain panel of MFU.
-When the run has finished: `tm view` of it (view-*) and `tm report` of it (report-*). Then a
-CPU-only run (no fake GPU): its live page (cpu-*).
+When the run has finished: `tm view` of it (view-*) and `tm report` of it (report-*); a second,
+shorter run beside it, and the two side by side (`tm compare A B --web`, compare-*) and the
+runs page (`tm runs --web`, runs-*). Then a CPU-only run (no fake GPU): its live page (cpu-*).
 
     python scripts/dashboard_screenshots.py [--out docs/img]
 
@@ -93,6 +94,31 @@ def _after(browser, out: Path, cwd: Path, proc: subprocess.Popen) -> None:
     page.close()
 
 
+def _runs_pages(browser, out: Path, cwd: Path) -> None:
+    """A second, shorter run beside the finished one, then `tm compare A B --web` (compare-*)
+    and `tm runs --web` (runs-*)."""
+    subprocess.run([sys.executable, "-m", "trainmeter", "-q", "--no-web", "--name", "shorter",
+                    str(REPO / "examples/tiny_gpt.py"), "--steps", str(STEPS // 2)],
+                   cwd=cwd, env=_env(False), check=True)
+    runs = sorted((cwd / ".trainmeter" / "runs").iterdir())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainmeter", "compare", runs[0].name, runs[-1].name, "--web",
+         "--port", "0"],
+        cwd=cwd, env=_env(False), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        url = re.search(r"(http://127\.0\.0\.1:\d+/\S*)", proc.stderr.readline()).group(1)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(url)
+        _both(page, out, "compare", "!!document.body.dataset.compared")
+        page.goto(url.split("compare?")[0])
+        _both(page, out, "runs", "!!document.body.dataset.listed")
+        page.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
 def _cpu_only(browser, out: Path, cwd: Path) -> None:
     proc, url = _start_run(cwd, gpu=False)
     try:
@@ -150,6 +176,7 @@ def main() -> int:
                     page.screenshot(path=str(out / "dashboard-explain.png"))
                     print(out / "dashboard-explain.png")
                 _after(browser, out, Path(tmp), proc)
+                _runs_pages(browser, out, Path(tmp))
                 with tempfile.TemporaryDirectory() as cpu_tmp:
                     _cpu_only(browser, out, Path(cpu_tmp))
                 browser.close()

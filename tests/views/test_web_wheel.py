@@ -58,7 +58,8 @@ def test_the_wheel_serves_its_static_files(tmp_path: Path) -> None:
     try:
         where, port = proc.stdout.readline().split()
         assert Path(where).is_relative_to(venv)  # the installed copy, not the source tree
-        files = ["index.html", "app.js", "format.js", "charts.js", "app.css", "theme.js", "favicon.svg",
+        files = ["index.html", "app.js", "format.js", "charts.js", "runs.html", "runs.js", "app.css",
+                 "theme.js", "favicon.svg",
                  "vendor/uPlot.iife.min.js",
                  "vendor/uPlot.min.css", "vendor/uPlot.LICENSE"]
         for name in files:

@@ -1,4 +1,5 @@
-"""`tm compare A B [--json]`: two runs side by side, and the biggest differences in words.
+"""`tm compare A B [--json]`: two runs side by side, and the biggest differences in words;
+`tm compare A B ... --web`: several in the browser (the runs page, `cli/web_runs.py`).
 
 Both runs are replayed from their logs; the comparison itself is `views.compare.compare`.
 """
@@ -11,8 +12,13 @@ from .runarg import CommandError, loaded_run, run_command, split_args
 
 USAGE = """\
 usage: tm compare A B [--json]
-  A, B    runs: a directory, a name or unique prefix under .trainmeter/runs, or latest
-  --json  print the comparison as JSON
+       tm compare A B [C ...] --web [--port N]
+  A, B      runs: a directory, a name or unique prefix under .trainmeter/runs, or latest
+  --json    print the comparison as JSON
+  --web     the runs side by side in the browser: their curves overlaid (loss, tokens/s, MFU,
+            memory) by step, tokens or time, their settings and numbers in one table, the
+            differences highlighted (on 127.0.0.1 until Ctrl-C)
+  --port N  the first port to try for --web (default 8765; 0 takes any free port)
 """
 
 _SECTIONS = {
@@ -69,9 +75,13 @@ def _main(argv: list[str]) -> int:
     if "-h" in argv or "--help" in argv:
         print(USAGE, end="")
         return 0
-    runs, opts = split_args("compare", argv, {"--json"}, set(), max_runs=2)
+    runs, opts = split_args("compare", argv, {"--json", "--web"}, {"--port"}, max_runs=len(argv))
+    if opts.get("--web"):
+        return _web(runs, opts)
+    if "--port" in opts:
+        raise CommandError("--port goes with --web")
     if len(runs) != 2:
-        raise CommandError("name two runs to compare: tm compare A B")
+        raise CommandError("name two runs to compare: tm compare A B (several: --web)")
     dir_a, snap_a = loaded_run(runs[0])
     dir_b, snap_b = loaded_run(runs[1])
     if dir_a == dir_b:
@@ -88,6 +98,24 @@ def _main(argv: list[str]) -> int:
     else:
         print(render(result), flush=True)
     return 0
+
+
+def _web(specs: list[str], opts: dict) -> int:
+    """The runs side by side in the browser: the runs page's comparison of these runs."""
+    from ..runlog.runs import RunNotFound, resolve_run
+    from ..views.web.runs_site import compare_path
+    from .web_runs import parse_port, serve
+
+    if len(specs) < 2:
+        raise CommandError("name two runs or more to compare: tm compare A B --web")
+    port = parse_port(opts.get("--port"))
+    try:
+        dirs = [resolve_run(spec) for spec in specs]
+    except RunNotFound as exc:
+        raise CommandError(str(exc)) from None
+    if len(set(dirs)) < len(dirs):
+        raise CommandError("the same run is named twice")
+    return serve("compare", dirs, port, compare_path([d.name for d in dirs]))
 
 
 def main(argv: list[str]) -> int:

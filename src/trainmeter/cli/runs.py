@@ -7,12 +7,15 @@ from typing import Any
 
 from ..snapread import get, get_dict
 from ..visible import visible
-from .runarg import run_command, split_args
+from .runarg import CommandError, run_command, split_args
 
 USAGE = """\
-usage: tm runs [--json]
+usage: tm runs [--json] [--web [--port N]]
   the runs under .trainmeter/runs: name, start, duration, status, steps, tokens, tokens/s, MFU
-  --json  the same as a list of objects
+  --json    the same as a list of objects
+  --web     the runs page in the browser: every run with its status, cause of death and headline
+            numbers; filter, sort, open one, compare several (on 127.0.0.1 until Ctrl-C)
+  --port N  the first port to try for --web (default 8765; 0 takes any free port)
 """
 
 HEADER = ("RUN", "START (UTC)", "DURATION", "STATUS", "STEPS", "TOKENS", "TOKENS/S", "MFU")
@@ -89,8 +92,15 @@ def _main(argv: list[str]) -> int:
     if "-h" in argv or "--help" in argv:
         print(USAGE, end="")
         return 0
-    _runs, opts = split_args("runs", argv, {"--json"}, set(), max_runs=0)
+    _runs, opts = split_args("runs", argv, {"--json", "--web"}, {"--port"}, max_runs=0)
     from ..runlog.runs import list_runs, runs_root
+
+    if opts.get("--web"):
+        from .web_runs import parse_port, serve
+
+        return serve("runs", [], parse_port(opts.get("--port")))
+    if "--port" in opts:
+        raise CommandError("--port goes with --web")
 
     infos = list_runs()
     if opts.get("--json"):

@@ -125,6 +125,9 @@
     var job = snap.job;
     if (job && isNum(job.nodes) && job.nodes > 1) m("node", (isNum(job.node_rank) ? job.node_rank : "?") + " of " + job.nodes);
     byId("foot-dir").textContent = S.runDir ? "run directory: " + S.runDir : "";
+    if (/^\/run\//.test(location.pathname) && !byId("all-runs")) {  // one run of the runs page
+      meta.parentNode.insertBefore(el("a", { id: "all-runs", href: "/", text: "all runs" }), meta);
+    }
   }
 
   function renderAlerts() {
@@ -1357,10 +1360,10 @@
   }
   function connect() {
     if (!window.EventSource) {
-      fetch("/api/state").then(function (r) { return r.json(); }).then(function (m) { S.connected = true; apply(m); });
+      fetch("api/state").then(function (r) { return r.json(); }).then(function (m) { S.connected = true; apply(m); });
       return;
     }
-    var es = new EventSource("/api/events");
+    var es = new EventSource("api/events");
     es.onopen = function () { S.connected = true; renderHeader(); };
     es.onmessage = function (ev) {
       S.connected = true;
