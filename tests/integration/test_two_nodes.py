@@ -168,6 +168,10 @@ def test_two_nodes_one_job_in_prometheus_grafana_and_tm_summary(tmp_path):
             "2",
             "3",
         }
+        # each rank's waits for the others, per node: every rank of the job across the two
+        assert {r["rank"] for s in own for r, _ in s["trainmeter_rank_waited_seconds_total"]} == {
+            "0", "1", "2", "3",
+        }
 
         # every panel of the dashboard evaluates without error and returns data for the job
         dashboard = json.loads((REPO / "grafana" / "trainmeter.json").read_text())

@@ -75,3 +75,16 @@ def test_an_episode_that_ended_and_no_straggler_said_so():
     assert verdict({"absent": {"straggler": "too few blocks"}}) == (
         "no straggler named: too few blocks"
     )
+
+
+def test_tm_top_shows_each_ranks_split_and_marks_the_one_waited_for(snap):
+    from rich.console import Console
+
+    from trainmeter.views.top import TopScreen
+
+    console = Console(width=120, record=True, color_system=None)
+    console.print(TopScreen()._lower(snap, 120))
+    # the ranks panel is the left column: its rows, up to the alerts panel's border
+    left = [line.split("││")[0].split("│╰")[0].strip("│ ") for line in console.export_text().splitlines()]
+    assert "rank 0 █▎░░░░ 20.0 ms | 80.0 ms" in left, left
+    assert "rank 1 ████▊░ 80.0 ms | 20.0 ms !" in left, left

@@ -296,19 +296,19 @@ class TopScreen:
         ranks = get_dict(snap, "ranks")
         rank_rows: list[Any] = []
         split = get_dict(snap, "comm.ranks")
-        if split:  # each rank's step: computing, then waiting for the others (the bar's dim part)
+        if split:  # each rank's step: computing | waiting for the others; ! the one they wait for
             named = get_dict(snap, "straggler") or {}
             slow = {str(r) for r in named.get("ranks") or []}
             longest = max((number(r.get("step_s")) or 0.0) for r in split.values()
                           if isinstance(r, dict)) or 1.0
+            rank_rows.append(_text(("compute | waiting, a step", "dim")))
             for rank, row in split.items():
                 if not isinstance(row, dict):
                     continue
                 compute, wait = number(row.get("compute_s")), number(row.get("wait_s"))
-                mark = " the others wait for it" if str(rank) in slow else ""
                 rank_rows.append(_text(
-                    f"rank {rank} ", bar((compute or 0.0) / longest, 12, "cyan"),
-                    f" {ms(compute)} + waits {ms(wait)}", (mark, "bold red")))
+                    f"rank {rank} ", bar((compute or 0.0) / longest, 6, "cyan"),
+                    f" {ms(compute)} | {ms(wait)}", (" !" if str(rank) in slow else "", "bold red")))
         elif ranks and get_dict(ranks, "step_time_s") is not None:
             times = ranks["step_time_s"]
             slowest = max((number(v) or 0.0) for v in times.values()) or 1.0
