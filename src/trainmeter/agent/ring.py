@@ -160,10 +160,14 @@ def set_aside(path: str) -> int | None:
 class Ring:
     """One process's ring. Created by the process itself; never shared with a forked child."""
 
-    def __init__(self, path: str, pid: int, rank: int | None, image: int = 0) -> None:
+    def __init__(
+        self, path: str, pid: int, rank: int | None, image: int = 0, spare: bool = True
+    ) -> None:
         try:
             fd, reserved, rare_room = _new_file(path)
         except OSError:
+            if not spare:
+                raise
             # no room (a full $TMPDIR): a spare `tm` reserved while there was room, if any
             fd, reserved, rare_room = _claim_spare(path)
         try:
@@ -503,10 +507,11 @@ _tried = False
 on_new: list[Callable[[Ring], None]] = []
 
 
-def current() -> Ring | None:
+def current(spare: bool = True) -> Ring | None:
     """This process's ring, made on first use inside `tm`; None outside `tm` or when the file
     cannot be made (then values travel by the socket alone, and what is left at exit is
-    counted)."""
+    counted). Without `spare`, none of `tm`'s spares is taken when there is no room, and the
+    next call tries again (a forked child takes one only once it has something to keep)."""
     global active, _tried
     sender = get_sender()
     if active is not None and active.owner is sender or _tried and active is None:
@@ -522,7 +527,7 @@ def current() -> Ring | None:
     except OSError:
         image = None  # could not be moved: Ring() below fails on it, and the socket carries on
     try:
-        ring: Ring | None = Ring(path, pid, sender.rank, image or 0)
+        ring: Ring | None = Ring(path, pid, sender.rank, image or 0, spare)
     except Exception:  # noqa: BLE001 - no room, no directory: the socket alone, counted
         ring = None
     if ring is not None:
@@ -536,6 +541,8 @@ def current() -> Ring | None:
         sender.has_ring = True  # the step totals are published in its header from now on
     if image is not None:
         _say_new_image(sender, image)
+    if ring is None and not spare:
+        _tried = False  # a spare, when this process first has something to keep
     return ring
 
 
@@ -591,7 +598,9 @@ def _after_fork_in_child() -> None:
     had = active is not None
     active, _tried = None, False
     if had:
-        current()
+        # its own file when there is room; a spare only once it records something (a
+        # DataLoader worker forked after the disk filled never does: it must not take one)
+        current(spare=False)
 
 
 if hasattr(os, "register_at_fork"):

@@ -113,14 +113,19 @@ def bind_ring(ring: Any) -> None:
     """A new ring (at attach, or in a forked child): publish the totals there from now on. What
     this process inherited at fork is its base, so `tm` counts only this process's steps."""
     c = totals()  # whole steps: the step in progress is not the base's
-    base = struct.Struct(f"<{ring_module.H_BASE_MICRO - ring_module.H_BASE_STEPS + 1}q")
-    base.pack_into(
-        ring.mm, ring_module.H_BASE_STEPS * 8, c.steps, c.tokens, c.real, c.real_missing, c.micro
-    )
+    set_base(ring, c)
     _pack_totals(ring.mm, _TOTALS_AT, c.tokens, c.real, c.real_missing, c.micro, c.t, c.steps)
     state.hdr = ring.mm
     if state.any_tokens:
         mark_tokens()
+
+
+def set_base(ring: Any, c: Totals) -> None:
+    """What the ring's totals do not count as this process's own: its parent's, at the fork."""
+    base = struct.Struct(f"<{ring_module.H_BASE_MICRO - ring_module.H_BASE_STEPS + 1}q")
+    base.pack_into(
+        ring.mm, ring_module.H_BASE_STEPS * 8, c.steps, c.tokens, c.real, c.real_missing, c.micro
+    )
 
 
 def forget_after_fork() -> None:

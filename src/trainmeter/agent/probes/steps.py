@@ -285,8 +285,25 @@ def _forked() -> None:
         s.cycle.clear()
         if s.root is not None and not s.discovery:
             root_finder.start_in_fork_child()
+        if ring_module.active is None and _ring_at_first_step not in step_listeners:
+            _fork_base[:] = [step_totals.mine()]
+            step_listeners.append(_ring_at_first_step)
     except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
+
+
+def _ring_at_first_step(n: int) -> None:
+    """A forked child that had no room for its ring at the fork trains: it takes one of `tm`'s
+    spares now, so its steps survive however it ends. Once: it takes itself off."""
+    step_listeners.remove(_ring_at_first_step)
+    if ring_module.active is None:
+        ring = ring_module.current()  # its totals now include this step: the base is the fork's
+        if ring is not None and _fork_base:
+            step_totals.set_base(ring, _fork_base[0])
+
+
+_fork_base: list[Totals] = []  # this child's totals as it was forked (its parent's)
+_ring_at_first_step.probe = "steps"  # type: ignore[attr-defined]
 
 
 # ---- attaching ---------------------------------------------------------------------------
