@@ -123,6 +123,8 @@ def _end(t0: float, ev: Any) -> None:
     dt = _perf() - t0
     T.depth -= 1
     if T.depth or T.tail:
+        if ev is not None:
+            T.events.append(ev)  # not recorded twice: back to the pool
         return  # inside another timed wait: already counted there
     span = phases.in_span()
     if ev is not None:
