@@ -80,7 +80,7 @@ def test_cuda_out_of_memory_says_so_with_the_sizes_and_the_rank(tmp_path: Path) 
     assert json.loads((run_dir / "passport.json").read_text())["run"]["status"] == death["text"]
     summary = run_tm(["summary", str(run_dir)], tmp_path, env=_env()).stdout
     assert "crashed: CUDA out of memory (rank 3)" in summary
-    assert "tried to allocate 2.00 GiB with 1.23 GiB free of 79.14 GiB on GPU 0; 75.20 GiB allocated" in summary
+    assert "tried to allocate 2.0 GiB with 1.2 GiB free of 79.1 GiB on GPU 0; 75.2 GiB allocated" in summary
 
 
 def test_a_memory_alert_comes_before_the_out_of_memory_crash(tmp_path: Path) -> None:
@@ -110,7 +110,7 @@ def test_a_memory_alert_comes_before_the_out_of_memory_crash(tmp_path: Path) -> 
     advice = {a["kind"]: a for a in snap["advice"]}
     assert advice["fragmentation"]["evidence"][0]["value"] == 20 / 77  # (77 - 57) / 77
     assert snap["memory"]["reserved_peak_b"] == 77 * GIB
-    assert "mem peak 77.00 GiB of 80.00 GiB" in ours.stderr
+    assert "mem peak 77.0 GiB of 80.0 GiB" in ours.stderr
 
 
 def test_a_segfault_leaves_every_threads_python_stack_in_the_run_directory(tmp_path: Path) -> None:
