@@ -17,8 +17,8 @@ from typing import Any
 #: The log's size before which no checkpoint is taken: it replays in a fraction of a second.
 CHECKPOINT_FROM_B = 1 << 20
 #: At most this much log, or this many seconds of the run, between two live checkpoints.
-CHECKPOINT_EVERY_B = 16 << 20
-CHECKPOINT_EVERY_S = 60.0
+CHECKPOINT_EVERY_B = 4 << 20
+CHECKPOINT_EVERY_S = 30.0
 
 
 class LiveCheckpoints:
