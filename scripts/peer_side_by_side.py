@@ -15,8 +15,8 @@ terminal each prints to), on CPU (the peer has no fake GPU to point at). At 40% 
 dashboards are photographed at the same viewport within a second of each other, and both
 terminals are captured; after the run: the pages again (what a page shows once its run is gone),
 the end-of-run terminals, each tool's `view` of its finished run, each one's passport, and
-our `tm report` (the peer has no report). Images go to `<out>/peer-*.png`, the text to
-`<out>/peer-*.txt` (docs/side-by-side.md quotes them). The PNGs in docs/img were then reduced
+our `tm report` (the peer has no report), and how wide each view is on a 390 px screen. Images
+go to `<out>/peer-*.png`, the text to `<out>/peer-*.txt` (docs/side-by-side.md quotes them). The PNGs in docs/img were then reduced
 to 256 colours (Pillow's `quantize`) to keep the repository small.
 """
 
@@ -187,6 +187,10 @@ def main() -> int:
                     page.goto(url)
                     page.wait_for_timeout(4000)
                     _shot(page, out / f"peer-view-{who}.png")
+                    page.set_viewport_size({"width": 390, "height": 844})  # a phone
+                    page.wait_for_timeout(1500)
+                    wide = page.evaluate("document.documentElement.scrollWidth")
+                    (out / f"peer-narrow-{who}.txt").write_text(f"{wide} px wide at 390 px\n")
                     page.close()
                     panes[who]._tmux("send-keys", "-t", "t", "C-c")
                     passport = dirs[who] / "passport.txt"

@@ -107,7 +107,9 @@ def _flops(b: Builder) -> None:
         rng = fpt.get("range")
         span = (f" ({si_unit(rng[0], 'FLOP')} to {si_unit(rng[1], 'FLOP')} a token by convention)"
                 if isinstance(rng, list) and len(rng) == 2 else "")
-        reason = b.absent.get("flops_per_token") or (
+        # the engine's own words where it gave them (the FLOPs it needs for the budget say the
+        # same, so the passport lists the cause once); the range is in the conventions' table
+        reason = b.absent.get("flops_per_token") or b.absent.get("flops_spent") or (
             f"no FLOPs convention chosen{span}: pass --convention" if rng
             else "the model's FLOPs per token are not known"
         )

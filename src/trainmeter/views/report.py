@@ -128,6 +128,7 @@ text-align:left;vertical-align:top}th{font-weight:600}td.n{text-align:right;font
 .tiles{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:10px;margin:1em 0}
 .tile{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 12px}
 .tile .k{color:var(--muted);font-size:12.5px}.tile .v{font-size:22px;font-weight:700}
+.tile .v small{font-size:14px;color:var(--muted);font-weight:600;white-space:nowrap}
 .split{display:flex;height:22px;border-radius:5px;overflow:hidden;background:var(--line);margin:.6em 0}
 .sw{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:6px}
 .wf{width:100%;max-width:760px}.wf .bar{background:var(--line);height:12px;border-radius:3px;width:min(260px,20vw)}
@@ -267,8 +268,17 @@ def _headline_html(passport: dict[str, Any]) -> str:
             continue  # one throughput: tokens when the run has them
         text = fmt(entry["value"], entry.get("unit", ""))
         tiles.append(f'<div class="tile" data-headline="{_e(name)}"><div class="k">{_e(LABELS.get(name, name))}'
-                     f'</div><div class="v">{_e(text)}</div></div>')
+                     f'</div><div class="v">{_value_html(text)}</div></div>')
     return f'<div class="tiles">{"".join(tiles)}</div>' if tiles else ""
+
+
+def _value_html(text: str) -> str:
+    """A headline value with its unit in small type ("11.2k <small>tokens/s</small>"), as the
+    dashboard's tiles: the number stays large and the whole fits a narrow tile."""
+    number, space, unit = text.rpartition(" ")
+    if space and number and unit[:1].isalpha():
+        return f"{_e(number)}<small> {_e(unit)}</small>"
+    return _e(text)
 
 
 _PART_COLORS = ("--c1", "--c2", "--c3", "--c4", "--muted", "--line")

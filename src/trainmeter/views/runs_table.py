@@ -12,6 +12,7 @@ from typing import Any
 
 from ..snapread import finite_value as _num
 from ..snapread import get, get_dict
+from .format import si
 
 #: The loop's series a comparison draws as "the loss", first found first.
 LOSS_SERIES = ("train_loss", "loss", "val_loss", "eval_loss")
@@ -74,7 +75,7 @@ def run_row(info: Any) -> dict[str, Any]:
         "gpu": peak.get("name"),
         "convention": fpt.get("convention") if _num(fpt.get("value")) is not None else None,
         "flops_per_token": _num(fpt.get("value")),
-        "budget": f"{budget.get('value')} {budget.get('unit')}" if budget else None,
+        "budget": f"{si(budget.get('value'))} {budget.get('unit')}" if budget else None,
         "tokens_per_step": _num(_fact(snap, "tokens_per_step")) or _per_step(info),
         "samples_per_step": _num(_fact(snap, "samples_per_step")),
         "params": _num(_fact(snap, "n_params")),

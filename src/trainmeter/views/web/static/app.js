@@ -270,7 +270,7 @@
     tiles.push({
       id: "step_time_s", label: "Step time", explain: "step_time_s",
       raw: snap.step_time_s, value: isNum(snap.step_time_s) ? dur(snap.step_time_s) : null,
-      sub: isNum(snap.steps) ? count(snap.steps) + " steps so far" : null,
+      sub: isNum(snap.steps) ? count(snap.steps) + ((S.finished || (snap.time && snap.time.finished)) ? " steps" : " steps so far") : null,
       absent: absentReason("step_time_s"),
     });
     var mfuRange = spanOf(mfu.range, pct);
@@ -349,6 +349,13 @@
 
   // Rows of tiles as even as the width allows, no tile alone on a row (TMCharts.evenTiles).
   function layoutTiles() { K.evenTiles(byId("tiles"), 160, 12); }
+  // A tile's value with its unit in small type ("27.9 ms", "601–748 kFLOP"): the number stays
+  // large and the whole still fits a narrow tile on one line.
+  function valueParts(text) {
+    var cut = text.lastIndexOf(" ");
+    if (cut > 0 && /^[A-Za-zµ°]/.test(text.slice(cut + 1))) return [text.slice(0, cut), el("small", { text: text.slice(cut) })];
+    return [text];
+  }
   var GPU_ONLY_TILES = { ofu: 1, energy: 1 };
   function renderTiles() {
     var box = clear(byId("tiles"));
@@ -359,7 +366,7 @@
       var cls = "tile derived" + (absent ? " absent" : "") + (t.alerting ? " alerting" : "");
       box.appendChild(el("button", { class: cls, "data-explain": t.explain, "data-tile": t.id, "data-value": isNum(t.raw) ? String(t.raw) : null, type: "button" }, [
         el("div", { class: "label" }, [t.label, el("span", { class: "q", text: "?" })]),
-        el("div", { class: "value num", text: absent ? "n/a" : t.value }),
+        el("div", { class: "value num" }, absent ? ["n/a"] : valueParts(t.value)),
         el("div", { class: "sub", "data-reason": absent ? "1" : null, title: absent ? (t.absent || null) : null, text: absent ? (t.absent ? shortReason(t.absent) : "not measured in this run") : (t.sub || "") }),
         absent ? null : sparkline(t.id),
       ]));

@@ -132,7 +132,7 @@
     { id: "val_loss", title: "Validation loss", names: ["val_loss", "eval_loss"], unit: "", smooth: true },
     { id: "throughput", title: "Tokens per second", names: ["tokens_per_s"], unit: "tokens/s" },
     { id: "mfu", title: "MFU", names: ["mfu"], unit: "ratio" },
-    { id: "memory", title: "Memory", names: ["memory_reserved_b", "gpu_memory_used_b", "host_rss_b"], unit: "B" },
+    { id: "memory", title: "Memory", names: ["memory_reserved_b", "gpu_memory_used_b", "host_rss_b"], unit: "B", common: true },
   ];
   var X_TITLES = { step: "step", tokens: "tokens", time: "time since start" };
   var ROWS = [  // the settings and numbers table: label, how a run's cell reads
@@ -180,8 +180,23 @@
   }
   function seriesOf(run, spec) {
     var got = (C.series[run.dir] || {}).series || {};
-    for (var i = 0; i < spec.names.length; i++) if (got[spec.names[i]]) return got[spec.names[i]];
+    var names = spec.common ? [commonName(spec)] : spec.names;
+    for (var i = 0; i < names.length; i++) if (names[i] && got[names[i]]) return got[names[i]];
     return null;
+  }
+  // One quantity for every run on a chart that could draw several (GPU memory beside a CPU
+  // run's RSS would compare nothing): the first that all the runs have, else the first any has.
+  function commonName(spec) {
+    var has = function (n, r) { return !!(((C.series[r.dir] || {}).series || {})[n]); };
+    var all = spec.names.filter(function (n) { return C.runs.every(function (r) { return has(n, r); }); });
+    if (all.length) return all[0];
+    return spec.names.filter(function (n) { return C.runs.some(function (r) { return has(n, r); }); })[0] || null;
+  }
+  function titleOf(spec) {
+    if (!spec.common) return spec.title;
+    var name = commonName(spec), any = null;
+    C.runs.forEach(function (r) { var s = ((C.series[r.dir] || {}).series || {})[name]; if (s && !any) any = s; });
+    return spec.title + (any && any.label ? ": " + any.label : "");
   }
   // One run's points on the chosen axis: x increasing, the value last of each point.
   function columns(s) {
@@ -246,7 +261,7 @@
         return el("span", { class: "key", "data-key": p.run.dir }, [el("i", { style: "background:" + K.color(p.index) }), p.run.name]);
       }));
       var plot = el("div", { class: "plot", role: "img", "aria-label": spec.title + " of " + got.present.map(function (p) { return p.run.name; }).join(" and ") + ": a chart; its data is in the table below it" });
-      card.appendChild(el("div", { class: "chart-head" }, [el("h3", { text: spec.title })]));
+      card.appendChild(el("div", { class: "chart-head" }, [el("h3", { text: titleOf(spec) })]));
       card.appendChild(keys);
       card.appendChild(plot);
       card.appendChild(K.textAlternative(spec.title, tableOf(spec)));
