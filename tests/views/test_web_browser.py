@@ -210,6 +210,12 @@ def test_live_explain_opens_for_a_clicked_number(browser, live_run):
     if explained:  # the engine explains: its formula and inputs are shown
         assert explained["formula"] in body
         assert all(i["name"] in body for i in explained["inputs"])
+        # the peak's citation, whole: the document, its line and the figure, nothing about
+        # how it was looked up (hardware/specs: the lookup record is kept apart, unshown)
+        page.locator("#explain-body .peak-full summary").click()
+        cited = page.locator("#explain-body .peak-full").inner_text()
+        assert "989.5 TFLOP/s dense" in cited and "1,979 teraFLOPS" in cited
+        assert not any(w in cited.lower() for w in ("stored", "fetched", "confirmed", "corpus"))
     else:  # no explanation from this engine: say so, and show what the snapshot holds
         assert "no worked explanation" in body
         row = page.locator('#explain-body tr[data-raw="convention"]')

@@ -224,3 +224,21 @@ def test_runs_and_comparison_pass_aa_contrast_and_fit_a_phone(browser, site, run
                     assert bad == [], f"{scheme} {url}: " + "\n".join(bad)
             finally:
                 ctx.close()
+
+
+def test_the_pages_own_formatter_reads_the_shared_table_in_chromium(browser, site):
+    """The fixture table the terminal's rule is checked against, read by the page's
+    format.js in the browser the page runs in (tests/views/test_format.py runs it under Node)."""
+    cases = json.loads((Path(__file__).with_name("format_cases.json")).read_text())["cases"]
+    ctx = browser.new_context(bypass_csp=True)
+    page = ctx.new_page()
+    try:
+        page.goto(site)
+        page.wait_for_selector("body[data-listed]")
+        got = page.evaluate(
+            """cases => cases.map(([name, args]) =>
+                 window.TMFormat[name](...args.map(a => a === 'nan' ? NaN : a)))""", cases)
+    finally:
+        ctx.close()
+    assert [g for g, (_, _, want) in zip(got, cases, strict=True) if g != want] == []
+    assert len(got) == len(cases) > 100
