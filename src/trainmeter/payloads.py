@@ -139,7 +139,8 @@ FACT = Kind(
         "recovered": _f(bool, "read from a ring after the process ended"),
     },
     made_in=(
-        "agent/probes/architecture.py", "agent/probes/device.py", "agent/probes/flops.py",
+        "agent/probes/architecture.py", "agent/probes/device.py", "agent/probes/first_iteration.py",
+        "agent/probes/flops.py",
         "agent/probes/model.py", "agent/probes/phases.py", "agent/probes/precision.py",
         "agent/probes/step_signal.py", "agent/sender.py", "records.py", "supervisor/ring.py",
         "supervisor/live.py", "supervisor/ending.py", "supervisor/observe_only.py",

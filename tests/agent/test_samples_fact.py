@@ -15,7 +15,7 @@ def test_samples_per_step_is_batch_size_times_micro_batches(workdir):
     assert run.rc == 0, run.stderr
     (fact,) = run.fact_records("samples_per_step")
     assert fact["d"]["value"] == 6 and fact["d"]["source"] == "detected"
-    assert "batch size 3 of the first batch (dim 0) x 2 micro-batch" in fact["d"]["note"]
+    assert "batch size 3 of the first data batch (dim 0) x 2 data batch(es)" in fact["d"]["note"]
     assert run.facts()["dataloader_workers"] == 0
     # the counted step gives FLOPs per step beside FLOPs per token
     assert run.facts()["counted_flops_per_step"] > 0

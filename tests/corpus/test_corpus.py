@@ -53,6 +53,12 @@ CASES = {
     "hf_trainer_llama": "optimizer",
     "imagenet_resnet_dataparallel": "optimizer",
     "moe_grouped_mm": "optimizer",
+    # public scripts nobody here wrote (pytorch/examples, adapted to run tiny and offline)
+    "pytorch_examples_dcgan": "optimizer",
+    "pytorch_examples_time_sequence": "optimizer",
+    "pytorch_examples_actor_critic": "optimizer",
+    "pytorch_examples_regression": "backward",
+    "pytorch_examples_word_language_model": "backward",
 }
 NEEDS = {
     "hf_gpt2_loop": "transformers",
@@ -177,6 +183,13 @@ def test_tm_sees_what_the_program_counted(corpus: dict[str, dict], name: str) ->
     for key in FACTS:
         if key in truth:
             assert seen[key] == truth[key], f"{key}: tm {seen[key]}, truth {truth[key]}"
+    if truth.get("counted"):  # a step was counted, every matmul-class op with a formula
+        facts = _summary(run).get("facts", {})
+        assert "counted_flops_per_step" in facts, facts.get("counted_unavailable")
+        assert "counted_missing_ops" not in facts, facts["counted_missing_ops"]
+    if "models" in truth:  # several models trained together: each by name, its parameters
+        models = _summary(run).get("facts", {}).get("models", {}).get("value")
+        assert [[m["name"], m["params"]] for m in models or []] == truth["models"]
     absent = truth.get("absent", [])  # what the model has no such number for
     for key in absent:
         assert seen[key] is None, f"{key}: tm made up {seen[key]}"

@@ -10,7 +10,7 @@ TOP_LEVEL_KEYS: frozenset[str] = frozenset(
         "convention_formulas", "conventions", "counted", "death", "devices", "energy", "eta_s", "explain",
         "facts", "flops_observed", "flops_per_token", "flops_remaining", "flops_required",
         "flops_spent", "gpu_hours", "gpu_versions", "gpus", "host", "job", "ladder", "log", "memory", "mfu",
-        "mfu_ofu_gap", "n_gpus", "node", "ofu", "padding", "peak", "plan", "progress", "ranks",
+        "mfu_ofu_gap", "models", "n_gpus", "node", "ofu", "padding", "peak", "plan", "progress", "ranks",
         "rate_window", "records", "run", "samples", "series", "step_index", "step_time_s",
         "step_times", "steps", "straggler", "time", "tokens_counted", "tokens_per_s", "tokens_seen",
         "warnings", "waterfall",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import explain, flops
+from . import explain, flops, models
 from .facts import FactStore, rank
 from .flops import ModelShape, all_conventions, flops_per_token, formulas
 from .section import Section
@@ -67,6 +67,8 @@ def shape_of(facts: FactStore) -> ModelShape | None:
 
 
 def _shape_of(facts: FactStore) -> ModelShape | None:
+    if models.trained(facts) is not None:
+        return None  # several models trained together: no single shape (engine/models.py)
     values = [facts.number(k) for k in SHAPE_KEYS]
     if any(v is None for v in values):
         return None
@@ -107,6 +109,9 @@ def choose(
             "convention": conv_name if isinstance(conv_name, str) else "declared value",
             "source": declared.source,
         }, None
+    several = models.several_reason(facts)
+    if several is not None:
+        return None, several
     shape = shape_of(facts)
     if shape is None:
         missing = [k for k in SHAPE_KEYS if facts.number(k) is None]

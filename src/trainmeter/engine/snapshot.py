@@ -23,6 +23,7 @@ from . import (
     devices,
     mfu,
     model_flops,
+    models,
     notices,
     samples,
     throughput,
@@ -413,7 +414,7 @@ class Engine:
         for part in (
             p.pace, p.model, p.progress, p.utilization, p.counters, p.energy, p.gpus.section,
             self.host.section(), self.node.section(), p.memory, self.series.section(),
-            p.time_split, p.waits, p.executed, p.planned, p.spent,
+            p.time_split, p.waits, p.executed, p.planned, p.spent, models.section(self.facts),
             notices.section(self.facts, self.clock, self.ignored),
         ):
             whole.merge(part)

@@ -16,7 +16,7 @@ from ..engine.keys import STRUCTURAL, TOP_LEVEL_KEYS
 
 #: The same on every node: taken from the job clock's node.
 FROM_LEAD = frozenset(
-    {"facts", "run", "agent", "flops_per_token", "conventions", "convention_formulas",
+    {"facts", "run", "agent", "flops_per_token", "conventions", "convention_formulas", "models",
      "tokens_counted", "budget", "flops_required"}
 )
 

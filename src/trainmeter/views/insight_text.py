@@ -20,6 +20,24 @@ def _factor(x: float) -> str:
     return f"{x:.3f}" if abs(x) < 1000 else f"{x:.3g}"
 
 
+def models_lines(snap: dict[str, Any]) -> list[str]:
+    """Several models trained together: one line each, then the total and what it means."""
+    m = snap.get("models")
+    if not isinstance(m, dict) or not isinstance(m.get("trained"), list):
+        return []
+    lines = [
+        f"{x.get('name')} ({x.get('class')}): {int(x['params']):,} parameters"
+        for x in m["trained"]
+        if isinstance(x, dict) and isinstance(x.get("params"), (int, float))
+    ]
+    if isinstance(m.get("total_params"), (int, float)):
+        lines.append(
+            f"total {int(m['total_params']):,} parameters ({m.get('source')}); FLOPs from the "
+            "counted step, which runs every model: no convention's formula is one model's job"
+        )
+    return lines
+
+
 def samples_lines(snap: dict[str, Any]) -> list[str]:
     s = snap.get("samples")
     if not isinstance(s, dict):

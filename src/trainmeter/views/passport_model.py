@@ -48,9 +48,14 @@ def model_section(snap: dict[str, Any]) -> dict[str, Any] | None:
         for name, value in sorted(conventions.items(), key=lambda kv: kv[1])
         if isinstance(value, (int, float))
     }
-    if not shape and not table:
+    models = get_dict(snap, "models") or {}
+    trained = [m for m in models.get("trained") or [] if isinstance(m, dict)]
+    if not shape and not table and not trained:
         return None
-    return {"shape": shape, "conventions": table, "chosen": chosen if chosen in table else None}
+    out = {"shape": shape, "conventions": table, "chosen": chosen if chosen in table else None}
+    if trained:
+        out["models"] = {"trained": trained, "total_params": models.get("total_params")}
+    return out
 
 
 def model_markdown(model: dict[str, Any] | None, fmt: Any) -> list[str]:
@@ -58,6 +63,17 @@ def model_markdown(model: dict[str, Any] | None, fmt: Any) -> list[str]:
     if not model:
         return []
     lines: list[str] = []
+    models = model.get("models")
+    if models:
+        lines += ["### Models trained together", "", "| Model | Class | Parameters |",
+                  "| --- | --- | --- |"]
+        for m in models["trained"]:
+            lines.append(f"| {m.get('name')} | {m.get('class')} | {int(m.get('params') or 0):,} |")
+        total = models.get("total_params")
+        if isinstance(total, (int, float)):
+            lines.append(f"| total | | {int(total):,} |")
+        lines += ["", "FLOPs of the job are the counted step's (it runs every model): no "
+                  "convention's formula counts more than one model.", ""]
     if model.get("shape"):
         lines += ["### Model shape", "", "| | Quantity | Value | Source |", "| --- | --- | --- | --- |"]
         for row in model["shape"]:

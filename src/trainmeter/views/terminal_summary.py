@@ -14,7 +14,13 @@ import io
 import re
 from typing import Any
 
-from .insight_text import advice_lines, samples_lines, waterfall_lines, waterfall_title
+from .insight_text import (
+    advice_lines,
+    models_lines,
+    samples_lines,
+    waterfall_lines,
+    waterfall_title,
+)
 from .memory_text import memory_lines
 from .summary_blocks import _text
 from .summary_explain import explain
@@ -50,6 +56,7 @@ def sections(snap: dict[str, Any], width: int) -> list[Section]:
         (f"Alerts ({n_alerts})", alert_lines(snap)),  # first: what is wrong comes before numbers
         ("Throughput", throughput(snap)),
         ("FLOPs per token", flops(snap)),
+        ("Models trained together", _plain(models_lines(snap))),
         ("MFU", mfu(snap)),
         ("GPUs: utilization ladder and OFU", gpus(snap)),
         ("Energy", energy(snap)),

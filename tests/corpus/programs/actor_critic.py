@@ -29,5 +29,8 @@ for it in range(ITERS):
     opt_critic.step()
     truth.loss(it, actor_loss)
     truth.loss(it, critic_loss)
-truth.report(actor, steps=ITERS, samples_per_step=B)
 truth.saved(critic)
+models = [["actor", truth.params(actor)], ["critic", truth.params(critic)]]
+truth.report(
+    actor, steps=ITERS, samples_per_step=B, models=models, N=sum(n for _, n in models)
+)

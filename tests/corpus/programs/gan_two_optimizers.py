@@ -1,5 +1,6 @@
 """DCGAN shape: a discriminator and a generator, two optimizers stepping once each per
-iteration (the discriminator on a real and a detached fake batch, then the generator)."""
+iteration (the discriminator on a real and a detached fake batch, then the generator). One
+batch of data a step (the fake batches are the generator's), two models trained."""
 
 import torch
 import torch.nn as nn
@@ -29,5 +30,8 @@ for it in range(ITERS):
     optG.step()
     truth.loss(it, err_real + err_fake)
     truth.loss(it, err_g)
-truth.report(netD, steps=ITERS)
 truth.saved(netG)
+models = [["netD", truth.params(netD)], ["netG", truth.params(netG)]]
+truth.report(
+    netD, steps=ITERS, samples_per_step=B, models=models, N=sum(n for _, n in models)
+)

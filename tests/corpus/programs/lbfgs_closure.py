@@ -1,5 +1,6 @@
 """LBFGS with a closure: each `optimizer.step(closure)` runs forward and backward several times
-(max_iter), and is one step."""
+(max_iter) on the same batch, and is one step: one batch of data a step, however many times
+the closure evaluates it."""
 
 import torch
 import torch.nn as nn
@@ -23,4 +24,4 @@ for step in range(STEPS):
 
     loss = opt.step(closure)
     truth.loss(step, loss)
-truth.report(model, steps=STEPS, N=truth.params(model), E=0)
+truth.report(model, steps=STEPS, N=truth.params(model), E=0, samples_per_step=B)

@@ -33,7 +33,6 @@ from ...payloads import FACT
 from ..sender import get_sender
 from . import flop_formulas, phases, steps
 from . import step_signal as signal
-from . import tokens as tok
 from .model import unwrap_chain
 
 ARM_AFTER = 2
@@ -49,8 +48,6 @@ _counter_cls: Any = None
 _mode: Any = None
 _start: tuple[int, int] = (0, 0)  # (tokens committed, eval spans) when the window opened
 _compiled: str | None = None  # how the model is compiled: None, "wrapper", or a reason
-_batch: int | None = None  # the first micro-batch's batch size (along the batch axis)
-_tokens_shape: tuple[int, ...] = ()  # the first token tensor's shape, to read its batch again
 _captured: list[Any] = []
 _tries = 0
 
@@ -112,6 +109,12 @@ def _counting_mode_class() -> Any:
             # the registry with the custom formulas wrapped the way torch wraps them
             torch_mode = FlopCounterMode(display=False, custom_mapping=custom_mapping)
             self.registry = torch_mode.flop_registry
+            # the formulas over shapes, unwrapped: torch's wrapper turns every argument into
+            # its shape with a pytree map, several times the cost of the rest of an operator
+            # here; `_shapes` does the same for the arguments formulas take (see `formula_of`)
+            self.raw = {
+                op: getattr(f, "__wrapped__", None) for op, f in self.registry.items()
+            }
             self.total = 0
             self.plain: set[Any] = set()  # operators known to need no formula
             self.missing: dict[str, int] = {}  # matmul-class operators with no formula: calls
@@ -127,7 +130,12 @@ def _counting_mode_class() -> Any:
             formula = self.registry.get(packet)
             if formula is not None:
                 try:
-                    self.total += formula(*args, **kwargs, out_val=out)
+                    raw = self.raw.get(packet)
+                    if raw is not None:
+                        shaped = {k: _shape(v) for k, v in kwargs.items()} if kwargs else {}
+                        self.total += raw(*map(_shape, args), **shaped, out_shape=_shape(out))
+                    else:  # a formula that takes the tensors themselves (flex attention)
+                        self.total += formula(*args, **kwargs, out_val=out)
                 except Exception as exc:  # noqa: BLE001 - promise 1: counted 0, and named
                     self.failed.setdefault(str(packet), f"{type(exc).__name__}: {exc}"[:120])
             elif packet not in self.plain:
@@ -140,6 +148,17 @@ def _counting_mode_class() -> Any:
 
         def get_total_flops(self) -> int:
             return int(self.total)
+
+    tensor = _torch.Tensor if _torch is not None else None
+
+    def _shape(x: Any) -> Any:
+        """What torch's `shape_wrapper` hands a formula: a tensor's shape, a list or tuple of
+        them (a fused RNN's weights, an output tuple) as shapes, anything else as it is."""
+        if isinstance(x, tensor):
+            return x.shape
+        if type(x) is list or type(x) is tuple:
+            return type(x)(v.shape if isinstance(v, tensor) else v for v in x)
+        return x
 
     _skip_dynamo(CountingMode.__torch_dispatch__)
     return CountingMode
@@ -161,12 +180,10 @@ def _skip_dynamo(function: Any) -> None:
 
 def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
     """Decide how this model can be counted, and import the counter before the first step."""
-    global _counter_cls, _compiled, _batch, _tokens_shape
+    global _counter_cls, _compiled
 
     _counter_cls = _counting_mode_class()
     _compiled = None
-    _batch = tok.leading(tokens, args, kwargs)
-    _tokens_shape = tuple(tokens.shape) if tokens is not None else ()
     if any(hasattr(m, "_orig_mod") for m in unwrap_chain(root)):
         _compiled = "wrapper"
     elif any(getattr(m, "_compiled_call_impl", None) is not None for m in root.modules()):
@@ -189,8 +206,6 @@ def on_step(n: int) -> None:
     forward instead (a one-shot pre-hook on the root, gone once it ran): from one step's forward
     to the next's, one whole step."""
     global _mode, _start, _tries
-    if n == 1 and _batch:
-        _send_samples()
     if _waiting:
         return  # a one-shot hook waits for the next forward
     if _mode is not None:
@@ -217,23 +232,6 @@ def on_step(n: int) -> None:
 
 
 on_step.probe = "flops"  # type: ignore[attr-defined]
-
-
-def _send_samples() -> None:
-    """Samples per step on this rank: the first batch's batch size (dim 0, or dim 1 once the
-    model probe has found the input sequence-first) x the micro-batches of the first step (only
-    shapes are read)."""
-    global _batch
-    if len(_tokens_shape) > tok.batch_axis:  # the model probe may have learnt the layout since
-        _batch = int(_tokens_shape[tok.batch_axis])
-    micro = steps.totals().micro
-    if micro > 0:
-        sender = get_sender()
-        if sender is not None:
-            axis = "dim 1, sequence-first" if tok.batch_axis == 1 else "dim 0"
-            note = f"batch size {_batch} of the first batch ({axis}) x {micro} micro-batch(es)"
-            d = FACT.build(key="samples_per_step", value=_batch * micro, source="detected", note=note)
-            sender.send(FACT.name, d)
 
 
 def counter() -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...payloads import FACT
 from ..sender import get_sender
-from . import parts, steps, structure
+from . import first_iteration, parts, steps, structure
 from . import tokens as tok
 
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
@@ -450,6 +450,11 @@ on_first_forward.probe = "model"  # type: ignore[attr-defined]
 def attach(torch: Any) -> list[str]:
     global _torch
     _torch = torch
+    # the first iteration's models are counted as the root is (the step probe cannot import
+    # this module: it imports the step probe)
+    first_iteration.count_params = count_params
+    first_iteration.unwrap = unwrap_chain
+    first_iteration.left_out = parts.left_out
     steps.adopted.append(on_adopt)
     steps.first_forward.insert(0, _settle_parts)
     steps.first_forward.append(on_first_forward)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 
+from . import first_iteration
 from . import step_signal as signal
 from .step_state import adopted, call, state
 
@@ -43,13 +44,23 @@ def pause(on: bool) -> None:
 
 
 def pre(module: Any, args: Any) -> None:
-    """The global forward pre-hook, while discovering."""
+    """The global forward pre-hook, while discovering (and, once the root is found, while its
+    first iteration is watched: `first_iteration`)."""
     s = state
     if s.compiling():
         return  # traced by dynamo: be a no-op in its graph (see the module docstring)
-    if s.depth == 0 and module.training and s.grad_on():
+    if s.depth == 0 and s.learning:
         try:
-            if adopt(module):
+            if module is not s.root and not first_iteration.called(module):
+                first_iteration.end()  # a compiled module: the hooks go before it is traced
+                return
+        except Exception as exc:  # noqa: BLE001 - promise 1
+            first_iteration.end()
+            s.fail(exc)
+            return
+    elif s.depth == 0 and module.training and s.grad_on():
+        try:
+            if adopt(module) and not s.learning:
                 return  # the global hooks are gone: no depth to keep
         except Exception as exc:  # noqa: BLE001 - promise 1
             s.fail(exc)
@@ -58,13 +69,19 @@ def pre(module: Any, args: Any) -> None:
 
 
 def post(module: Any, args: Any, *rest: Any) -> None:
-    """The global forward hook (always called), while discovering."""
+    """The global forward hook (always called), while discovering or watching."""
     s = state
     if s.compiling():
         return
     s.depth -= 1
-    if s.depth < 0:
+    if s.depth <= 0:
         s.depth = 0
+        if s.learning and rest:
+            try:
+                first_iteration.returned(module, rest[0])
+            except Exception as exc:  # noqa: BLE001 - promise 1
+                first_iteration.end()
+                s.fail(exc)
 
 
 def adopt(module: Any, hooks: bool = True) -> bool:
@@ -86,10 +103,13 @@ def adopt(module: Any, hooks: bool = True) -> bool:
     if first is None or getattr(first, "is_meta", False):
         s.rejected.add(module)
         return False
-    end()
+    remove(s.root_hook)
     s.root, s.first_done = module, False
     for listener in tuple(adopted):
         call(listener, module)
+    # the global hooks stay on for the first iteration unless torch.compile is in use
+    if not first_iteration.begin(module, hooks):
+        remove(s.discovery)
     if not hooks:
         return True  # a root compiled in place: `compiled_pre` counts its calls
     s.root_hook.append(s.patch(type(module)))
@@ -137,6 +157,8 @@ def compiled_pre(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
 def start() -> None:
     """Put the two global hooks on: look for the root (at attach, or when it may have changed)."""
     s = state
+    first_iteration.reset()  # a watch in progress is of a model that may be gone
+    remove(s.discovery)
     s.depth = 0
     s.discovery.append(s.nn_module.register_module_forward_pre_hook(pre))
     s.discovery.append(s.nn_module.register_module_forward_hook(post, always_call=True))
@@ -179,6 +201,7 @@ def in_dataloader_worker() -> bool:
 
 def end() -> None:
     """Take off the global hooks and the root's class patch."""
+    first_iteration.reset()
     remove(state.discovery)
     remove(state.root_hook)
 

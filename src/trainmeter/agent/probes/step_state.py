@@ -40,14 +40,19 @@ class State:
         "n_tokens",
         "n_real",
         "n_missing",
-        "n_micro",
+        "n_micro",  # data batches: root calls that fed new input (see `steps._root_call`)
         "c_micro",  # n_micro at the last step: the step in progress is the difference
+        "n_calls",  # root calls that fed no new data (the same batch again, a model's output)
+        "c_calls",  # n_calls at the last step
+        "last_in",  # the input of the step's last data batch (dropped at each step), or None
+        "last_ver",  # its version counter then: an in-place refill is new data
         "t",  # time.monotonic() of the last step
         "any_tokens",  # a token tensor was seen (the ring header says so too)
         "real_on",  # counting padding still works (off after it raised once)
         "ids_dtype",  # the dtype of the token tensors seen first and alone (the fast path)
         "capture",  # a list to receive (args, kwargs, tokens) of the next counted call, or None
         "cycle",  # optimizers that stepped in the step in progress: id() -> weak reference
+        "learning",  # the first iteration is being watched (`first_iteration`): not the hot path
         # ---- publication (`step_totals`)
         "hdr",  # where the totals are published: the ring's header, or a scratch buffer
         "sent",  # the totals last turned into a `step` record (sender thread)
@@ -71,7 +76,10 @@ class State:
         self.root_hook: list[Any] = []
         self.step_hook: list[Any] = []
         self.n_steps = self.n_tokens = self.n_real = self.n_missing = self.n_micro = 0
-        self.c_micro = 0
+        self.c_micro = self.n_calls = self.c_calls = 0
+        self.last_in: Any = None
+        self.last_ver = 0
+        self.learning = False
         self.t = 0.0
         self.any_tokens = False
         self.real_on = True

@@ -75,6 +75,8 @@ def commit() -> None:
     """The micro-batches since the last step are one more step: publish the totals."""
     s = state
     s.c_micro = micro = s.n_micro
+    s.c_calls = s.n_calls
+    s.last_in = None  # the next step's first batch is new data whatever it is
     s.n_steps = n = s.n_steps + 1
     # the one publication: a single C call, steps last in memory (see agent.ring)
     s.t = t = _monotonic()
@@ -134,6 +136,7 @@ def forget_after_fork() -> None:
     # the parent's step in progress is not the child's: its micro-batches so far become part
     # of what the child inherited, and the child's totals start from there
     s.c_micro = s.n_micro
+    s.c_calls = s.n_calls
     ring = ring_module.active
     if ring is None or s.hdr is not ring.mm:  # never write into the parent's ring
         c = mine()

@@ -49,7 +49,7 @@ import weakref
 
 from .. import ring as ring_module
 from ..sender import get_sender
-from . import compile_support, guard, root_finder, step_totals
+from . import compile_support, first_iteration, guard, root_finder, step_totals
 from . import step_signal as signal
 from . import tokens as tok
 from .root_finder import pause, root
@@ -144,9 +144,14 @@ def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
                     args[0] if args and not kwargs and s.first_done and s.capture is None else None
                 )
                 if type(ids) is tensor_cls and ids.dtype is s.ids_dtype and ids.dim() == 2:
-                    s.n_micro += 1
-                    s.n_tokens += ids.numel()
-                    s.n_missing += 1  # no keyword arguments: no mask to read padding from
+                    if ids is s.last_in and ids._version == s.last_ver:
+                        s.n_calls += 1  # the same batch again in this step: not new data
+                    else:
+                        # held until the step ends (token ids: a few KB), then dropped
+                        s.last_in, s.last_ver = ids, ids._version
+                        s.n_micro += 1
+                        s.n_tokens += ids.numel()
+                        s.n_missing += 1  # no keyword arguments: no mask to read padding from
                 else:
                     _micro(module, args, kwargs)
             except Exception as exc:  # noqa: BLE001 - promise 1
@@ -179,22 +184,75 @@ def _is_torch_wrapped_call(function: Any) -> bool:
 
 
 def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Count one micro-batch of the root: its tokens, and padding when a mask says."""
+    """Count one call of the root: a data batch, with its tokens and padding when a mask says,
+    if its input (the token tensor, else the first tensor) is data this step has not fed yet;
+    else only a call. Not new data, read from metadata alone:
+
+    - the same tensor again, unchanged (an LBFGS closure evaluated again, two losses on one
+      batch); a buffer refilled in place has a new version and is new data;
+    - a tensor computed in the autograd graph (a generator's fake batch, an interpolation of a
+      real and a fake one);
+    - a leaf that requires grad, shaped like a data batch of the same step (a gradient
+      penalty's or an adversarial example's input; a physics-informed loop's points that
+      require grad are its only batch, and stay data);
+    - while the first iteration is watched, a tensor sharing storage with another model's
+      output (the fake batch, detached: `first_iteration`).
+
+    One function, no helpers: every root call of a model without a token tensor comes here,
+    and each Python call more would be the user's (the same count as before this rule)."""
     s = state
-    s.n_micro += 1
     tokens = tok.find(args, kwargs)
-    if tokens is not None:
-        s.n_tokens += tokens.numel()
-        if not s.any_tokens:
-            s.any_tokens = True
-            step_totals.mark_tokens()
-        if tokens is (args[0] if args else None):
-            s.ids_dtype = tokens.dtype  # the fast path of `_root_call` looks for this one
-        real = _real(tokens, kwargs) if s.real_on and kwargs else None
-        if real is None:
-            s.n_missing += 1
+    x = tokens
+    if x is None:
+        x = args[0] if args and type(args[0]) is s.tensor_cls else tok.first_tensor(args, kwargs)
+    new = True
+    if x is not None:
+        last = s.last_in
+        if (
+            last is not None
+            and (last() if type(last) is weakref.ref else last) is x
+            and x._version == s.last_ver
+        ):
+            new = False
+        elif x.grad_fn is not None:
+            new = False
         else:
-            s.n_real += real
+            shape = tuple(x.shape)
+            if _shapes[0] != s.n_steps:
+                _shapes[0], _shapes[1] = s.n_steps, set()
+            if (x.requires_grad and shape in _shapes[1]) or (
+                s.learning and first_iteration.made_by_model(x)
+            ):
+                new = False
+            else:
+                _shapes[1].add(shape)
+                # token ids strongly (a few KB; the fast path of `_root_call` compares them),
+                # anything else weakly: an image batch held past its use would keep memory
+                s.last_in = x if x is tokens else weakref.ref(x)
+                s.last_ver = x._version
+    if not new:
+        s.n_calls += 1
+    else:
+        s.n_micro += 1
+        if first_iteration.watching:
+            first_iteration.data_batch(x, tokens)
+        if tokens is not None:
+            s.n_tokens += tokens.numel()
+            if not s.any_tokens:
+                s.any_tokens = True
+                step_totals.mark_tokens()
+            if tokens is (args[0] if args else None):
+                # the fast path of `_root_call` looks for this dtype; while the first iteration
+                # is watched every call comes here instead, and the dtype is set at its end
+                if first_iteration.watching:
+                    first_iteration.ids_dtype[:] = [tokens.dtype]
+                else:
+                    s.ids_dtype = tokens.dtype
+            real = _real(tokens, kwargs) if s.real_on and kwargs else None
+            if real is None:
+                s.n_missing += 1
+            else:
+                s.n_real += real
     if s.capture is not None:
         s.capture.append((args, kwargs, tokens))
         s.capture = None
@@ -202,6 +260,10 @@ def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         s.first_done = True
         for listener in tuple(first_forward):
             call(listener, module, tokens, args, kwargs)
+
+
+#: the step whose data batches' shapes `_shapes` holds, and those shapes
+_shapes: list[Any] = [-1, set()]
 
 
 def _real(tokens: Any, kwargs: dict[str, Any]) -> int | None:
@@ -218,7 +280,8 @@ def _real(tokens: Any, kwargs: dict[str, Any]) -> int | None:
 
 def _backward_step() -> None:
     """A backward pass through the root's output, with no optimizer in the process."""
-    if state.n_micro != state.c_micro:
+    s = state
+    if s.n_micro != s.c_micro or s.n_calls != s.c_calls:
         signal.say("backward")
         _commit()
 
@@ -255,8 +318,12 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         cycle = s.cycle
         if key not in cycle and any(ref() is not None for ref in cycle.values()):
             cycle[key] = _weak(optimizer)  # another optimizer of the same iteration
+            if first_iteration.watching:
+                first_iteration.optimizer(optimizer, joined=True)
             return
-        if s.n_micro == s.c_micro and s.root is not None:
+        if first_iteration.watching:
+            first_iteration.optimizer(optimizer, joined=False)
+        if s.n_micro == s.c_micro and s.n_calls == s.c_calls and s.root is not None:
             # the same optimizer again with no forward of the root since its last step: not a
             # new step. The model may have been replaced: look for the root again
             if not s.discovery:
@@ -283,6 +350,9 @@ def _forked() -> None:
         step_totals.forget_after_fork()
         s = state
         s.cycle.clear()
+        if s.learning:  # the parent's first iteration is not the child's to watch
+            first_iteration.reset()
+            root_finder.remove(s.discovery)
         if s.root is not None and not s.discovery:
             root_finder.start_in_fork_child()
         if ring_module.active is None and _ring_at_first_step not in step_listeners:
@@ -355,6 +425,7 @@ def attach(torch: Any) -> list[str]:
             step_totals.bind_ring(ring)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_forked)
+    atexit.register(first_iteration.at_exit)  # a run of one step: its first iteration
     atexit.register(_at_exit)  # after the sender's: runs first, before its last flush
     return ["steps", "tokens"]
 

@@ -198,6 +198,8 @@
     var done = S.finished || (snap.time && snap.time.finished);
     fact("ETA", done ? "done" : (isNum(snap.eta_s) ? dur(snap.eta_s) : "n/a"), null, "eta_s");
     fact("Elapsed", isNum(snap.time && snap.time.elapsed_s) ? dur(snap.time.elapsed_s) : "—");
+    var models = snap.models && snap.models.trained;
+    if (models && models.length > 1) fact("Models trained", models.map(function (m) { return m.name; }).join(" + "), count(snap.models.total_params) + " parameters", "models");
     var why = byId("p-absent");
     var reason = absentReason("progress") || absentReason("budget") || absentReason("eta_s");
     why.hidden = isNum(p) || !reason;
@@ -929,6 +931,7 @@
     flops_observed: "FLOPs observed", energy_per_token: "Energy per token", progress: "Progress", eta_s: "Time to finish (ETA)",
     goodput: "Goodput", plan: "Plan vs actual", waterfall: "Where the peak went (the MFU waterfall)",
     samples_per_s: "Samples per second", samples_mfu: "MFU from counted FLOPs per step",
+    models: "Models trained together",
   };
   var EXPLAIN_UNITS = { tokens_per_s: "tokens/s", step_time_s: "s", mfu: "ratio", ofu: "ratio", goodput: "ratio", progress: "ratio", eta_s: "s", energy_per_token: "J", flops_per_token: "FLOP" };
   // Where the number itself sits in the snapshot, for the fallback when no explanation came.

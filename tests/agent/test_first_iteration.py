@@ -1,0 +1,60 @@
+"""What the first iteration shows, on loops the rule was not written from: a WGAN-GP whose
+generator (the root) is called twice on the same noise across the critic's step, with a gradient
+penalty's interpolated batch; an R-Drop LM fed one preallocated token buffer refilled in place;
+a soft actor-critic agent with twin critics, a target copy and a bare `log_alpha`.
+
+Each program counts what it fed and trained (`TRUTH`); each also runs without the agent, and the
+losses must be the same bits (promise 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import SCRIPTS, run_agent
+
+
+def _run(workdir, name):
+    run = run_agent(["python", str(SCRIPTS / f"{name}.py")], workdir)
+    plain = run_agent(["python", str(SCRIPTS / f"{name}.py")], workdir, agent=False)
+    assert run.rc == 0 and plain.rc == 0, run.stderr + plain.stderr
+    assert run.losses() and run.losses() == plain.losses()
+    return run
+
+
+def _models(run):
+    (fact,) = run.fact_records("models")
+    return [(m["name"], m["params"]) for m in fact["d"]["value"]]
+
+
+@pytest.mark.slow
+def test_wgan_gp_one_batch_a_step_and_both_models(workdir):
+    run = _run(workdir, "wgan_gp")
+    truth = run.truth()
+    assert run.steps_total("k") == truth["steps"]
+    assert run.facts()["samples_per_step"] == truth["samples"]  # not 2x: z fed twice is one batch
+    assert _models(run) == [
+        ("generator", truth["generator"]), ("discriminator", truth["discriminator"])
+    ]
+    assert run.facts()["n_params"] == truth["generator"] + truth["discriminator"]
+
+
+@pytest.mark.slow
+def test_rdrop_over_a_buffer_refilled_in_place(workdir):
+    run = _run(workdir, "rdrop_inplace")
+    truth = run.truth()
+    assert run.steps_total("k") == truth["steps"]
+    assert run.steps_total("tokens") == truth["tokens"]  # each refill once, each pair once
+    assert run.facts()["samples_per_step"] == truth["samples"]
+    assert not run.fact_records("models")  # one model
+
+
+@pytest.mark.slow
+def test_an_agent_object_of_actor_critics_and_a_bare_parameter(workdir):
+    run = _run(workdir, "sac_like")
+    truth = run.truth()
+    assert run.steps_total("k") == truth["steps"]
+    assert run.facts()["samples_per_step"] == truth["samples"]
+    # the target critics are never stepped: not trained, not listed
+    assert _models(run) == [
+        ("critic", truth["critic"]), ("actor", truth["actor"]), ("log_alpha", 1)
+    ]
