@@ -164,7 +164,8 @@ def _seen(summary: dict) -> dict:
 @pytest.mark.parametrize("name", list(CASES))
 def test_tm_sees_what_the_program_counted(corpus: dict[str, dict], name: str) -> None:
     if name not in corpus:
-        pytest.skip(f"{NEEDS.get(name, 'TM_CORPUS_ONLY')} left it out")
+        why = f"{NEEDS[name]} is not installed" if not _available(name) else "not in TM_CORPUS_ONLY"
+        pytest.skip(why)
     run = corpus[name]
     for mode in ("tm", "plain"):
         assert run[mode]["rc"] == 0, f"{mode}: {run[mode]['stderr'][-3000:]}"

@@ -3,7 +3,7 @@
 
 Adapted from https://github.com/pytorch/examples/tree/main/time_sequence_prediction,
 Copyright (c) 2017, Pytorch contributors, BSD 3-Clause License (LICENSE.pytorch-examples beside
-this file). What changed: the sine waves are made in memory, 20 points long instead of 1,000
+this file). What changed: the sine waves are made in memory, 12 points long instead of 1,000
 (the file `traindata.pt` is not written and read back), 3 steps, a prediction of 10 points
 instead of 1,000, no plots, one thread, and the `truth` lines. The model and the loop are the
 original's: `optim.LBFGS.step(closure)`, the closure evaluating the whole batch of 97
@@ -21,7 +21,7 @@ torch.set_num_threads(1)
 # generate_sine_wave.py
 np.random.seed(2)
 T = 20
-L = 20
+L = 12
 N = 100
 x = np.empty((N, L), 'int64')
 x[:] = np.array(range(L)) + np.random.randint(-4 * T, 4 * T, N).reshape(N, 1)

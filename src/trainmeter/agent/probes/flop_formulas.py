@@ -130,6 +130,7 @@ ATEN: dict[str, Callable[..., int]] = {
 ATTENTION = (
     "_scaled_dot_product_flash_attention_for_cpu",
     "_scaled_dot_product_fused_attention_overrideable",
+    "_scaled_dot_product_attention_math_for_mps",
 )
 ATTENTION_BACKWARD = (
     "_scaled_dot_product_flash_attention_for_cpu_backward",
