@@ -90,6 +90,20 @@ def test_eval_and_checkpoints_taking_a_large_share():
     assert "15%" in snap["advice"][0]["message"] and "3 times" in snap["advice"][0]["message"]
 
 
+def test_large_shares_of_a_short_run_are_not_worth_advice():
+    # steps every 0.1 s from t=1 (window 0.8 s): data 0.2 s is 25% of compute + data and an
+    # eval of 0.5 s is 42% of the 1.2 s run, but neither is a second: no advice. The same
+    # shares a second or more long are advised (the loop above), so the seconds decide here
+    recs = [start(0.0), hello(0.05, probes=("steps", "dataloader", "eval")),
+            fact(0.06, "dataloader_workers", 0), steps(0.3, 0.1, 9, 100),
+            phase(0.6, "data", 0.2), phase(0.7, "eval", 0.5), end(1.2)]
+    snap = run(*recs)
+    parts = {p["name"]: p["s"] for p in snap["time"]["parts"]}
+    assert parts["data"] == pytest.approx(0.2) and parts["eval"] == pytest.approx(0.5)
+    assert snap["advice"] == []
+    assert advice.MIN_WORTH_S == 1.0
+
+
 def test_no_numbers_no_advice():
     assert advice.advise() == []
     assert run(start(0.0), steps(1.0, 1.0, 4, 100), end(5.0))["advice"] == []

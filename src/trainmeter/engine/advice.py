@@ -6,11 +6,13 @@ past a threshold (below), so a run whose numbers do not point anywhere gets no a
 numbers it rests on (`evidence`: name, value, unit, source): no advice without its reason.
 
     data_wait        data wait / (compute + data wait)           >= DATA_SHARE
+                     and the data wait itself                    >= MIN_WORTH_S
     non_tensor_work  SM active >= SM_BUSY and tensor / SM active <  TENSOR_SHARE     (GPM)
     clocks_held      a GPU's latest throttle reasons name power or heat
     slow_rank        a rank (or node) named by the straggler rule (engine/stragglers.py)
     padding          padding share of the tokens                  >= PADDING_SHARE
     eval, checkpoint that part of the wall time                   >= PHASE_SHARE
+                     and that part's seconds                     >= MIN_WORTH_S
     fragmentation    memory is short (a memory alert) and (reserved - allocated) / reserved
                                                                   >= FRAGMENTED_SHARE
     activations      memory is short and (peak allocated - allocated between steps) / peak
@@ -31,6 +33,10 @@ PADDING_SHARE = 0.10
 PHASE_SHARE = 0.10
 FRAGMENTED_SHARE = 0.20
 TRANSIENT_SHARE = 0.50
+# A share alone is not worth a change to the training code: 11% of a 0.3 s run is 0.03 s. A time
+# rule fires only once the time it points at is at least this long, so short runs (and the
+# first seconds of a live one) get no advice made of noise.
+MIN_WORTH_S = 1.0
 
 
 def _ev(name: str, value: Any, unit: str, source: str) -> dict[str, Any]:
@@ -53,7 +59,7 @@ def data_wait(time: dict[str, Any] | None, workers: float | None) -> dict[str, A
     if not data.get("measured") or wait is None or busy is None or wait + busy <= 0:
         return None
     share = wait / (wait + busy)
-    if share < DATA_SHARE:
+    if share < DATA_SHARE or wait < MIN_WORTH_S:
         return None
     evidence = [
         _ev("data_wait_share", share, "fraction", "data wait / (compute + data wait), time split"),
@@ -189,7 +195,7 @@ def phases(time: dict[str, Any] | None) -> list[dict[str, Any]]:
         if not part.get("measured") or seconds is None:
             continue
         share = seconds / elapsed
-        if share < PHASE_SHARE:
+        if share < PHASE_SHARE or seconds < MIN_WORTH_S:
             continue
         n = part.get("n")
         times = f" over {n} time{'s' if n != 1 else ''}" if isinstance(n, int) else ""
