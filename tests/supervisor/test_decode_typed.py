@@ -132,3 +132,28 @@ def test_the_ledger_refuses_the_same_steps_read_typed() -> None:
     plain, typed = _both(lines)
     assert typed == plain
     assert plain[1][2] >= 40 and any("implausible" in r for r in plain[1][3])
+
+
+def test_the_ledger_counts_processes_and_phases_the_same_read_typed() -> None:
+    """300 processes saying they are rank 0 (a phase, then a step each, the phase's first
+    record of its kind for that process), a phase past the time allowed and one past the
+    occurrences allowed: the typed path (`Ledger.step`, `Ledger.phase` given the fields by name)
+    refuses the same lines, with the same reasons, as the decoder's dict path."""
+    lines = [START]
+    for pid in range(300):
+        lines.append(b'{"v":1,"t":%d,"src":"agent","rank":0,"pid":%d,"kind":"phase",'
+                     b'"d":{"name":"data","s":0.01,"n":1}}' % (pid + 1, pid))
+        lines.append(b'{"v":1,"t":%d,"src":"agent","rank":0,"pid":%d,"kind":"step",'
+                     b'"d":{"k":1,"tokens":8}}' % (pid + 1, pid))
+    lines += [
+        b'{"v":1,"t":400,"src":"agent","rank":0,"pid":1,"kind":"phase","d":{"name":"eval","s":500}}',
+        b'{"v":1,"t":401,"src":"agent","rank":0,"pid":1,"kind":"phase","d":{"name":"eval","s":1}}',
+        b'{"v":1,"t":402,"src":"agent","rank":0,"pid":2,"kind":"phase","d":{"name":"io","n":1e9}}',
+        b'{"v":1,"t":403,"src":"agent","rank":null,"pid":2,"kind":"phase","d":{"name":"io","n":2}}',
+    ]
+    plain, typed = _both(lines)
+    assert typed == plain
+    assert plain[1][3] == {"implausible phase rate": 44, "implausible step rate": 44,
+                           "implausible phase time": 2}
+    read = [r for _, r in typed_many(Decoder(), lines)]
+    assert sum(type(r) is TYPED["phase"] for r in read) == 256 + 2  # read typed, not handed on

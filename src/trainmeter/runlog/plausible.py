@@ -361,15 +361,15 @@ class Ledger:
             t_start = self.anchor
         return max(t - t_start, 0.0) + BUDGET_SLACK_S
 
-    def _process(self, record: dict[str, Any]) -> tuple[Any, Any]:
-        rank, pid = record.get("rank") or 0, record.get("pid")
+    def _process(self, rank: Any, pid: Any, kind: str) -> tuple[Any, Any]:
+        rank = rank or 0
         pids = self.pids.get(rank)
         if pids is None:
             pids = self.pids[rank] = set()
         if pid not in pids:
             if len(pids) >= MAX_PROCESSES_PER_RANK:
                 raise Implausible(
-                    f"implausible {record['kind']} rate: more than {MAX_PROCESSES_PER_RANK} "
+                    f"implausible {kind} rate: more than {MAX_PROCESSES_PER_RANK} "
                     f"processes say they are rank {rank}"
                 )
             pids.add(pid)
@@ -378,40 +378,21 @@ class Ledger:
     def admit(self, record: dict[str, Any], t_start: float | None) -> None:
         """Count a `step`, `phase`, `comm` or `crash` record, or raise `Implausible` (then
         nothing is counted): a process's comm wait is bounded like a phase's time, its crashes
-        by `MAX_CRASHES_PER_PROCESS`. (A replay reads millions of `step` records: theirs is
-        the path written out, a few dictionary lookups and type tests.)"""
+        by `MAX_CRASHES_PER_PROCESS`. A replay's typed records (`runlog/typed.py`) give their
+        fields to `step` and `phase` themselves."""
         kind = record["kind"]
         if kind == payloads.STEP.name:
-            who = (record.get("rank") or 0, record.get("pid"))
-            totals = self.steps.get(who)
-            if totals is None:
-                self._process(record)
-                totals = self.steps[who] = [0, 0]
-            t = record["t"]
-            if t_start is None:
-                if self.anchor is None:
-                    self.anchor = t
-                t_start = self.anchor
-            elapsed = (t - t_start if t > t_start else 0.0) + BUDGET_SLACK_S
             d = record["d"]
-            k, tokens = d.get("k"), d.get("tokens")
-            steps = totals[0] + k if type(k) is int else totals[0]
-            seen = totals[1] + tokens if type(tokens) in _COUNTS else totals[1]
-            if steps > MAX_STEPS_PER_S * elapsed:
-                raise Implausible(
-                    f"implausible step rate: {steps} steps in {elapsed:.3g} s of the run "
-                    f"(at most {MAX_STEPS_PER_S} a second)"
-                )
-            if seen > MAX_TOKENS_PER_S * elapsed:
-                raise Implausible(
-                    f"implausible step rate: {seen:g} tokens in {elapsed:.3g} s of the run "
-                    f"(at most {MAX_TOKENS_PER_S:g} a second)"
-                )
-            totals[0], totals[1] = steps, seen
+            self.step(record.get("rank"), record.get("pid"), record["t"], d.get("k"),
+                      d.get("tokens"), t_start)
+        elif kind == payloads.PHASE.name:
+            d = record["d"]
+            self.phase(record.get("rank"), record.get("pid"), record["t"], d.get("name"),
+                       d.get("s"), d.get("n"), t_start)
         elif kind == payloads.COMM.name:
             d = record["d"]
             elapsed = self._elapsed(record["t"], t_start)
-            key = (*self._process(record), "comm wait")
+            key = (*self._process(record.get("rank"), record.get("pid"), kind), "comm wait")
             seen = self.phases.get(key) or [0.0, 0.0]
             s = seen[0] + (d["s"] if _number(d.get("s")) else 0.0)
             if s > elapsed:
@@ -420,27 +401,66 @@ class Ledger:
                 )
             self.phases[key] = [s, seen[1]]
         elif kind == payloads.CRASH.name:
-            key = (*self._process(record), "crashes")
+            key = (*self._process(record.get("rank"), record.get("pid"), kind), "crashes")
             seen = self.phases.get(key) or [0.0, 0.0]
             if seen[1] >= MAX_CRASHES_PER_PROCESS:
                 raise Implausible(
                     f"implausible crash: more than {MAX_CRASHES_PER_PROCESS} from one process"
                 )
             self.phases[key] = [0.0, seen[1] + 1]
-        elif kind == payloads.PHASE.name:
-            d = record["d"]
-            elapsed = self._elapsed(record["t"], t_start)
-            key = (*self._process(record), d.get("name"))
-            seen = self.phases.get(key) or [0.0, 0.0]
-            s = seen[0] + (d["s"] if _number(d.get("s")) else 0.0)
-            n = seen[1] + (d["n"] if _number(d.get("n")) else 0.0)
-            if s > elapsed:
-                raise Implausible(
-                    f"implausible phase time: {s:.6g} s of {str(d.get('name'))[:20]} "
-                    f"in {elapsed:.3g} s of the run"
-                )
-            if n > MAX_EVENTS_PER_S * elapsed:
-                raise Implausible(
-                    f"implausible phase time: {n:g} occurrences in {elapsed:.3g} s of the run"
-                )
-            self.phases[key] = [s, n]
+
+    def step(
+        self, rank: Any, pid: Any, t: float, k: Any, tokens: Any, t_start: float | None
+    ) -> None:
+        """A `step` record's part of `admit` (a replay reads millions: the path written out, a
+        few dictionary lookups and type tests)."""
+        who = (rank or 0, pid)
+        totals = self.steps.get(who)
+        if totals is None:
+            self._process(rank, pid, payloads.STEP.name)
+            totals = self.steps[who] = [0, 0]
+        if t_start is None:
+            if self.anchor is None:
+                self.anchor = t
+            t_start = self.anchor
+        elapsed = (t - t_start if t > t_start else 0.0) + BUDGET_SLACK_S
+        steps = totals[0] + k if type(k) is int else totals[0]
+        seen = totals[1] + tokens if type(tokens) in _COUNTS else totals[1]
+        if steps > MAX_STEPS_PER_S * elapsed:
+            raise Implausible(
+                f"implausible step rate: {steps} steps in {elapsed:.3g} s of the run "
+                f"(at most {MAX_STEPS_PER_S} a second)"
+            )
+        if seen > MAX_TOKENS_PER_S * elapsed:
+            raise Implausible(
+                f"implausible step rate: {seen:g} tokens in {elapsed:.3g} s of the run "
+                f"(at most {MAX_TOKENS_PER_S:g} a second)"
+            )
+        totals[0], totals[1] = steps, seen
+
+    def phase(
+        self, rank: Any, pid: Any, t: float, name: Any, s: Any, n: Any, t_start: float | None
+    ) -> None:
+        """A `phase` record's part of `admit` (a third of a replay's records: written out too)."""
+        if t_start is None:
+            if self.anchor is None:
+                self.anchor = t
+            t_start = self.anchor
+        elapsed = (t - t_start if t > t_start else 0.0) + BUDGET_SLACK_S
+        key = (rank or 0, pid, name)
+        seen = self.phases.get(key)
+        if seen is None:  # a process's first of this phase: its pid is counted for its rank
+            self._process(rank, pid, payloads.PHASE.name)
+            seen = [0.0, 0.0]
+        s = seen[0] + (s if type(s) in _COUNTS or _number(s) else 0.0)
+        n = seen[1] + (n if type(n) in _COUNTS or _number(n) else 0.0)
+        if s > elapsed:
+            raise Implausible(
+                f"implausible phase time: {s:.6g} s of {str(name)[:20]} "
+                f"in {elapsed:.3g} s of the run"
+            )
+        if n > MAX_EVENTS_PER_S * elapsed:
+            raise Implausible(
+                f"implausible phase time: {n:g} occurrences in {elapsed:.3g} s of the run"
+            )
+        self.phases[key] = [s, n]

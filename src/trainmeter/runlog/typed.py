@@ -130,6 +130,7 @@ if msgspec is not None:
     _DECODE = msgspec.json.Decoder(functools.reduce(operator.or_, TYPED.values())).decode
     _ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
     _STEP = TYPED[payloads.STEP.name]
+    _PHASE = TYPED[payloads.PHASE.name]
 else:  # pragma: no cover
     TYPED = {}
 
@@ -145,8 +146,9 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
     out: list[tuple[bytes, Any]] = []
     append = out.append
     other: list[bytes] = []  # lines for the decoder, in order, until the next typed record
-    decode, errors, step, short = _DECODE, _ERRORS, _STEP, _SHORT
-    admit, ledgered = decoder.ledger.admit, _LEDGERED
+    decode, errors, step, phase, short = _DECODE, _ERRORS, _STEP, _PHASE, _SHORT
+    ledger, ledgered = decoder.ledger, _LEDGERED
+    admit, admit_step, admit_phase = ledger.admit, ledger.step, ledger.phase
     low, high = _window(decoder)
     good = 0
     for line in raw:
@@ -174,9 +176,16 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
             if decoder.ended or not low <= t <= high:  # a run.start or run.end among them
                 other.append(line)
                 continue
-        if record.kind in ledgered:
-            try:
-                admit(record, decoder.t_start)
+        kind = type(record)
+        if kind is step or kind is phase or record.kind in ledgered:
+            d = record.d
+            try:  # the decoder's `Ledger`, a step's and a phase's fields given by name
+                if kind is step:
+                    admit_step(record.rank, record.pid, t, d.k, d.tokens, decoder.t_start)
+                elif kind is phase:
+                    admit_phase(record.rank, record.pid, t, d.name, d.s, d.n, decoder.t_start)
+                else:
+                    admit(record, decoder.t_start)
             except Implausible as exc:
                 decoder.lines += 1
                 decoder.skip(reason_of(exc))
