@@ -142,6 +142,9 @@ def test_switches() -> None:
         (["--peak-source", "a datasheet", "t.py"], "go together"),
         (["--port", "70000", "t.py"], "not a port number"),
         (["--port", "-1", "t.py"], "not a port number"),
+        (["--port", "\u00b2", "t.py"], "not a port number"),  # isdigit() says yes; int() raised
+        (["--metrics-addr", ":\u00b2", "t.py"], "is not HOST:PORT"),
+        (["--metrics-addr", ":0", "t.py"], "is not HOST:PORT"),
         (["--budget-tokens"], "needs a value"),
         (["--"], "nothing to run"),
         (["-q"], "nothing to run"),

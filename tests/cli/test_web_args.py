@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainmeter.cli import compare, runs
+from trainmeter.cli import compare, runs, view
 
 
 @pytest.mark.parametrize(
@@ -15,6 +15,10 @@ from trainmeter.cli import compare, runs
         (compare.main, ["a", "b", "c"], "tm compare A B (several: --web)"),
         (compare.main, ["a", "b", "--port", "1"], "--port goes with --web"),
         (compare.main, ["a", "b", "--web", "--port", "http"], "'http' is not a port number"),
+        # '²' is a digit to str.isdigit() and not to int(): it was a traceback
+        (compare.main, ["a", "b", "--web", "--port", "\u00b2"], "is not a port number"),
+        (runs.main, ["--web", "--port", "\u00b2"], "is not a port number"),
+        (view.main, ["--port", "\u00b2"], "is not a port number"),
     ],
 )
 def test_a_bad_web_request_is_one_line_and_exit_2(main, argv, said, capsys, tmp_path, monkeypatch) -> None:

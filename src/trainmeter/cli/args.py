@@ -15,6 +15,7 @@ import shutil
 import sys
 
 from ..supervisor.options import RunOptions
+from .runarg import port_number
 
 _SI = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
@@ -159,11 +160,12 @@ def parse_amount(flag: str, text: str) -> float:
 
 def parse_addr(flag: str, text: str) -> tuple[str, int]:
     """HOST:PORT (or :PORT for loopback; [::1]:PORT for IPv6) for a listening socket."""
-    host, sep, port = text.strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    host, sep, port_text = text.strip().rpartition(":")
+    port = port_number(port_text) if sep else None
+    if not port:
         raise UsageError(f"{flag}: {text!r} is not HOST:PORT (127.0.0.1:9400)")
     host = host.strip("[]") or "127.0.0.1"
-    return host, int(port)
+    return host, port
 
 
 def parse_fraction(flag: str, text: str) -> float:
@@ -270,9 +272,10 @@ def _parse_value_flag(opts: RunOptions, flag: str, value: str) -> None:
             raise UsageError("--notify: not an http:// or https:// URL")  # the URL is not echoed
         opts.notify.append(value)
     elif flag == "--port":
-        if not value.isdigit() or not 0 <= int(value) < 65536:
+        port = port_number(value)
+        if port is None:
             raise UsageError(f"--port: {value!r} is not a port number (0 for any free port)")
-        opts.port = int(value)
+        opts.port = port
 
 
 def parse_run_args(argv: list[str], python: str | None = None) -> RunOptions:

@@ -17,6 +17,14 @@ class CommandError(Exception):
     """Bad input: the message is the one line printed; the command exits 2."""
 
 
+def port_number(text: str) -> int | None:
+    """The port `text` writes (0-65535, ASCII digits only), or None. `str.isdigit` alone lets
+    '²' through, and `int('²')` raises: a traceback where a one-line refusal belongs."""
+    if not text.isascii() or not text.isdigit() or int(text) > 65535:
+        return None
+    return int(text)
+
+
 def loaded_run(spec: str | None) -> tuple[Path, dict[str, Any]]:
     """The run `spec` names and its snapshot replayed from `events.jsonl`."""
     from ..runlog.replay import replay

@@ -26,15 +26,11 @@ Serves the run's dashboard on 127.0.0.1 until Ctrl-C.
 
 
 def _parse(argv: list[str]) -> tuple[list[str], int | None]:
-    from .runarg import CommandError, split_args
+    from .runarg import split_args
+    from .web_runs import parse_port
 
     specs, opts = split_args("view", argv, set(), {"--port"}, max_runs=len(argv))
-    value = opts.get("--port")
-    if value is None:
-        return specs, None
-    if not value.isdigit() or int(value) > 65535:
-        raise CommandError(f"--port: {value!r} is not a port number (0-65535)")
-    return specs, int(value)
+    return specs, parse_port(opts.get("--port"))
 
 
 def main(argv: list[str], stop: threading.Event | None = None) -> int:
@@ -50,8 +46,8 @@ def _main(argv: list[str], stop: threading.Event | None) -> int:
     specs, port = _parse(argv)
     from ..runlog.runs import RunNotFound, resolve_run
     from ..views.web.server import serve
-    from ..views.web.server import stop as stop_server
     from ..views.web.state import DashboardState
+    from .web_runs import serve_until_stopped
 
     try:
         run_dirs = [resolve_run(spec) for spec in specs] if specs else [resolve_run(None)]
@@ -76,15 +72,7 @@ def _main(argv: list[str], stop: threading.Event | None) -> int:
         return 1
     name = run_dir.name if len(run_dirs) == 1 else f"{len(run_dirs)} nodes ({run_dir.name}, ...)"
     print(f"tm view: {name} at {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
-    stop = stop or threading.Event()
-    try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        stop_server(server)
-    return 0
+    return serve_until_stopped(server, stop)
 
 
 def _load_one(run_dir: Path) -> tuple[dict[str, Any], Any, str]:
