@@ -112,3 +112,21 @@ def test_a_full_table_makes_room_for_a_request_sent_at_once(server) -> None:
     finally:
         for sock in idle:
             sock.close()
+
+
+def test_a_newcomer_to_a_full_table_takes_one_place_not_two(server, monkeypatch) -> None:
+    """The accept loop made room before each try, so the try that found nobody waiting had
+    closed a connection for no one: every newcomer cost two clients their place."""
+    monkeypatch.setattr(httpd, "REQUEST_TIMEOUT_S", 30.0)  # idle ones stay, however loaded
+    held = []
+    try:
+        for i in range(9):  # the table holds 8
+            held.append(socket.create_connection(("127.0.0.1", server.port)))
+            deadline = time.monotonic() + 5
+            while server.active + server.evicted < i + 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        time.sleep(0.2)  # a few more turns of the loop
+        assert (server.active, server.evicted) == (8, 1)
+    finally:
+        for sock in held:
+            sock.close()

@@ -281,8 +281,6 @@ class LoopServer:
 
     def _accept(self) -> None:
         for _ in range(ACCEPT_BATCH):
-            if len(self._conns) >= self.max_connections:
-                self._evict_one()
             try:
                 sock, _ = self.socket.accept()
             except BlockingIOError:
@@ -296,6 +294,8 @@ class LoopServer:
                     self._sel.unregister(self.socket)
                     self._listen_paused_until = time.monotonic() + 0.1
                 return
+            if len(self._conns) >= self.max_connections:
+                self._evict_one()  # only once one has come: the batch's last try finds none
             sock.setblocking(False)
             conn = _Conn(sock, time.monotonic())
             self._conns[conn.fd] = conn
