@@ -48,6 +48,9 @@ class RunsSite:
         self.extra = [Path(p) for p in extra or []]
         self._kept: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()
         self._lock = threading.Lock()
+        #: run name -> the lock its replay is made under: a second request for a run being
+        #: replayed waits for that replay instead of starting another
+        self._making: dict[str, threading.Lock] = {}
 
     def dirs(self) -> dict[str, Path]:
         """{directory name: path} of every run: those under the root, oldest first, then any
@@ -67,11 +70,26 @@ class RunsSite:
         return to_json({"root": str(self.root), "runs": rows}).encode()
 
     def _replayed(self, name: str) -> tuple[bytes, bytes] | None:
-        """(the run's whole dashboard state, its compared series), replayed once and kept."""
+        """(the run's whole dashboard state, its compared series), replayed once and kept.
+        Requests that come while the run is being replayed wait for that one replay."""
         with self._lock:
             if name in self._kept:
                 self._kept.move_to_end(name)
                 return self._kept[name]
+            making = self._making.setdefault(name, threading.Lock())
+        with making:
+            with self._lock:
+                if name in self._kept:  # made while this request waited
+                    self._kept.move_to_end(name)
+                    return self._kept[name]
+            try:
+                return self._replay(name)
+            finally:
+                with self._lock:
+                    self._making.pop(name, None)
+
+    def _replay(self, name: str) -> tuple[bytes, bytes] | None:
+        """Replay the run named `name` (None when it is not listed) and keep what it gives."""
         path = self.dirs().get(name)
         if path is None:
             return None
