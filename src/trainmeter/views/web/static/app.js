@@ -1311,17 +1311,7 @@
     renderCharts();
   }
   // The loss smoothing, one slider for the loop's curves (remembered like the axis).
-  S.smooth = 0;
-  try { S.smooth = Math.min(0.99, Math.max(0, Number(localStorage.getItem("trainmeter.smooth")) || 0)); } catch (e) { /* storage off */ }
-  function showSmooth() { byId("smooth-value").textContent = S.smooth > 0 ? S.smooth.toFixed(2) : "off"; }
-  byId("smooth").value = String(S.smooth);
-  showSmooth();
-  byId("smooth").addEventListener("input", function (ev) {
-    S.smooth = Number(ev.target.value) || 0;
-    showSmooth();
-    try { localStorage.setItem("trainmeter.smooth", String(S.smooth)); } catch (e) { /* storage off */ }
-    renderCharts();
-  });
+  K.smoothSlider(S, renderCharts);
   byId("axis").value = S.axis;
   byId("axis").addEventListener("change", function (ev) {
     S.axis = ev.target.value;

@@ -180,10 +180,29 @@
     return wrap;
   }
 
+  // The loss smoothing's slider (#smooth, its value shown in #smooth-value), one setting for
+  // every page: S.smooth read from storage at once, kept there after each move, then redraw().
+  function smoothSlider(S, redraw) {
+    S.smooth = 0;
+    try { S.smooth = Math.min(0.99, Math.max(0, Number(localStorage.getItem("trainmeter.smooth")) || 0)); } catch (e) { /* storage off */ }
+    var slider = document.getElementById("smooth");
+    var shown = document.getElementById("smooth-value");
+    function show() { shown.textContent = S.smooth > 0 ? S.smooth.toFixed(2) : "off"; }
+    slider.value = String(S.smooth);
+    show();
+    slider.addEventListener("input", function (ev) {
+      S.smooth = Number(ev.target.value) || 0;
+      show();
+      try { localStorage.setItem("trainmeter.smooth", String(S.smooth)); } catch (e) { /* storage off */ }
+      redraw();
+    });
+  }
+
   root.TMCharts = {
     AXIS_UNITS: AXIS_UNITS, PALETTE: PALETTE, ROUND_TICKS: ROUND_TICKS, cssVar: cssVar, color: color,
     axisSize: axisSize, axisUnit: axisUnit, niceStep: niceStep, roundTicks: roundTicks, tickLabel: tickLabel,
     roundAxis: roundAxis, tileColumns: tileColumns, evenTiles: evenTiles, smooth: smooth, csv: csv,
-    download: download, textAlternative: textAlternative, isNum: isNum, format: F,
+    download: download, textAlternative: textAlternative, smoothSlider: smoothSlider, isNum: isNum,
+    format: F,
   };
 })(typeof window !== "undefined" ? window : globalThis);

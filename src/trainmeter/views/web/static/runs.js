@@ -49,7 +49,6 @@
   try {
     var saved = JSON.parse(localStorage.getItem("trainmeter.runs") || "{}");
     if (saved.sortKey) { S.sortKey = saved.sortKey; S.sortDown = !!saved.sortDown; }
-    S.smooth = Math.min(0.99, Math.max(0, Number(localStorage.getItem("trainmeter.smooth")) || 0));
     S.align = localStorage.getItem("trainmeter.align") || "step";
   } catch (e) { /* storage off */ }
   function remember() {
@@ -299,15 +298,7 @@
     renderSettings();
     renderCharts();
   }
-  function showSmooth() { byId("smooth-value").textContent = S.smooth > 0 ? S.smooth.toFixed(2) : "off"; }
-  byId("smooth").value = String(S.smooth);
-  showSmooth();
-  byId("smooth").addEventListener("input", function (ev) {
-    S.smooth = Number(ev.target.value) || 0;
-    showSmooth();
-    try { localStorage.setItem("trainmeter.smooth", String(S.smooth)); } catch (e) { /* storage off */ }
-    renderCharts();
-  });
+  K.smoothSlider(S, renderCharts);
   byId("align").value = S.align;
   byId("align").addEventListener("change", function (ev) {
     S.align = ev.target.value;
