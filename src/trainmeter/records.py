@@ -16,7 +16,6 @@ one place, `value_record`, for the agent that sends it and for `tm` reading it f
 
 from __future__ import annotations
 
-import json
 import math
 
 from . import payloads
@@ -101,9 +100,30 @@ def value_record(
     return record
 
 
+def _not_serializable(o: Any) -> Any:
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
+try:  # the json package's own C encoder, without importing the package: every Python `tm`
+    # starts imports this module at its start, and `json` brings `re` (a third of the agent's
+    # start-up). What `json.dumps(record, allow_nan=False, separators=(",", ":"))` does, less
+    # the encoder object it builds per call
+    from _json import encode_basestring_ascii as _escape
+    from _json import make_encoder as _make_encoder
+except ImportError:  # a Python without the C accelerator: the package, imported then
+    _make_encoder = None
+
+
 def encode(record: dict[str, Any]) -> str:
     """One line of JSON, without the newline. NaN and infinity are refused, not written."""
     try:
+        if _make_encoder is not None:
+            encoder = _make_encoder(
+                {}, _not_serializable, _escape, None, ":", ",", False, False, False
+            )
+            return "".join(encoder(record, 0))
+        import json
+
         return json.dumps(record, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise RecordError(f"cannot encode: {exc}") from None
@@ -113,9 +133,18 @@ def _reject_constant(name: str) -> Any:
     raise RecordError(f"{name} is not a number a record may hold")
 
 
-#: One decoder for every line: `json.loads(..., parse_constant=...)` builds a new decoder per call,
-#: which is a third of the cost of reading a line (ingest and replay read millions).
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+#: One decoder for every line, made at the first (`tm` reads; the agent never does):
+#: `json.loads(..., parse_constant=...)` builds a new decoder per call, a third of the cost of
+#: reading a line (ingest and replay read millions).
+_DECODER: Any = None
+
+
+def _decoder() -> Any:
+    global _DECODER
+    import json
+
+    _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+    return _DECODER
 
 
 def decode(line: str | bytes) -> dict[str, Any]:
@@ -129,7 +158,7 @@ def decode(line: str | bytes) -> dict[str, Any]:
     if not line:
         raise RecordError("empty line")
     try:
-        record = _DECODER.decode(line)
+        record = (_DECODER or _decoder()).decode(line)
     except RecordError:
         raise
     except ValueError as exc:

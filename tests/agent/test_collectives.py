@@ -34,6 +34,10 @@ class FakeSender:
         return True
 
 
+class _Made:
+    """Stands for a DDP model as its wrapped `__init__` ends (held weakly)."""
+
+
 @pytest.fixture
 def probe(monkeypatch):
     """The probe attached to a fake 2-rank group; everything it patched put back after."""
@@ -60,6 +64,11 @@ def probe(monkeypatch):
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
     try:
         collectives.attach(torch)
+        # no DDP model made yet: the backward is torch's own until one is
+        assert not hasattr(torch.autograd.backward, "__trainmeter_original__")
+        collectives._wrap_ddp_init(lambda self: None)(_Made())  # a DDP model made
+        assert torch.autograd.backward.__trainmeter_original__ is saved[4]
+        collectives._ddps.clear()
         yield sender
     finally:
         dist.destroy_process_group()

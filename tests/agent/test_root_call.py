@@ -28,7 +28,8 @@ class SubNet(Net):
     pass
 
 
-_STATE = ("root", "first_done", "ids_dtype", "depth", "n_steps", "n_tokens", "n_real")
+_STATE = ("root", "first_done", "ids_dtype", "plain_dtype", "solo", "solo_ref", "depth", "n_steps")
+_STATE += ("n_tokens", "n_real")
 _STATE += ("n_missing", "n_micro", "c_micro", "t", "sent", "hdr")
 
 

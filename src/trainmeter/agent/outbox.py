@@ -12,7 +12,6 @@ be made) values wait in a list instead, and what is left of it at exit is counte
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 import time
@@ -222,6 +221,8 @@ def template(sender: object, via: str, key: str, stepped: bool = False) -> str:
     The record is `records.value_record`'s (the one rule for what a value becomes), encoded
     once with stand-ins where the numbers go; the sender fills the holes with `%` for each value.
     """
+    import json  # here, not at the agent's start: only a process without a ring needs it
+
     hole = {name: json.dumps(mark) for name, mark in _HOLES.items()}
     record = records.value_record(
         key,
@@ -273,16 +274,14 @@ def drain_values(limit: int) -> tuple[bytes, int, int]:
     )
     room = (MAX_DATAGRAM - len(VALUES_MAGIC) - VALUES_HEAD.size - len(key_bytes)) // _SLOT_BYTES
     chunks: list[bytes] = []
-    taken = ring.take(max(min(limit, room), 1), chunks)
-    if not taken:
+    first, last, count = ring.take_bytes(max(min(limit, room), 1), chunks)
+    if not last:
         return b"", 0, 0
     ring.keys_sent = len(names)
     rank = -1 if sender.rank is None else int(sender.rank)
-    head = VALUES_HEAD.pack(
-        int(sender.pid), rank, taken[0][0], taken[-1][0], first_key, len(names) - first_key
-    )
+    head = VALUES_HEAD.pack(int(sender.pid), rank, first, last, first_key, len(names) - first_key)
     datagram = VALUES_MAGIC + head + key_bytes + b"".join(chunks)
-    return datagram, sum(1 for v in taken if v[1] >= 0), taken[-1][0]
+    return datagram, count, last
 
 
 def drain_lines(limit: int) -> tuple[list[bytes], int]:

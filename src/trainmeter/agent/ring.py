@@ -357,6 +357,48 @@ class Ring:
         self.read = seq
         return out
 
+    def take_bytes(self, limit: int, chunks: list[bytes]) -> tuple[int, int, int]:
+        """Sender thread: `take` for a datagram of the slots' own bytes (appended to `chunks`):
+        (the first number taken, the last, how many are values), all 0 when none is written.
+
+        A whole window is checked in two C calls (every slot's number read at once, compared
+        with the numbers it should hold), not a Python step a slot: the values datagram needs
+        the bytes, not each value. With refused numbers about (rare), `take` does it."""
+        if self.skipped:
+            taken = self.take(limit, chunks)
+            if not taken:
+                return 0, 0, 0
+            return taken[0][0], taken[-1][0], sum(1 for v in taken if v[1] >= 0)
+        first = seq = self.read
+        mask, mm = self.mask, self.mm
+        window = _FIRST_WINDOW
+        reserved = self.h[H_RESERVED]
+        while seq - first < limit:
+            start = seq & mask
+            if start >= reserved:  # never touch an unreserved page
+                break
+            count = min(window, limit - (seq - first), reserved - start)
+            count = 1 << (count.bit_length() - 1)  # a power of two: a dozen readers at most
+            at = SLOTS_AT + start * SLOT_BYTES
+            buf = mm[at : at + count * SLOT_BYTES]
+            numbers = _numbers(count).unpack(buf)
+            if numbers == tuple(range(seq, seq + count)):
+                chunks.append(buf)
+                seq += count
+                window = min(window * 4, _MAX_WINDOW)
+                continue
+            used = 0  # the written start of the window, then the first slot not yet written
+            for number in numbers:
+                if number != seq + used:
+                    break
+                used += 1
+            if used:
+                chunks.append(buf[: used * SLOT_BYTES])
+                seq += used
+            break
+        self.read = seq
+        return (first, seq - 1, seq - first) if seq > first else (0, 0, 0)
+
     def unshipped(self) -> int:
         """Values not yet shipped: those the sender took and has not sent (`read - tail`), plus
         one when the next value is written but not taken yet (a peek at one slot: whether more
@@ -447,6 +489,18 @@ def make_spare(directory: str, name: str) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+_NUMBER_AT = SLOT.size - 8  # the number is a slot's last field (written last)
+_number_readers: dict[int, struct.Struct] = {}
+
+
+def _numbers(count: int) -> struct.Struct:
+    """A struct that reads only the numbers of `count` slots in a row (a power of two)."""
+    reader = _number_readers.get(count)
+    if reader is None:
+        reader = _number_readers[count] = struct.Struct("<" + f"{_NUMBER_AT}xq" * count)
+    return reader
 
 
 def _reserve(fd: int, offset: int, length: int) -> None:

@@ -73,7 +73,8 @@ class Sender:
         self.dropped = 0
         self.drop_reasons: dict[str, int] = {}  # why each of `dropped` was lost, where it was
         self._reported_dropped = 0
-        self._queue: collections.deque[dict[str, Any]] = collections.deque()
+        #: records, and lines encoded already with whether the ring holds what they say
+        self._queue: collections.deque[dict[str, Any] | tuple[bytes, bool]] = collections.deque()
         self._drains: list[Callable[[], None]] = []
         self._backlog: collections.deque[tuple[bytes, int, int]] = collections.deque()
         #: Set by the outbox: take up to n values from the ring as (lines, the last number);
@@ -102,7 +103,7 @@ class Sender:
         self._delivered_once = False  # a path gone after a delivery was removed, not never there
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
-        self._wake = threading.Event()
+        self._bell = _held_lock()  # released to wake the thread before its interval is up
         self._lock = threading.Lock()  # one flusher at a time (thread, atexit, explicit flush)
         self._start_lock = threading.Lock()  # apart: a drain may send, and sending may start
 
@@ -146,6 +147,12 @@ class Sender:
                 pass
         return True
 
+    def send_line(self, line: bytes, kept: bool) -> None:
+        """Queue one record already encoded (a drain's, on the sender thread: the step totals'
+        line is a filled template). `kept`: what it says is also in the ring."""
+        if not self.quiet:
+            self._queue.append((line, kept))
+
     def add_drain(self, drain: Callable[[], None]) -> None:
         """Register a callback the flusher calls before each send, to turn state into records."""
         self._drains.append(drain)
@@ -163,10 +170,19 @@ class Sender:
         thread.start()
 
     def _run(self) -> None:
+        # one C call a tick: a held lock waited on with a timeout (an Event's wait and clear
+        # are a score of Python calls, and this runs twenty times a second)
+        wait = self._bell.acquire
         while not self.quiet:
-            self._wake.wait(self.interval)
-            self._wake.clear()
+            wait(timeout=self.interval)
             self.flush()
+
+    def _ring_bell(self) -> None:
+        """Wake the thread now (it takes the lock back, held, when it wakes)."""
+        try:
+            self._bell.release()
+        except RuntimeError:  # rung already, not yet heard
+            pass
 
     def flush(self) -> None:
         """Drain aggregators, encode the queue and send it. Safe from any thread."""
@@ -213,6 +229,11 @@ class Sender:
         rare = 0  # the highest rare number among them
         while self._queue:
             record = self._queue.popleft()
+            if type(record) is tuple:  # a line encoded already (`send_line`)
+                line, kept = record
+                lines.append(line)
+                lost.append(not (kept and self.has_ring))
+                continue
             try:
                 line = records.encode(record).encode("utf-8")
             except records.RecordError:
@@ -252,6 +273,8 @@ class Sender:
         the steps delivered records do not account for); not the drop count itself (the ring's
         header carries it); not a value the ring had no room for (its header counts those, and
         `tm` counts what of them never arrived). Anything else is only here."""
+        if type(record) is tuple:  # a line encoded already: (line, whether the ring has it)
+            return not (record[1] and self.has_ring)
         if "r" in record:
             return False
         kind = record.get("kind")
@@ -443,7 +466,7 @@ class Sender:
         self.quiet = True
         self._queue.clear()
         self._backlog.clear()
-        self._wake.set()
+        self._ring_bell()
 
     def after_fork(self) -> None:
         """In a forked child: own socket, own thread (started by the first value or record),
@@ -463,9 +486,15 @@ class Sender:
         self._thread = None
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()
-        self._wake = threading.Event()
+        self._bell = _held_lock()
         self._queue.clear()
         self._backlog.clear()
+
+
+def _held_lock() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
 
 
 _sender: Sender | None = None

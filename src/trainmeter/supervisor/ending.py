@@ -58,7 +58,9 @@ LIVE_CHECKPOINT_FROM = 1 << 20
 
 
 def agents_alive(recorder: Recorder) -> bool:
-    """Whether a process that said hello still runs (and so may still send)."""
+    """Whether a process that said hello still runs (and so may still send). A zombie (exited,
+    not yet reaped by its parent: a DataLoader worker whose parent is gone) sends nothing more:
+    its last datagrams are in the socket's queue already."""
     for pid in recorder.hello_pid_set():
         try:
             os.kill(pid, 0)  # signal 0: a liveness check, nothing is delivered
@@ -66,7 +68,8 @@ def agents_alive(recorder: Recorder) -> bool:
             continue
         except OSError:
             return True  # exists, not ours to signal
-        return True
+        if not _exited(pid):
+            return True
     return False
 
 
@@ -79,6 +82,16 @@ def checked(ingest: Any, accept: Callable[[bytes, dict[str, Any]], None]) -> Any
             accept(good_line, good)
 
     return take
+
+
+def _exited(pid: int) -> bool:
+    """Whether the process has exited and waits to be reaped (Linux; elsewhere: not known)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] in (b"Z", b"X")
 
 
 def finish(session: Ended, child: ChildExit) -> None:

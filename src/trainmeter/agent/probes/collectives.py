@@ -18,9 +18,10 @@ the three places a rank blocks for the others, without touching the user's code 
   backward reaches it, it queues a final callback, which runs once the rank's own backward is
   computed and queues a second one, run after the reducer's wait (callbacks run in the order
   queued, and the reducer queues its wait when its last bucket is ready). The time between them
-  is the rank's exposed wait for the others' gradients. This holds for a DDP model under
-  `torch.compile` too, whose forward (DDP's own included) is compiled. Nothing is returned from
-  the hooks: gradients are untouched;
+  is the rank's exposed wait for the others' gradients. `torch.autograd.backward` is wrapped at
+  the first DDP model made, not before: a process without one pays nothing on its backward.
+  This holds for a DDP model under `torch.compile` too, whose forward (DDP's own included) is
+  compiled. Nothing is returned from the hooks: gradients are untouched;
 - `torch.distributed._broadcast_coalesced` (DDP's parameter broadcast at start, its buffer
   broadcast in each forward: BatchNorm), which blocks in C++.
 
@@ -71,7 +72,7 @@ class _Totals:
     __slots__ = (
         "s", "spans_s", "calls", "depth", "tail", "active", "off", "device_used",
         "marks", "pending", "dev", "sent", "cuda", "compiling", "engine", "events",
-        "tensor_cls",
+        "tensor_cls", "autograd",
     )
 
     def __init__(self) -> None:
@@ -95,6 +96,7 @@ class _Totals:
         self.engine: Any = None  # the autograd engine (queue_callback)
         self.events: list[Any] = []  # free timing events, reused
         self.tensor_cls: Any = None  # torch.Tensor, once bound
+        self.autograd: Any = None  # torch.autograd, once bound (its backward wrapped with DDP)
 
 
 T = _Totals()
@@ -272,6 +274,9 @@ def _wrap_ddp_init(original: Any) -> Any:
         try:
             if _ddps is not None:
                 _ddps.add(self)
+                # from the first DDP model on: a process without one pays no wrapper on its
+                # backward (three calls a step)
+                _patch(T.autograd, "backward", _wrap_backward)
         except Exception as exc:  # noqa: BLE001 - promise 1
             _fail(exc)
 
@@ -471,5 +476,5 @@ def attach(torch: Any) -> list[str]:
 
     _ddps = weakref.WeakSet()
     _patch(ddp.DistributedDataParallel, "__init__", _wrap_ddp_init)
-    _patch(torch.autograd, "backward", _wrap_backward)
+    T.autograd = torch.autograd  # `backward` wrapped at the first DDP model
     return []

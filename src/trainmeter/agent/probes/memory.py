@@ -13,6 +13,9 @@ Why it reads what it reads:
 - Read after an optimizer step when one is due (the allocated bytes then are what lives between
   steps: weights, gradients, optimizer state; the peak above them is the step's transient
   memory, mostly activations), else by the sender thread (before training, or while hung).
+  Whether one is due is the sender thread's question, asked on its clock: it puts the step
+  listener on for the next step only then, so the steps between readings carry nothing of this
+  probe.
 
 `TRAINMETER_FAKE_CUDA_MEMORY=FILE` replays recorded answers instead of the allocator (a JSON
 list of `{"stats": {memory_stats keys}, "total_b": N}`; the last repeats), for tests and bug
@@ -187,21 +190,26 @@ def _mps_payload() -> dict[str, Any] | None:
     return d
 
 
-def sample(at_step: bool) -> None:
-    """Read and send when due; send only what changed since the last record. Only in the
-    process that attached the probe: a forked child (a DataLoader worker) carries its parent's
-    rank, and its memory is not the rank's; nor is a DataLoader worker's, spawned ones included."""
-    global _last_read, _last_sent
+def _take() -> tuple[dict[str, Any], float] | None:
+    """One reading and its time when one is due, else None. Only in the process that attached
+    the probe: a forked child (a DataLoader worker) carries its parent's rank, and its memory is
+    not the rank's; nor is a DataLoader worker's, spawned ones included."""
+    global _last_read
     now = time.monotonic()
     if now - _last_read < INTERVAL_S or os.getpid() != _attached_pid or in_dataloader_worker():
-        return
+        return None
     _last_read = now
     try:
-        d = read()
+        return read(), now
     except Exception as exc:  # noqa: BLE001 - promise 1: this probe is off, the run goes on
         guard.off("memory", exc)
         steps.step_listeners[:] = [f for f in steps.step_listeners if f is not _on_step]
-        return
+        return None
+
+
+def _ship(d: dict[str, Any], t: float, at_step: bool) -> None:
+    """Send a reading, only when it differs from the last one sent."""
+    global _last_sent
     same = dict(d)
     if _last_sent is not None and same == _last_sent:
         return
@@ -209,16 +217,49 @@ def sample(at_step: bool) -> None:
     d["at_step"] = at_step
     sender = get_sender()
     if sender is not None:
-        sender.send(MEMORY.name, MEMORY.build(**d), t=now)
+        sender.send(MEMORY.name, MEMORY.build(**d), t=t)
+
+
+def sample(at_step: bool) -> None:
+    """Read and send when due; send only what changed since the last record."""
+    taken = _take()
+    if taken is not None:
+        _ship(*taken, at_step)
+
+
+#: A reading taken right after a step, for the sender thread's next tick to ship.
+_taken: tuple[dict[str, Any], float] | None = None
 
 
 def _on_step(n: int) -> None:
-    sample(True)
+    """A step listener only while a reading is due (`_drain` arms it): read, and leave. The
+    comparison with the last record and the sending are the sender thread's."""
+    global _taken
+    try:
+        steps.step_listeners.remove(_on_step)
+    except ValueError:  # taken off already (the probe went off)
+        pass
+    taken = _take()
+    if taken is not None:
+        _taken = taken
 
 
 def _drain() -> None:
-    """The sender thread: read only when no step read for two intervals."""
-    if time.monotonic() - _last_read >= 2 * INTERVAL_S and not guard.is_off("memory"):
+    """The sender thread, each tick: the reading runs on this clock, never on every step. When
+    one is due, the next optimizer step takes it (right after a step, the allocated bytes are
+    what lives between steps) and this ships it; when no step came for two intervals, it is
+    read here."""
+    global _taken
+    taken = _taken
+    if taken is not None:
+        _taken = None
+        _ship(*taken, True)
+    if guard.is_off("memory"):
+        return
+    since = time.monotonic() - _last_read
+    if since >= INTERVAL_S and _on_step not in steps.step_listeners:
+        steps.step_listeners.append(_on_step)
+    if since >= 2 * INTERVAL_S:
         sample(False)
 
 
@@ -235,7 +276,7 @@ def attach(torch: Any) -> list[str]:
     path = os.environ.get(ENV_FAKE_CUDA_MEMORY)
     if path:
         _fake = FakeAllocator.from_file(path)
-    steps.step_listeners.append(_on_step)
+    steps.step_listeners.append(_on_step)  # the first step reads; then `_drain` arms it
     sender = get_sender()
     if sender is not None:
         sender.add_drain(_drain)

@@ -50,9 +50,12 @@ class State:
         "any_tokens",  # a token tensor was seen (the ring header says so too)
         "real_on",  # counting padding still works (off after it raised once)
         "ids_dtype",  # the dtype of the token tensors seen first and alone (the fast path)
+        "plain_dtype",  # a dtype no token tensor has, seen as the one argument (the fast path)
         "capture",  # a list to receive (args, kwargs, tokens) of the next counted call, or None
         "cycle",  # optimizers that stepped in the step in progress: id() -> weak reference
         "learning",  # the first iteration is being watched (`first_iteration`): not the hot path
+        "solo",  # id() of the one optimizer in `cycle` once a step of it is settled, else None
+        "solo_ref",  # its weak reference (the same as in `cycle`)
         # ---- publication (`step_totals`)
         "hdr",  # where the totals are published: the ring's header, or a scratch buffer
         "sent",  # the totals last turned into a `step` record (sender thread)
@@ -84,8 +87,11 @@ class State:
         self.any_tokens = False
         self.real_on = True
         self.ids_dtype: Any = None
+        self.plain_dtype: Any = None
         self.capture: list[Any] | None = None
         self.cycle: dict[int, Any] = {}
+        self.solo: int | None = None
+        self.solo_ref: Any = None
         self.hdr: Any = bytearray(ring_module.HEADER_BYTES)
         self.sent: Any = None  # set by `step_totals` (a Totals of zeros)
         self.nn_module: Any = None

@@ -20,6 +20,7 @@ import struct
 import time
 from collections import namedtuple
 
+from ... import records
 from ...payloads import STEP
 from .. import ring as ring_module
 from ..sender import get_sender
@@ -92,23 +93,57 @@ def mark_tokens() -> None:
 
 
 def drain() -> None:
-    """Sender thread: one `step` record for the steps committed since the last call."""
-    c, s = totals(), state.sent
-    if c.steps == s.steps:
+    """Sender thread: one `step` record for the steps committed since the last call.
+
+    It runs twenty times a second whatever the loop does, so it does no JSON: the record's line
+    is a template (`_line`) filled with `%`."""
+    c = _unpack_totals(state.hdr, _TOTALS_AT)  # tokens, real, missing, micro, t, steps
+    s = state.sent
+    if c[5] == s.steps:
         return
     sender = get_sender()
     if sender is None:
         return
-    tokens = real = None
-    if state.any_tokens:
-        tokens = c.tokens - s.tokens
-        if c.real_missing == s.real_missing and c.micro > s.micro:
-            real = c.real - s.real
+    k, micro = c[5] - s.steps, c[3] - s.micro
+    if not state.any_tokens:
+        numbers: tuple[Any, ...] = (c[4], k, c[5], micro)
+    elif c[2] == s.real_missing and c[3] > s.micro:
+        numbers = (c[4], k, c[5], micro, c[0] - s.tokens, c[1] - s.real)
+    else:
+        numbers = (c[4], k, c[5], micro, c[0] - s.tokens)
+    forms = _lines.get(len(numbers))
+    # a fork has its own pid, and a rank may be learned late (`Sender.learn_rank`)
+    if forms is None or forms[0] is not sender or forms[1] != (sender.pid, sender.rank):
+        forms = _lines[len(numbers)] = (sender, (sender.pid, sender.rank), _line(sender, len(numbers)))
+    sender.send_line((forms[2] % numbers).encode(), kept=True)
+    state.sent = Totals(c[5], c[0], c[1], c[2], c[3], c[4])
+
+
+#: numbers given -> (the sender, its (pid, rank), the step line with holes for them)
+_lines: dict[int, tuple[Any, tuple[int, Any], str]] = {}
+#: Numbers no record holds: the stand-ins a template is encoded with, where its holes go.
+_HOLE = 9_007_199_254_740_000
+
+
+def _line(sender: Any, count: int) -> str:
+    """The `step` record's JSON line with `%`-holes for (t, k, n, micro[, tokens[, real]]):
+    built through the record's payload type (`payloads.STEP`) and `records.encode` once, with
+    stand-in numbers where the holes go."""
+    names = ("t", "k", "n", "micro", "tokens", "real_tokens")[:count]
+    mark = {name: _HOLE + i for i, name in enumerate(names)}
     d = STEP.build(
-        k=c.steps - s.steps, n=c.steps, micro=c.micro - s.micro, tokens=tokens, real_tokens=real
+        k=mark["k"], n=mark["n"], micro=mark["micro"],
+        tokens=mark.get("tokens"), real_tokens=mark.get("real_tokens"),
     )
-    sender.send(STEP.name, d, t=c.t)
-    state.sent = c
+    record = records.make(STEP.name, d, t=mark["t"], src="agent", rank=sender.rank, pid=sender.pid)
+    line = records.encode(record).replace("%", "%%")
+    if [line.index(str(mark[name])) for name in names] != sorted(
+        line.index(str(mark[name])) for name in names
+    ):
+        raise ValueError("a step line's numbers are not in the order they are filled in")
+    for name in names:
+        line = line.replace(str(mark[name]), "%r" if name == "t" else "%d", 1)
+    return line
 
 
 def bind_ring(ring: Any) -> None:

@@ -130,6 +130,7 @@ def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
     # here (the root is adopted after attach), the state's fields at each call
     s = state
     compiling, grad_on, tensor_cls = s.compiling, s.grad_on, s.tensor_cls
+    watching, shapes, weak = first_iteration.watching, _shapes, weakref.ref
 
     def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
         # dynamo may trace this (the root called inside a compiled function): it then sees a
@@ -143,7 +144,9 @@ def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
                 ids = (
                     args[0] if args and not kwargs and s.first_done and s.capture is None else None
                 )
-                if type(ids) is tensor_cls and ids.dtype is s.ids_dtype and ids.dim() == 2:
+                if type(ids) is not tensor_cls:
+                    _micro(module, args, kwargs)
+                elif ids.dtype is s.ids_dtype and ids.dim() == 2:
                     if ids is s.last_in and ids._version == s.last_ver:
                         s.n_calls += 1  # the same batch again in this step: not new data
                     else:
@@ -152,6 +155,24 @@ def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
                         s.n_micro += 1
                         s.n_tokens += ids.numel()
                         s.n_missing += 1  # no keyword arguments: no mask to read padding from
+                elif (
+                    ids.dtype is s.plain_dtype
+                    and len(args) == 1
+                    and ids.grad_fn is None
+                    and not ids.requires_grad
+                    and not watching
+                ):
+                    # `model(x)`, one tensor of a dtype no token tensor has, a leaf that needs
+                    # no gradient: `_micro`'s rule without its search for tokens
+                    last = s.last_in
+                    if type(last) is weak and last() is ids and ids._version == s.last_ver:
+                        s.n_calls += 1
+                    else:
+                        if shapes[0] != s.n_steps:
+                            shapes[0], shapes[1] = s.n_steps, set()
+                        shapes[1].add(ids.shape)  # a torch.Size: equal to its tuple
+                        s.last_in, s.last_ver = weak(ids), ids._version
+                        s.n_micro += 1
                 else:
                     _micro(module, args, kwargs)
             except Exception as exc:  # noqa: BLE001 - promise 1
@@ -253,6 +274,15 @@ def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
                 s.n_missing += 1
             else:
                 s.n_real += real
+        elif (
+            x is not None
+            and len(args) == 1
+            and x is args[0]
+            and not kwargs
+            and not first_iteration.watching
+            and tok.never_tokens(x.dtype)
+        ):
+            s.plain_dtype = x.dtype  # the fast path of `_root_call` counts such calls alone
     if s.capture is not None:
         s.capture.append((args, kwargs, tokens))
         s.capture = None
@@ -306,13 +336,30 @@ def _weak(optimizer: Any) -> Any:
 
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    """The optimizer step post-hook. The steady step (the one optimizer of the loop stepping
+    again after forwards of the root, everything else settled) is a comparison and `_commit`;
+    anything else takes `_step`."""
     s = state
     if s.compiling():
         # a compiled optimizer step: this hook is being traced, and counting here would need a
         # graph break. Say so once, at compile time, instead of counting nothing silently
         compile_support.note_compiled_step()
         return
+    if id(optimizer) == s.solo and s.n_micro != s.c_micro and s.solo_ref() is optimizer:
+        try:
+            _commit()  # what `_step` would do: the cycle is this optimizer's alone, as it was
+        except Exception as exc:  # noqa: BLE001 - promise 1
+            _fail(exc)
+        return
+    _step(optimizer)
+
+
+def _step(optimizer: Any) -> None:
+    """An optimizer stepped: a new step, another optimizer of the step in progress, or the same
+    one again with no forward since."""
+    s = state
     try:
+        s.solo = None
         signal.optimizer_made()  # an optimizer that steps (even one made before we attached)
         key = id(optimizer)
         cycle = s.cycle
@@ -330,9 +377,11 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
                 root_finder.start()
             return
         cycle.clear()
-        cycle[key] = _weak(optimizer)
+        cycle[key] = ref = _weak(optimizer)
         signal.say("optimizer")
         _commit()
+        if isinstance(ref, weakref.ref) and not first_iteration.watching:
+            s.solo, s.solo_ref = key, ref  # settled: its next step takes `_after_step`'s path
     except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
 
@@ -350,6 +399,7 @@ def _forked() -> None:
         step_totals.forget_after_fork()
         s = state
         s.cycle.clear()
+        s.solo = None
         if s.learning:  # the parent's first iteration is not the child's to watch
             first_iteration.reset()
             root_finder.remove(s.discovery)

@@ -34,6 +34,11 @@ def bind(torch: Any) -> None:
     _int_dtypes = frozenset(getattr(torch, n) for n in names if hasattr(torch, n))
 
 
+def never_tokens(dtype: Any) -> bool:
+    """Whether no tensor of this dtype is ever taken for the tokens (not an integer dtype)."""
+    return dtype not in _int_dtypes
+
+
 def _is_tokens(x: Any) -> bool:
     return isinstance(x, _tensor_type) and x.dim() == 2 and x.dtype in _int_dtypes
 

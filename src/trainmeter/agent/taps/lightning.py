@@ -26,7 +26,6 @@ import threading
 from types import ModuleType
 
 from ..importhook import when_imported
-from ..probes import phases
 from . import _base
 from ._base import MARK, Tap, arg, step_or_current
 
@@ -116,6 +115,10 @@ def _attach_connector(module: ModuleType) -> None:
 
 
 def _span(original: Any) -> Any:
+    # the phases probe (and the step probe under it) are imported with Lightning's loops, not
+    # at the start of every Python `tm` starts
+    from ..probes import phases
+
     @functools.wraps(original)
     def run(*args: Any, **kwargs: Any) -> Any:
         opened = False
