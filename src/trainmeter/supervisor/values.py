@@ -50,8 +50,8 @@ class ValueLines:
             raise ValueError("key table entries missing")
         if first_key < len(keys):  # a new table from this pid: another program after an exec
             del keys[first_key:]
-            for kid in [k for p, k in self.forms if p == pid and k >= first_key]:
-                del self.forms[(pid, kid)]
+            for form in [f for f in self.forms if f[0] == pid and f[2] >= first_key]:
+                del self.forms[form]  # (pid, rank, key id): the old program's lines
         for _ in range(n_keys):
             (length,) = _KEY_LEN.unpack_from(data, at)
             via, _, key = data[at + 2 : at + 2 + length].decode("utf-8", "replace").partition("\0")
