@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -439,8 +438,3 @@ def _missing_values(
             )
         )
     return out
-
-
-def unpack_header(data: bytes) -> tuple[int, ...]:
-    """The header slots of a ring image (tests)."""
-    return struct.unpack_from(f"<{layout.HEADER_SLOTS}q", data, 0)
