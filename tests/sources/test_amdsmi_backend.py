@@ -98,3 +98,16 @@ def test_env_picks_the_amd_fake_and_nvml_then_amd_otherwise(monkeypatch):
     assert "AMD SMI could not start" in err.value.reason
     out = sampler(neither).sample()
     assert out["unavailable"].startswith("NVML library not found")
+
+
+def test_amd_smi_that_lists_no_devices_is_named_as_amd_smi():
+    """The sampler said 'NVML lists no devices' whichever library it had opened."""
+    from trainmeter.sources.gpu.amd import AmdSmiError
+
+    class Listless(AmdsmiBackend):
+        def device_count(self) -> int:
+            raise AmdSmiError("AmdNoDriver")
+
+    out = sampler(Listless(FakeAmdsmi(PAIR))).sample()
+    assert out["unavailable"].startswith("AMD SMI lists no devices: ")
+    assert "NVML" not in out["unavailable"]

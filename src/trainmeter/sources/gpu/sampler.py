@@ -1,4 +1,5 @@
-"""`sample.gpu` payloads: one row per selected GPU, from NVML and (Hopper+) GPM.
+"""`sample.gpu` payloads: one row per selected GPU, from the card's library (`families.py`
+picks NVML or AMD SMI; both answer in NVML's units) and, on Hopper and newer, NVML's GPM.
 
 Conversions to the record's units (docs/architecture.md): percents become fractions, mW -> W,
 mJ -> J, PCIe KB/s -> bytes/s (NVML's KB is 1024 bytes), NVLink cumulative KiB counters become
@@ -95,7 +96,8 @@ class _DeviceState:
 
 
 class GpuSampler:
-    """Samples the run's GPUs. Construct cheaply; NVML is opened on the first `sample()`."""
+    """Samples the run's GPUs. Construct cheaply; the GPU library is opened on the first
+    `sample()`."""
 
     kind = SAMPLE_GPU.name
 
@@ -155,7 +157,7 @@ class GpuSampler:
         try:
             count = self.backend.device_count()
         except GpuError as exc:
-            self._unavailable = f"NVML lists no devices: {exc.reason}"
+            self._unavailable = f"{exc.library} lists no devices: {exc.reason}"
             return
         dcgm = dcgm_reason(self.process_names)
         for index in range(count):
