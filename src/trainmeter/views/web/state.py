@@ -1,9 +1,10 @@
 """What the dashboard serves: the latest snapshot and the bounded history, behind one lock.
 
 The supervisor's threads write (`on_points` for the engine's points, `on_snapshot` about once a
-second, `on_finish` once); the server's threads read. Readers wait on a condition that is
-notified at each new snapshot, so a server-sent-events stream wakes when there is news and no
-sooner. Everything handed out is already JSON text, built under the lock from plain data.
+second, `on_finish` once); the server's one loop thread reads. Each snapshot, the end and the
+close call the `listeners` (the server's wake-up), so a server-sent-events stream sends when
+there is news and no sooner. Everything handed out is already JSON text, built under the lock
+from plain data.
 """
 
 from __future__ import annotations
@@ -49,38 +50,35 @@ class DashboardState:
         self.version = 0
         #: called (cheap, never blocking) after each snapshot and at the end: a server's wake-up
         self.listeners: list[Any] = []
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
 
     # -- writers (the supervisor's threads) --------------------------------------------------
 
     def on_points(self, points: list[tuple[Any, ...]], origin: float | None) -> None:
-        with self._cond:
+        with self._lock:
             self.history.on_points(points, origin)
             self.version += 1
 
     def on_snapshot(self, snap: dict[str, Any], now: float | None = None) -> None:
-        with self._cond:
+        with self._lock:
             self.history.on_snapshot(snap, now)
             self.snapshot = snap
             self.seq += 1
             self.version += 1
-            self._cond.notify_all()
         self._tell()
 
     def on_finish(self, snap: dict[str, Any]) -> None:
         """The final snapshot: shown as is (its numbers are the run's summary)."""
-        with self._cond:
+        with self._lock:
             self.snapshot = snap
             self.finished = True
             self.seq += 1
             self.version += 1
-            self._cond.notify_all()
         self._tell()
 
     def close(self) -> None:
-        with self._cond:
+        with self._lock:
             self.closed = True
-            self._cond.notify_all()
         self._tell()
 
     def _tell(self) -> None:
@@ -90,13 +88,7 @@ class DashboardState:
             except Exception:  # noqa: BLE001 - a reader's wake-up never fails a writer
                 pass
 
-    # -- readers (the server's threads) -------------------------------------------------------
-
-    def wait(self, seq: int, timeout: float) -> int:
-        """Block until a snapshot newer than `seq` arrives, the state closes, or `timeout`."""
-        with self._cond:
-            self._cond.wait_for(lambda: self.seq != seq or self.closed, timeout)
-            return self.seq
+    # -- readers (the server's loop) -----------------------------------------------------------
 
     def message(self, since: dict[str, Any] | None = None) -> tuple[str, dict[str, Any], int]:
         text, marks, seq, _ = self.message_at(since)
@@ -111,7 +103,7 @@ class DashboardState:
         JSON, the slow part for a long run, is written outside it. A snapshot is never changed
         once handed over, so it can be read without the lock.
         """
-        with self._cond:
+        with self._lock:
             body = {
                 "mode": self.mode,
                 "run_dir": self.run_dir,
