@@ -21,10 +21,13 @@ class Reserve:
         self._fds: list[int] = []
 
     def hold(self, count: int = RESERVED_FDS) -> None:
-        try:
-            self._fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(count)]
-        except OSError:
-            pass
+        """Open up to `count`; those opened before a refusal (the limit reached) are held too,
+        so `release` gives them back."""
+        for _ in range(count):
+            try:
+                self._fds.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError:
+                return
 
     def release(self) -> None:
         for fd in self._fds:
