@@ -173,26 +173,6 @@ def test_sighup_is_named_not_numbered(tmp_path: Path) -> None:
     assert "signal 1 (SIGHUP)" in _runs_status(tmp_path)
 
 
-def test_a_hang_ended_by_a_timeout_says_it_hung(tmp_path: Path) -> None:
-    """Steps every 0.3 s, then none; a timeout's SIGTERM after 62 s of silence (over the stuck
-    alert's 60 s floor): the words say it hung, then was preempted."""
-    proc = subprocess.Popen([sys.executable, "-m", "trainmeter", "--no-web", DIES, "hang", "6"],
-                            cwd=tmp_path, env=_env(DIES_STEP_PAUSE="0.3"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("READY"):
-            break
-    time.sleep(62)
-    proc.send_signal(signal.SIGTERM)
-    _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 128 + signal.SIGTERM
-    death = latest_summary(tmp_path)["death"]
-    assert death["hung_s"] > 60 and death["cause"] == "preempted"
-    assert "without a step, then preempted (SIGTERM); " in err
-    assert "without a step, then preempted (SIGTERM)" in _runs_status(tmp_path)
-
-
 def _own_memory_cgroup() -> Path | None:
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
@@ -244,3 +224,47 @@ def test_a_gloo_timeout_names_the_collective_and_the_rank(tmp_path: Path) -> Non
     assert death["timeout"] == {"backend": "gloo", "collective": "all_reduce"}
     assert "Timed out" in death["exception"]["message"]
     assert "crashed: gloo timeout in all_reduce (rank 0)" in _runs_status(tmp_path)
+
+
+HANG_SILENCE_S = 62  # over the stuck alert's 60 s floor
+
+
+@pytest.fixture(scope="module", autouse=True)
+def hung_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The hang test's run, started as this module starts: its 62 s of silence pass while the
+    other deaths are made (the hung child sleeps and costs no CPU), and the test, last in the
+    module, waits only for what is left of them. None where the hang test is not selected."""
+    if not any(item.name == HANG_TEST and item.module is request.module
+               for item in request.session.items):
+        yield None
+        return
+    cwd = tmp_path_factory.mktemp("hang")
+    proc = subprocess.Popen([sys.executable, "-m", "trainmeter", "--no-web", DIES, "hang", "6"],
+                            cwd=cwd, env=_env(DIES_STEP_PAUSE="0.3"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("READY"):
+            break
+    ready = time.monotonic()
+    yield cwd, proc, ready
+    if proc.poll() is None:  # the test failed before it ended the run
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+
+
+HANG_TEST = "test_a_hang_ended_by_a_timeout_says_it_hung"
+
+
+def test_a_hang_ended_by_a_timeout_says_it_hung(hung_run) -> None:
+    """Steps every 0.3 s, then none; a timeout's SIGTERM after 62 s of silence (over the stuck
+    alert's 60 s floor): the words say it hung, then was preempted."""
+    cwd, proc, ready = hung_run
+    time.sleep(max(0.0, ready + HANG_SILENCE_S - time.monotonic()))
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    death = latest_summary(cwd)["death"]
+    assert death["hung_s"] > 60 and death["cause"] == "preempted"
+    assert "without a step, then preempted (SIGTERM); " in err
+    assert "without a step, then preempted (SIGTERM)" in _runs_status(cwd)
