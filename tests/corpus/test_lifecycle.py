@@ -18,6 +18,8 @@ Several processes print at once in `fork_workers`, so its LOSS lines are compare
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from ..conftest import read_events, run_dirs
@@ -29,9 +31,18 @@ pytestmark = pytest.mark.slow  # two processes (and their workers) per program
 CASES = ("exec_after_steps", "fork_workers", "dataloader_workers")
 
 
-@pytest.fixture(scope="module", params=CASES)
-def job(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return _run(request.param, tmp_path_factory.mktemp(request.param))
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """The three jobs, run at once (each under tm, then plain), as the corpus runs its programs:
+    one after the other they left a core idle."""
+    root = tmp_path_factory.mktemp("lifecycle")
+    with ThreadPoolExecutor(len(CASES)) as pool:
+        return {r["name"]: r for r in pool.map(lambda name: _run(name, root), CASES)}
+
+
+@pytest.fixture(params=CASES)
+def job(request: pytest.FixtureRequest, jobs: dict[str, dict]) -> dict:
+    return jobs[request.param]
 
 
 def test_every_process_and_program_of_the_job_is_in_the_log(job: dict) -> None:
