@@ -96,8 +96,10 @@ _FLAG_REASONS = {
 
 
 def _same_file(a: str, b: str) -> bool:
-    """The same interpreter file by its path, links not followed: a virtualenv's `bin/python`
-    links to the base interpreter, and following the link would take one for the other."""
+    """Whether `a` is taken for `b`'s interpreter: the same path, or a `python*` in the same
+    directory (a virtualenv's `python`, `python3` and `python3.11` are one interpreter). Links
+    are not followed: a virtualenv's `bin/python` links to the base interpreter, and following
+    the link would take one for the other."""
     try:
         return os.path.abspath(a) == os.path.abspath(b) or os.path.samefile(
             os.path.dirname(os.path.abspath(a)), os.path.dirname(os.path.abspath(b))
