@@ -115,7 +115,12 @@ def _web(specs: list[str], opts: dict) -> int:
         raise CommandError(str(exc)) from None
     if len(set(dirs)) < len(dirs):
         raise CommandError("the same run is named twice")
-    return serve("compare", dirs, port, compare_path([d.name for d in dirs]))
+    names = [d.name for d in dirs]
+    alike = next((n for n in names if names.count(n) > 1), None)
+    if alike is not None:  # the page names a run by its directory's name: one would show twice
+        raise CommandError(f"two runs have the directory name {alike!r}: the page cannot tell "
+                           "them apart (rename one, or compare them without --web)")
+    return serve("compare", dirs, port, compare_path(names))
 
 
 def main(argv: list[str]) -> int:
