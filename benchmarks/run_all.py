@@ -465,7 +465,8 @@ def callgrind_instructions(
     for path in cwd.glob(out.name + "*"):
         text = path.read_text(errors="replace")
         thread = next((line.split()[1] for line in text.splitlines() if line.startswith("thread:")), "")
-        summary = next((int(line.split()[1]) for line in text.splitlines() if line.startswith(("summary:", "totals:"))), 0)
+        # "totals:" is the part's count; "summary:" is 0 when counting starts switched off
+        summary = next((int(line.split()[1]) for line in text.splitlines() if line.startswith("totals:")), 0)
         if thread == "1":
             main = summary
         path.unlink()

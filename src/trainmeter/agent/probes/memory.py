@@ -15,7 +15,8 @@ Why it reads what it reads:
   memory, mostly activations), else by the sender thread (before training, or while hung).
   Whether one is due is the sender thread's question, asked on its clock: it puts the step
   listener on for the next step only then, so the steps between readings carry nothing of this
-  probe.
+  probe; and only when a device allocator is in use (a CPU run's reading, the RSS, is read by
+  the sender thread itself).
 
 `TRAINMETER_FAKE_CUDA_MEMORY=FILE` replays recorded answers instead of the allocator (a JSON
 list of `{"stats": {memory_stats keys}, "total_b": N}`; the last repeats), for tests and bug
@@ -257,10 +258,24 @@ def _drain() -> None:
     if guard.is_off("memory"):
         return
     since = time.monotonic() - _last_read
-    if since >= INTERVAL_S and _on_step not in steps.step_listeners:
-        steps.step_listeners.append(_on_step)
+    if since >= INTERVAL_S:
+        if not _device_allocator():
+            sample(False)  # the process's RSS alone: the same read here as after a step
+        elif _on_step not in steps.step_listeners:
+            steps.step_listeners.append(_on_step)
     if since >= 2 * INTERVAL_S:
         sample(False)
+
+
+def _device_allocator() -> bool:
+    """Whether a reading holds a device allocator's bytes (CUDA, MPS, the fake one): only then
+    is it worth taking right after a step, on the training thread. Without one (a CPU run) the
+    reading is the process's RSS, the same read from the sender thread."""
+    if _fake is not None:
+        return True
+    if _torch is None:
+        return False
+    return bool(_torch.cuda.is_initialized()) or _mps_payload() is not None
 
 
 _on_step.probe = "memory"  # type: ignore[attr-defined]
