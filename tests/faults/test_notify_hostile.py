@@ -103,6 +103,27 @@ def test_a_dripping_answer_is_cut_at_the_attempts_time() -> None:
     assert took < 2.0  # 200 bytes dripped would take 100 s
 
 
+def test_a_status_line_and_headers_dripped_a_byte_at_a_time_are_cut_at_the_attempts_time() -> None:
+    # http.client reads the status line and headers itself, each read with the socket's
+    # timeout: a byte every 0.2 s never trips a per-read timeout of 1 s, and these 60 bytes
+    # would hold the attempt (and its sending thread) 12 s.
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Slow: dripdripdrip\r\n\r\nok"
+    endpoint = _Endpoint(b"", head, 0.2)
+    try:
+        start = time.monotonic()
+        try:
+            notify._post(f"http://127.0.0.1:{endpoint.port}/hook", b"{}", 1.0)
+            error: BaseException | None = None
+        except OSError as exc:
+            error = exc
+        took = time.monotonic() - start
+    finally:
+        endpoint.close()
+    assert error is not None and notify._reason(error) == "timed out"  # a failed attempt
+    assert 0.9 <= took < 1.3, took  # given up at the attempt's deadline, not at the headers' end
+    assert len(endpoint.requests) == 1  # it did reach the endpoint: the cut is in the answer
+
+
 def test_the_wait_at_the_end_counts_from_the_runs_end(tmp_path: Path) -> None:
     """The run's end took 1.5 s already (a long log's summary): the notifier holds tm's exit
     only what is left of its 2 s, not 2 s more."""

@@ -25,7 +25,11 @@ Why it is built like this:
 from __future__ import annotations
 
 import collections
+import functools
+import http.client
+import io
 import json
+import socket
 import threading
 import time
 import urllib.error
@@ -254,14 +258,102 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_OPENER: Any = None
+class _DeadlineReader(io.RawIOBase):
+    """The socket's reading end, each read given only the time left before `deadline`: a
+    per-read timeout alone lets an endpoint that sends its status line and headers a byte at a
+    time hold the attempt for ever (http.client reads them before any of our code runs)."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)  # counted by the socket, closed with it
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        self._sock.settimeout(left)
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
-def _opener() -> Any:
-    global _OPENER
-    if _OPENER is None:
-        _OPENER = urllib.request.build_opener(_NoRedirect())
-    return _OPENER
+class _DeadlineSocket:
+    """A connected socket whose reads and writes all end by one deadline (everything else
+    is the socket's own)."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+    def _left(self) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        return left
+
+    def sendall(self, data: Any, *args: Any) -> None:
+        self._sock.settimeout(self._left())
+        self._sock.sendall(data, *args)
+
+    def makefile(self, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if "w" in mode:
+            return self._sock.makefile(mode, *args, **kwargs)
+        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
+
+
+def _with_deadline(base: type) -> type:
+    """`base` (HTTPConnection or HTTPSConnection) whose socket, once connected (and wrapped in
+    TLS), ends every read and write by the attempt's deadline."""
+
+    class Connection(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, deadline: float, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._deadline = deadline
+
+        def connect(self) -> None:
+            self.timeout = max(0.001, self._deadline - time.monotonic())
+            super().connect()
+            self.sock = _DeadlineSocket(self.sock, self._deadline)
+
+    return Connection
+
+
+_HTTP = _with_deadline(http.client.HTTPConnection)
+_HTTPS = _with_deadline(http.client.HTTPSConnection)
+
+
+class _DeadlineHTTP(urllib.request.HTTPHandler):
+    def __init__(self, deadline: float) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: Any) -> Any:
+        return self.do_open(functools.partial(_HTTP, deadline=self.deadline), req)
+
+
+class _DeadlineHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: float) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def https_open(self, req: Any) -> Any:
+        return self.do_open(functools.partial(_HTTPS, deadline=self.deadline), req,
+                            context=self._context)
+
+
+def _opener(deadline: float) -> Any:
+    """An opener for one attempt: no redirects, and every socket read and write by `deadline`."""
+    return urllib.request.build_opener(_NoRedirect(), _DeadlineHTTP(deadline), _DeadlineHTTPS(deadline))
 
 
 def split_credentials(url: str) -> tuple[str, dict[str, str]]:
@@ -280,8 +372,9 @@ def split_credentials(url: str) -> tuple[str, dict[str, str]]:
 
 
 def _post(url: str, data: bytes, timeout: float) -> None:
-    """One POST, over in `timeout` seconds whatever the endpoint does: a response dripped a
-    byte at a time is cut when the time is up (a per-read timeout alone would wait for ever)."""
+    """One POST, over in `timeout` seconds whatever the endpoint does: every read and write of
+    the exchange (the status line and headers that http.client reads, then the answer) gets only
+    the time left of one deadline, so an endpoint dripping any of it a byte at a time is cut."""
     target, auth = split_credentials(url)
     request = urllib.request.Request(
         target, data=data, method="POST", headers={"Content-Type": "application/json"}
@@ -289,12 +382,10 @@ def _post(url: str, data: bytes, timeout: float) -> None:
     for name, value in auth.items():  # never passed on to wherever a redirect points
         request.add_unredirected_header(name, value)
     deadline = time.monotonic() + timeout
-    with _opener().open(request, timeout=timeout) as response:
+    with _opener(deadline).open(request, timeout=timeout) as response:
         got = 0
-        while got < 1024 and time.monotonic() < deadline:
-            chunk = response.read1(1024 - got) if hasattr(response, "read1") else response.read(1)
+        while got < 1024:
+            chunk = response.read1(1024 - got)
             if not chunk:
                 return
             got += len(chunk)
-    if time.monotonic() >= deadline:
-        raise TimeoutError("timed out")
