@@ -46,7 +46,7 @@ def test_data_wait_named_as_the_biggest_difference() -> None:
     # (45 - 5) ms of a 97 ms slower step: 41%
     assert result["biggest"]["share_of_step"] == pytest.approx(0.040 / 0.097)
     words = result["differences"]
-    assert words[0] == "slow is 1.8x slower than fast in tokens/s"
+    assert words[0] == "slow is 1.8× slower than fast in tokens/s"
     assert words[1].startswith("the biggest difference is data wait: slow spends 45.0 ms a step")
     assert not any("compute" in w for w in words)  # 2 ms of 97: too small to name
 
@@ -86,5 +86,5 @@ def test_a_part_nobody_timed_reads_not_measured_never_zero() -> None:
     line = next(x for x in text.splitlines() if "Checkpoints" in x)
     assert line.split()[1:] == ["not", "measured", "not", "measured"]
     step = next(x for x in text.splitlines() if x.strip().startswith("Step time "))
-    assert step.split()[2:] == ["55.0", "ms", "88.9", "ms", "1.62x"]  # 5.5 s and 8.89 s / 100
+    assert step.split()[2:] == ["55.0", "ms", "88.9", "ms", "×1.6"]  # 5.5 s and 8.89 s / 100; 1.616 as a factor
     assert " 0 ms" not in text

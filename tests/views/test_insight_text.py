@@ -11,7 +11,7 @@ def test_waterfall_lines_show_each_factor_and_the_running_level():
         "value": 0.25,
         "factors": [
             {"name": "time_outside_window", "label": "Startup", "value": 0.5, "scope": "run"},
-            {"name": "gpu_idle", "label": "Idle", "value": 0.5, "scope": "steps"},
+            {"name": "gpu_idle", "label": "Idle", "value": 0.983, "loss": 0.017, "scope": "steps"},
             {"name": "model_vs_executed", "label": "Gap", "value": 0.5, "scope": "steps",
              "above_one": None},
         ],
@@ -19,9 +19,13 @@ def test_waterfall_lines_show_each_factor_and_the_running_level():
         "absent": {"tensor_share": "no GPM"},
     }
     text = "\n".join(waterfall_lines({"waterfall": wf}))
-    # 0.5 -> 50.0% of the whole run; the steps restart at 100%: 0.5 -> 50.0%, x 0.5 -> 25.0%
-    assert "x     0.500  Startup  -> 50.0%" in text
-    assert "x     0.500  Gap      -> 25.0%" in text
+    # 0.5 -> 50.0% of the whole run; the steps restart at 100%: 0.983 -> 98.3%, x 0.5 -> 49.1%
+    # (0.983 x 0.5 is 0.49149999... as stored: the tie rounds down, as on the page)
+    # a factor reads as the page writes it (amount(..., "factor"), format.js the same): ×0.5,
+    # and 0.983 "×1.0" by the rule, so what it takes off the level is beside it, as on the page
+    assert "  ×0.5        Startup  -> 50.0%" in text
+    assert "  ×1.0 −1.7%  Idle     -> 98.3%" in text
+    assert "  ×0.5        Gap      -> 49.1%" in text
     assert "= MFU 25.0% (hf)" in text
     assert "over the whole run (window / elapsed x MFU): 12.5%" in text
     assert "absent tensor_share: no GPM" in text

@@ -72,7 +72,8 @@ def test_summary_text_shows_the_json_values(example_run: Path) -> None:
         for line in lines
     )
     assert mfu_text(snap) in lines
-    assert "peak: 2 × NVIDIA H100 SXM5 80GB, 989.5 TFLOP/s dense BF16 each (datasheet)" in lines
+    # the peak reads by the rule (989.5e12 FLOP/s: three digits from 100 up), as on the page
+    assert "peak: 2 × NVIDIA H100 SXM5 80GB, 990 TFLOP/s dense BF16 each (datasheet)" in lines
     # FLOPs per token under every convention, and counted
     for name, value in snap["conventions"].items():
         assert any(line.startswith(f"{name} {si_unit(value, 'FLOP')} ") for line in lines), name

@@ -46,6 +46,8 @@ def cell(value: float | None, unit: str, not_measured: str | None = None) -> str
 
 
 def render(result: dict) -> str:
+    from ..views.format import amount
+
     a, b = result["a"]["name"], result["b"]["name"]
     rows = [r for r in result["rows"] if r["a"] is not None or r["b"] is not None
             or r.get("a_not_measured") or r.get("b_not_measured")]
@@ -57,7 +59,7 @@ def render(result: dict) -> str:
         if row["section"] != section:
             section = row["section"]
             lines.append(_SECTIONS.get(section, section))
-        ratio = f"{row['ratio']:.2f}x" if row["ratio"] is not None else ""
+        ratio = amount(row["ratio"], "factor") if row["ratio"] is not None else ""
         lines.append(
             f"  {row['label']:<{width - 2}}"
             f"{cell(row['a'], row['unit'], row.get('a_not_measured')):>{col}}"

@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..readable import si_unit
 from ..records import ENV_DISABLE
 
 OK, NO, INFO = "ok", "no", "--"
@@ -80,7 +81,7 @@ def _gpus(env: dict[str, str]) -> list[dict[str, str]]:
                 _check(
                     f"{label} spec",
                     OK,
-                    f"{name}: dense BF16 peak {peak / 1e12:g} TFLOP/s (cited)"
+                    f"{name}: dense BF16 peak {si_unit(peak, 'FLOP/s')} (cited)"
                     if peak
                     else f"{name}: in table",
                 )

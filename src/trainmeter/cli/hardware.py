@@ -15,9 +15,11 @@ import json
 import sys
 from typing import Any
 
+from ..readable import si, si_unit
 
-def _gb(value: float | None) -> str:
-    return "?" if value is None else f"{value / 2**30:.1f} GiB"
+
+def _bytes(value: float | None) -> str:
+    return si_unit(value, "B")  # memory and disk in binary units, '?' when not known
 
 
 def _peaks(gpus: list[dict[str, Any]], sources: bool) -> list[str]:
@@ -37,7 +39,7 @@ def _peaks(gpus: list[dict[str, Any]], sources: bool) -> list[str]:
         cited = spec.get("sources") or {}
         first = cited.get("bf16_dense_tflops") or next(iter(cited.values()), None)
         which = "GPU" if len(indexes) == 1 else "GPUs"
-        figure = "no dense peak" if peak is None else f"dense BF16 peak {peak / 1e12:g} TFLOP/s"
+        figure = "no dense peak" if peak is None else f"dense BF16 peak {si_unit(peak, 'FLOP/s')}"
         lines.append(
             f"  peak    {which} {index_ranges(indexes)} ({name}): {figure}"
             + (f" at {clock} MHz tensor clock" if clock else " (tensor clock not published)")
@@ -57,13 +59,13 @@ def render(inv: dict[str, Any], sources: bool = False) -> str:
     lines.append(f"  CPU     {cpu.get('model', 'model unknown')}, {cpu.get('cores', '?')} cores")
     mem = inv.get("memory", {})
     lines.append(
-        f"  memory  {_gb(mem.get('total_b'))} total, {_gb(mem.get('available_b'))} available, "
-        f"swap {_gb(mem.get('swap_total_b'))}"
+        f"  memory  {_bytes(mem.get('total_b'))} total, {_bytes(mem.get('available_b'))} available, "
+        f"swap {_bytes(mem.get('swap_total_b'))}"
     )
     for disk in inv.get("disks", []):
         lines.append(
-            f"  disk    {disk['mount']} ({disk.get('fs', '?')}): {_gb(disk.get('free_b'))} free "
-            f"of {_gb(disk.get('total_b'))}"
+            f"  disk    {disk['mount']} ({disk.get('fs', '?')}): {_bytes(disk.get('free_b'))} free "
+            f"of {_bytes(disk.get('total_b'))}"
         )
     for nic in inv.get("network", []):
         speed = f", {nic['speed_mb_s']} Mb/s" if "speed_mb_s" in nic else ""
@@ -73,9 +75,9 @@ def render(inv: dict[str, Any], sources: bool = False) -> str:
         lim = cont["limits"]
         parts = []
         if "memory_b" in lim:
-            parts.append(f"memory {_gb(lim['memory_b'])}")
+            parts.append(f"memory {_bytes(lim['memory_b'])}")
         if "cpu_cores" in lim:
-            parts.append(f"{lim['cpu_cores']:g} CPU cores")
+            parts.append(f"{si(lim['cpu_cores'])} CPU cores")
         lines.append(f"  limits  {', '.join(parts)} ({lim.get('source', '')})")
     else:
         lines.append(f"  limits  none below the host: {cont.get('limits_missing', '?')}")
@@ -90,13 +92,13 @@ def render(inv: dict[str, Any], sources: bool = False) -> str:
     for gpu in inv.get("gpus", []):
         lines.append(
             f"  [{gpu['index']}] {gpu.get('name') or '?'}  {gpu.get('uuid', '')}  "
-            f"{_gb(gpu.get('memory_total_b'))}, max SM {gpu.get('max_sm_clock_mhz', '?')} MHz"
+            f"{_bytes(gpu.get('memory_total_b'))}, max SM {gpu.get('max_sm_clock_mhz', '?')} MHz"
         )
         if not gpu.get("spec"):
             lines.append(f"      no datasheet peak: {gpu.get('spec_missing', '?')}")
         if "measured_peak_flops" in gpu:
             lines.append(
-                f"      measured peak {gpu['measured_peak_flops'] / 1e12:.1f} TFLOP/s "
+                f"      measured peak {si_unit(gpu['measured_peak_flops'], 'FLOP/s')} "
                 f"({gpu.get('measured_peak_source', '')})"
             )
         lines.append(

@@ -123,8 +123,10 @@ class Follower:
     def state(self) -> str:
         if self.finished:
             return "finished"
+        from ..readable import duration
+
         quiet = time.monotonic() - self.last_growth
-        return "running" if quiet < 30 else f"no news for {quiet:.0f}s"
+        return "running" if quiet < 30 else f"no news for {duration(quiet)}"
 
     def close(self) -> None:
         if self._fh is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import finite_value as _num
-from .format import duration
+from .format import duration, mantissa
 from .format import percent as _pct
 
 LOOP_PARTS = ("data", "checkpoint", "eval", "compute")
@@ -170,9 +170,9 @@ def _differences(
     if tps["ratio"] is not None:
         r = tps["ratio"]
         if r >= SAME_RATIO:
-            words.append(f"{b_name} is {r:.2g}x as fast as {a_name} in tokens/s")
+            words.append(f"{b_name} is {mantissa(r)}× as fast as {a_name} in tokens/s")
         elif r <= 1 / SAME_RATIO:
-            words.append(f"{b_name} is {1 / r:.2g}x slower than {a_name} in tokens/s")
+            words.append(f"{b_name} is {mantissa(1 / r)}× slower than {a_name} in tokens/s")
         else:
             words.append(f"{a_name} and {b_name} run at about the same tokens/s")
     step_times = [v for v in (by_key[("throughput", "step_time_s")]["a"],

@@ -6,18 +6,22 @@ lines; every part copes with its key missing (the snapshot may come from an olde
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from .format import amount, fixed_places, si_unit
 from .format import percent as _pct
 from .format import si as _si
-from .format import si_unit
 
 
-def _factor(x: float) -> str:
-    """Three decimals; a factor too small for them in scientific notation (never 0.000)."""
-    if x != 0 and abs(x) < 0.001:
-        return f"{x:.2e}"
-    return f"{x:.3f}" if abs(x) < 1000 else f"{x:.3g}"
+def _loss(loss: Any) -> str:
+    """What a factor takes off the level, as the page writes it beside the factor: a factor
+    of 0.983 reads "×1.0" by the rule, and "−1.7%" says what it costs."""
+    if not isinstance(loss, (int, float)) or isinstance(loss, bool):
+        return ""
+    if 0.999 < loss < 1:  # all but a sliver lost: the digits that show the sliver, as the page
+        return "−" + fixed_places(100 * loss, max(1, math.ceil(-math.log10(1 - loss)) - 1)) + "%"
+    return "−" + _pct(loss) if loss >= 0 else "+" + _pct(-loss)
 
 
 def models_lines(snap: dict[str, Any]) -> list[str]:
@@ -26,13 +30,13 @@ def models_lines(snap: dict[str, Any]) -> list[str]:
     if not isinstance(m, dict) or not isinstance(m.get("trained"), list):
         return []
     lines = [
-        f"{x.get('name')} ({x.get('class')}): {int(x['params']):,} parameters"
+        f"{x.get('name')} ({x.get('class')}): {_si(x['params'])} parameters"
         for x in m["trained"]
         if isinstance(x, dict) and isinstance(x.get("params"), (int, float))
     ]
     if isinstance(m.get("total_params"), (int, float)):
         lines.append(
-            f"total {int(m['total_params']):,} parameters ({m.get('source')}); FLOPs from the "
+            f"total {_si(m['total_params'])} parameters ({m.get('source')}); FLOPs from the "
             "counted step, which runs every model: no convention's formula is one model's job"
         )
     return lines
@@ -71,15 +75,19 @@ def waterfall_lines(snap: dict[str, Any]) -> list[str]:
         ]
     level = 1.0
     in_steps = False
-    width = max((len(f.get("label", "")) for f in wf.get("factors") or []), default=0)
-    for f in wf.get("factors") or []:
+    factors = wf.get("factors") or []
+    width = max((len(f.get("label", "")) for f in factors), default=0)
+    shown = [amount(f["value"], "factor") for f in factors]
+    losses = [_loss(f.get("loss")) for f in factors]
+    fw, lw = max(map(len, shown), default=0), max(map(len, losses), default=0)
+    for f, factor, loss in zip(factors, shown, losses, strict=True):
         if f.get("scope") == "steps" and not in_steps:
             in_steps = True
             lines.append("  within the training steps (100% = the peak while steps run):")
             level = 1.0
         level *= f["value"]
         lines.append(
-            f"  x {_factor(f['value']):>9}  {f.get('label', f['name']):<{width}}  -> {_pct(level)}"
+            f"  {factor:>{fw}} {loss:>{lw}}  {f.get('label', f['name']):<{width}}  -> {_pct(level)}"
         )
         if f.get("above_one"):
             lines.append(f"      (above 1: {f['above_one']})")

@@ -59,6 +59,6 @@ def job_text(snap: dict[str, Any]) -> str:
         lines.append(", ".join(parts) + f"  ({node.get('run_dir')})")
     skew = get(snap, "time.first_step_skew_s")
     if isinstance(skew, (int, float)):
-        lines.append(f"first steps {skew * 1000:.0f} ms apart by the nodes' wall clocks")
+        lines.append(f"first steps {duration(skew)} apart by the nodes' wall clocks")
     lines.append(summary_text({k: v for k, v in snap.items() if k != "job"}))  # job: above
     return "\n".join(lines)

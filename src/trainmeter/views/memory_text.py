@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import get_dict
-from .format import mantissa, percent, si_unit
+from .format import mantissa, percent, si, si_unit
 
 
 def size(b: Any) -> str:
@@ -45,7 +45,7 @@ def rank_line(rank: str, row: dict[str, Any]) -> str:
         bits.append(f"cached, not allocated {size(row['fragmentation_b'])} "
                     f"({percent(row['fragmentation'])})")
     if "alloc_retries" in row:
-        bits.append(f"{row['alloc_retries']:.0f} retries, {row.get('ooms', 0):.0f} OOMs")
+        bits.append(f"{si(row['alloc_retries'])} retries, {si(row.get('ooms', 0))} OOMs")
     if "rss_b" in row:
         bits.append(f"RSS {size(row['rss_b'])} (peak {size(row.get('rss_peak_b'))})")
     missing = get_dict(row, "missing") or {}
@@ -76,6 +76,12 @@ def _short(b: float, scale: float) -> str:
     return mantissa(b / scale)
 
 
+def pair(used: float, total: float) -> str:
+    """Used of total bytes in the total's unit, by the one rule: '61.2/80.0 GiB'."""
+    scale, unit = _unit(total)
+    return f"{_short(used, scale)}/{_short(total, scale)} {unit}"
+
+
 def _unit(b: float) -> tuple[float, str]:
     for scale, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
         if abs(b) >= scale:
@@ -97,8 +103,7 @@ def now_figure(snap: dict[str, Any]) -> tuple[str, str, str] | None:
         rank, row = max(gpu, key=lambda r: r[1].get("reserved_share") or r[1]["reserved_b"])
         reserved, total = row["reserved_b"], row.get("total_b")
         if isinstance(total, number) and total > 0:
-            scale, unit = _unit(total)
-            figure = f"{_short(reserved, scale)}/{_short(total, scale)} {unit}"
+            figure = pair(reserved, total)
             bits = [where.format(rank=rank), percent(reserved / total)]
         else:
             scale, unit = _unit(reserved)
@@ -186,6 +191,6 @@ def alert_numbers(alert: dict[str, Any]) -> str:
         share = alert["reserved_b"] / alert["total_b"] if alert.get("total_b") else None
         bits.append(f"reserved {size(alert['reserved_b'])}{of}" + (f", {percent(share)}" if share else ""))
     if "alloc_retries" in alert:
-        bits.append(f"{alert['alloc_retries']:.0f} allocation retries, "
-                    f"{alert.get('alloc_retries_before', 0):.0f} before")
+        bits.append(f"{si(alert['alloc_retries'])} allocation retries, "
+                    f"{si(alert.get('alloc_retries_before', 0))} before")
     return f" ({'; '.join(bits)})" if bits else ""

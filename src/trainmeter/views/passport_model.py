@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import get_dict
+from .format import si
 
 #: (symbol in the formulas, fact key, words)
 SHAPE = (
@@ -68,10 +69,10 @@ def model_markdown(model: dict[str, Any] | None, fmt: Any) -> list[str]:
         lines += ["### Models trained together", "", "| Model | Class | Parameters |",
                   "| --- | --- | --- |"]
         for m in models["trained"]:
-            lines.append(f"| {m.get('name')} | {m.get('class')} | {int(m.get('params') or 0):,} |")
+            lines.append(f"| {m.get('name')} | {m.get('class')} | {si(m.get('params'))} |")
         total = models.get("total_params")
         if isinstance(total, (int, float)):
-            lines.append(f"| total | | {int(total):,} |")
+            lines.append(f"| total | | {si(total)} |")
         lines += ["", "FLOPs of the job are the counted step's (it runs every model): no "
                   "convention's formula counts more than one model.", ""]
     if model.get("shape"):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import get_dict, get_number
-from .format import percent, si_unit
+from .format import amount, mantissa, percent, si, si_unit
+from .memory_text import pair
 from .summary_blocks import LADDER_COLUMNS, _grid, _text
 from .terminal import number
 
@@ -30,7 +31,7 @@ def gpus(snap: dict[str, Any]) -> list[Any]:
                 f" ({ofu.get('convention')}, {ofu.get('source')})"]
         gap = get_dict(snap, "mfu_ofu_gap")
         if gap and number(gap.get("value")) is not None:
-            line.append(f"   OFU - MFU gap {100 * gap['value']:.1f} points")
+            line.append(f"   OFU - MFU gap {percent(gap['value']).removesuffix('%')} points")
         if ofu.get("note"):
             line.append(f"   {ofu['note']}")
         out.append(_text(*line))
@@ -44,8 +45,8 @@ def gpus(snap: dict[str, Any]) -> list[Any]:
         bound = ""
         if ridge is not None:
             side = "memory-bound" if intensity["value"] < ridge else "compute-bound"
-            bound = f", ridge {ridge:.0f}: {side}"
-        out.append(_text(f"arithmetic intensity {intensity['value']:.3g} "
+            bound = f", ridge {si(ridge)}: {side}"
+        out.append(_text(f"arithmetic intensity {si(intensity['value'])} "
                          f"{intensity.get('unit', 'FLOP/byte')}{bound}"))
     counters = get_dict(snap, "gpus") or {}
     rows = []
@@ -55,16 +56,16 @@ def gpus(snap: dict[str, Any]) -> list[Any]:
         bits = []
         power, limit = number(row.get("power_w")), number(row.get("power_limit_w"))
         if power is not None:
-            bits.append(f"{power:.0f}" + (f"/{limit:.0f}" if limit else "") + " W")
+            bits.append(mantissa(power) + (f"/{mantissa(limit)}" if limit else "") + " W")
         used, total = number(row.get("memory_used_b")), number(row.get("memory_total_b"))
         if used is not None and total:
-            bits.append(f"mem {used / 2**30:.1f}/{total / 2**30:.0f} GiB")
+            bits.append(f"mem {pair(used, total)}")
         clock = number(row.get("sm_clock_mhz"))
         if clock is not None:
-            bits.append(f"{clock:.0f} MHz")
+            bits.append(amount(clock, "MHz"))
         temp = number(row.get("temperature_c"))
         if temp is not None:
-            bits.append(f"{temp:.0f}°C")
+            bits.append(amount(temp, "°C"))
         if row.get("throttle"):
             bits.append("throttled: " + ", ".join(map(str, row["throttle"])))
         rows.append([f"GPU {gpu}", str(row.get("name") or ""), ", ".join(bits)])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import get_dict
-from .format import percent, si, si_unit
+from .format import mantissa, percent, si, si_unit
 from .memory_text import alert_numbers
 from .summary_blocks import _grid, _text
 from .terminal import alerts, loss_text, number, plural
@@ -68,7 +68,7 @@ def node(snap: dict[str, Any]) -> list[Any]:
         if number(host.get("procs")) is not None:
             bits.append(plural(int(host["procs"]), "process"))
         if number(host.get("cpu_cores")) is not None:
-            bits.append(f"{host['cpu_cores']:.1f} cores busy")
+            bits.append(f"{mantissa(host['cpu_cores'])} cores busy")
         if number(host.get("rss_b")) is not None:
             bits.append(f"{si_unit(host['rss_b'], 'B')} resident")
         out.append(_text(("training tree: ", "dim"), ", ".join(bits)))
@@ -85,7 +85,7 @@ def node(snap: dict[str, Any]) -> list[Any]:
         if number(disk.get("free_b")) is not None:
             bits.append(f"disk {si_unit(disk['free_b'], 'B')} free")
         if isinstance(n.get("load"), list) and n["load"]:
-            bits.append("load " + " ".join(f"{x:.2f}" for x in n["load"] if number(x) is not None))
+            bits.append("load " + " ".join(mantissa(x) for x in n["load"] if number(x) is not None))
         out.append(_text(("node: ", "dim"), ", ".join(bits)))
     return out
 

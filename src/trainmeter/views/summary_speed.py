@@ -129,7 +129,7 @@ def mfu(snap: dict[str, Any]) -> list[Any]:
     against = f"{n} × " if n else ""
     against += str(entry.get("peak") or peak.get("name") or "GPU")
     if peak_flops is not None:
-        against += f", {peak_flops / 1e12:g} TFLOP/s dense BF16 each"
+        against += f", {si_unit(peak_flops, 'FLOP/s')} dense BF16 each"
     label = entry.get("peak_label") or peak.get("label")
     impossible = [a for a in alerts(snap) if a.get("kind") == "mfu_impossible"]
     out.append(_text((text or "MFU", "bold"),
