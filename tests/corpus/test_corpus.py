@@ -3,8 +3,11 @@ without it; what `tm` recorded is held against what each program counted about i
 
 Every program in `programs/` prints a `TRUTH` line (its own count of optimizer updates, of the
 token ids it fed the model in training forwards, and the shape it built) and `LOSS` lines with
-exact floats. All the runs start at once (a few at a time) in one fixture, then each test reads
-its own. `TM_CORPUS_TABLE=path` also writes the table of docs/loops.md from the runs.
+exact floats. All the runs are made in one fixture, then each test reads its own: the runs under
+`tm` two at a time, each as a person starts it; beside them the plain runs one after the other,
+each in a child forked from one interpreter that imported torch once (plain_batch.py: each
+program's own `import torch` was a quarter of its plain run). `TM_CORPUS_TABLE=path` also
+writes the table of docs/loops.md from the runs.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ pytestmark = pytest.mark.slow  # starts two processes per program
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 PARALLEL = 3
+PLAIN_BATCH = Path(__file__).resolve().parent / "plain_batch.py"
 
 #: program -> how it updates its weights: the step signal `tm` should say it used
 CASES = {
@@ -88,10 +92,10 @@ def _env(with_tm: bool) -> dict[str, str]:
     return env
 
 
-def _run(name: str, root: Path) -> dict:
+def _run(name: str, root: Path, modes: tuple[str, ...] = ("tm", "plain")) -> dict:
     program = str(PROGRAMS / f"{name}.py")
     out: dict = {"name": name}
-    for mode in ("tm", "plain"):
+    for mode in modes:
         cwd = root / f"{name}-{mode}"
         cwd.mkdir()
         argv = [sys.executable, program]
@@ -111,13 +115,49 @@ def _run(name: str, root: Path) -> dict:
     return out
 
 
+def _start_plain(names: list[str], root: Path) -> tuple[subprocess.Popen, dict[str, dict]]:
+    """The plain runs, one after the other in one process that imported torch once
+    (plain_batch.py), started beside the tm runs; `_plain_done` reads them."""
+    jobs, runs = [], {}
+    for name in names:
+        cwd = root / f"{name}-plain"
+        cwd.mkdir()
+        job = {"program": str(PROGRAMS / f"{name}.py"), "cwd": str(cwd),
+               "stdout": str(root / f"{name}.plain.out"), "stderr": str(root / f"{name}.plain.err")}
+        jobs.append(job)
+        runs[name] = job
+    (root / "plain.json").write_text(json.dumps(jobs))
+    batch = subprocess.Popen([sys.executable, str(PLAIN_BATCH), str(root / "plain.json")],
+                             cwd=root, env=_env(False))
+    return batch, runs
+
+
+def _plain_done(batch: subprocess.Popen, runs: dict[str, dict]) -> dict[str, dict]:
+    assert batch.wait(timeout=600) == 0, "plain_batch.py failed"
+    out = {}
+    for name, job in runs.items():
+        status = Path(job["stdout"] + ".status")
+        rc, seconds = status.read_text().split() if status.exists() else ("-1", "nan")
+        out[name] = {"rc": int(rc), "stdout": Path(job["stdout"]).read_text(),
+                     "stderr": Path(job["stderr"]).read_text(), "s": float(seconds),
+                     "cwd": Path(job["cwd"])}
+    return out
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     root = tmp_path_factory.mktemp("corpus")
     only = os.environ.get("TM_CORPUS_ONLY")  # name,name: while working on a few programs
     names = [n for n in CASES if _available(n) and (not only or n in only.split(","))]
-    with ThreadPoolExecutor(PARALLEL) as pool:
-        results = {r["name"]: r for r in pool.map(lambda n: _run(n, root), names)}
+    batch, plain = _start_plain(names, root)  # the plain runs, one at a time, beside
+    try:
+        with ThreadPoolExecutor(PARALLEL - 1) as pool:  # the tm runs, two at a time
+            results = {r["name"]: r for r in pool.map(lambda n: _run(n, root, ("tm",)), names)}
+    except BaseException:
+        batch.kill()
+        raise
+    for name, run in _plain_done(batch, plain).items():
+        results[name]["plain"] = run
     table = os.environ.get("TM_CORPUS_TABLE")
     if table:
         Path(table).write_text(_table(results))
