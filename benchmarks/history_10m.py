@@ -1,7 +1,8 @@
 """Ten million steps through the dashboard's history: memory and serving time stay flat.
 
-Feeds step and loss records (as the agent sends them) and a snapshot every 1000 steps (as the
-live loop does about once a second) into `views.history.History`, and at 10k, 100k, 1M and 10M
+Feeds the loss points as the engine hands them over (`Engine.take_points`: key, step, value,
+seconds, tokens; taken about once a second, 66 steps here) and a snapshot every 1000 steps (as the
+live loop does) into `views.history.History`, and at 10k, 100k, 1M and 10M
 steps prints the history's memory (every object it holds, counted) and the time to serve it:
 the whole state as the page's first event (`dump()` then JSON) and one incremental update.
 
@@ -48,9 +49,8 @@ def main() -> int:
     history = History()
     tokens_per_step = 16 * 64
     t0 = 1000.0
-    history.on_record({"kind": "run.start", "t": t0, "d": {}})
-    step_rec = {"kind": "step", "t": t0, "rank": None, "d": {"k": 1, "n": 0, "tokens": tokens_per_step}}
-    loss_rec = {"kind": "metric", "t": t0, "rank": None, "d": {"key": "train_loss", "value": 0.0, "step": 0}}
+    history.on_points([], origin=t0)
+    taken: list[tuple[str, int, float, float, float]] = []  # what one take_points hands over
     snap = {
         "steps": 0, "tokens_seen": 0.0, "tokens_per_s": 70_000.0, "step_time_s": 0.015,
         "flops_per_token": {"value": 674_304.0, "convention": "megatron"},
@@ -66,16 +66,13 @@ def main() -> int:
     done = 0
     for target in checkpoints:
         for n in range(done + 1, target + 1):
-            t = t0 + n * 0.015
-            step_rec["t"] = t
-            step_rec["d"]["n"] = n
-            history.on_record(step_rec)
-            loss_rec["t"] = t
-            d = loss_rec["d"]
-            d["step"] = n
-            d["value"] = 4.0 / math.sqrt(n) + (10.0 if n == target // 3 else 0.0)  # one spike
-            history.on_record(loss_rec)
+            value = 4.0 / math.sqrt(n) + (10.0 if n == target // 3 else 0.0)  # one spike
+            taken.append(("train_loss", n, value, n * 0.015, float(n * tokens_per_step)))
+            if len(taken) == 66 or n == target:
+                history.on_points(taken)
+                taken = []
             if n % 1000 == 0:
+                t = t0 + n * 0.015
                 snap["steps"] = n
                 snap["tokens_seen"] = float(n * tokens_per_step)
                 snap["time"]["elapsed_s"] = n * 0.015
@@ -87,9 +84,9 @@ def main() -> int:
         first = json.dumps(history.dump(), separators=(",", ":"))
         first_s = time.perf_counter() - a
         marks = history.marks()
-        for n in range(target + 1, target + 67):  # about a second of steps, then one update
-            loss_rec["d"]["step"] = n
-            history.on_record(loss_rec)
+        # about a second of steps, then one update
+        history.on_points([("train_loss", n, 1.0, n * 0.015, float(n * tokens_per_step))
+                           for n in range(target + 1, target + 67)])
         a = time.perf_counter()
         json.dumps(history.dump(marks), separators=(",", ":"))
         update_s = time.perf_counter() - a
