@@ -57,17 +57,13 @@ def plain(tmp_path_factory):
     """shape -> its first STEPS losses without tm (no agent on the path), from a run of the
     same number of ranks."""
     out: dict[str, list[str]] = {}
-    # both at once (nothing here is timed): each torchrun --standalone rendezvouses on a port
-    # of its own
-    procs = [subprocess.Popen(_torchrun(nproc, shapes, -1, 0, STEPS),
+    for nproc, shapes in ((4, "ddp,accum"), (2, "fsdp,allreduce")):
+        proc = subprocess.run(_torchrun(nproc, shapes, -1, 0, STEPS),
                               cwd=tmp_path_factory.mktemp(f"plain{nproc}"),
-                              env=tm_env(OMP_NUM_THREADS="1"), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-             for nproc, shapes in ((4, "ddp,accum"), (2, "fsdp,allreduce"))]
-    for proc in procs:
-        stdout, stderr = proc.communicate(timeout=240)
-        assert proc.returncode == 0, stdout + stderr
-        for line in stdout.splitlines():
+                              env=tm_env(OMP_NUM_THREADS="1"), capture_output=True, text=True,
+                              timeout=240)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        for line in proc.stdout.splitlines():
             if line.startswith("LOSS "):
                 out.setdefault(line.split()[1], []).append(line)
     return out
