@@ -63,7 +63,7 @@ def test_hardware_shows_spec_source_lines_for_a_cited_card(tmp_path):
         assert "spec table" in out
         return
     if lookup("NVIDIA H100 80GB HBM3") is not None:
-        assert "dense BF16 peak 989.5 TFLOP/s" in out
+        assert "dense BF16 peak 990 TFLOP/s" in out  # by the one number rule; --sources quotes 989.5
 
 
 def test_dump_round_trip(tmp_path):
@@ -274,8 +274,9 @@ def test_hardware_cites_the_peak_in_one_line_once_for_identical_gpus(tmp_path):
     out = run_tm(["hardware"], cwd=tmp_path, env=env, timeout=120).stdout
     peak_lines = [line for line in out.splitlines() if line.strip().startswith("peak ")]
     assert len(peak_lines) == 1, out
-    assert "GPUs 0-1" in peak_lines[0] and "989.5 TFLOP/s" in peak_lines[0]
+    assert "GPUs 0-1" in peak_lines[0] and "990 TFLOP/s" in peak_lines[0]
     assert "from NVIDIA H100 product page" in peak_lines[0] and len(peak_lines[0]) < 200
     assert "bf16_dense_tflops:" not in out and " GB" not in out and "GiB" in out
     full = run_tm(["hardware", "--sources"], cwd=tmp_path, env=env, timeout=120).stdout
     assert full.count("bf16_dense_tflops:") == 1 and "1,979 teraFLOPS" in full
+    assert "halved to 989.5 TFLOP/s dense" in full  # the exact figure, where it is cited
