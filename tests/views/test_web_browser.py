@@ -41,6 +41,7 @@ URL = re.compile(r"(http://127\.0\.0\.1:\d+/)")
 pytestmark = pytest.mark.slow
 
 playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
 if not os.path.exists(CHROMIUM):  # CI installs it with apt-get install chromium
     pytest.skip(f"{CHROMIUM} is not installed", allow_module_level=True)
 
@@ -565,8 +566,8 @@ def test_loss_smoothing_and_each_charts_data_as_a_table_and_csv(browser, viewed_
         page.wait_for_selector('[data-chart="loss"][data-points]')
         chart.locator(".chart-data summary").click()
         table = chart.locator(".chart-data table")
-        head = table.locator("thead th").all_inner_texts()
-        assert head == ["step", "train_loss"], head
+        # filled on the details' toggle event, after the click returns: expect waits for it
+        expect(table.locator("thead th")).to_have_text(["step", "train_loss"])
         points = int(chart.get_attribute("data-points"))
         assert table.locator("tbody tr").count() == points
         page.locator("#smooth").fill("0.6")
@@ -574,7 +575,7 @@ def test_loss_smoothing_and_each_charts_data_as_a_table_and_csv(browser, viewed_
         assert page.locator("#smooth-value").inner_text() == "0.60"
         chart.locator(".chart-data summary").click()  # closed
         chart.locator(".chart-data summary").click()  # and opened again: the table now
-        assert table.locator("thead th").all_inner_texts() == ["step", "train_loss", "train_loss (smoothed)"]
+        expect(table.locator("thead th")).to_have_text(["step", "train_loss", "train_loss (smoothed)"])
         with page.expect_download() as got:
             chart.locator(".chart-data .csv").click()
         assert got.value.suggested_filename == "loss.csv"

@@ -27,6 +27,7 @@ from .test_web_browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.slow
 playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is not installed", allow_module_level=True)
 
@@ -118,7 +119,8 @@ def test_compare_web_overlays_both_runs_loss_with_their_names(browser, runs):
         # both curves, by their names, in the chart's text alternative, each ending on its run's
         # last logged loss
         loss.locator(".chart-data summary").click()
-        assert loss.locator("thead th").all_inner_texts() == ["step", "baseline", "diverged"]
+        # the table is filled on the details' toggle event, after the click returns: expect waits
+        expect(loss.locator("thead th")).to_have_text(["step", "baseline", "diverged"])
         rows = loss.locator("tbody tr")
         last = rows.nth(rows.count() - 1).locator("td").all_inner_texts()
         assert last == [metric(_summary(runs, "baseline")["series"]["train_loss"]["value"]), ""]
@@ -137,7 +139,7 @@ def test_compare_web_overlays_both_runs_loss_with_their_names(browser, runs):
         page.locator("#align").select_option("tokens")
         page.wait_for_timeout(200)
         loss.locator(".chart-data summary").click()
-        assert page.locator('[data-chart="loss"] thead th').first.inner_text() == "tokens"
+        expect(page.locator('[data-chart="loss"] thead th').first).to_have_text("tokens")
         page.close()
     finally:
         assert served.stop() == 0
