@@ -8,15 +8,39 @@ PYTHONPATH (as `tm` does), every datagram read until the process has exited, the
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.socket_collector import SocketCollector
 
 REPO = Path(__file__).resolve().parents[2]
 BOOTSTRAP = REPO / "src" / "trainmeter" / "agent" / "bootstrap"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+@pytest.fixture
+def collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[SocketCollector]:
+    """This process's sender, new, pointed at a test socket; it ships only when the test
+    flushes it by hand, and goes quiet when the test ends."""
+    from trainmeter.agent import outbox
+    from trainmeter.agent import sender as sender_module
+
+    col = SocketCollector()
+    monkeypatch.setenv(sender_module.SOCKET_ENV, col.path)
+    monkeypatch.setattr(sender_module, "_sender", None)
+    monkeypatch.setattr(sender_module, "_sender_checked", False)
+    outbox.clear()
+    sender = sender_module.get_sender()
+    sender.interval = 3600.0  # the test flushes by hand
+    try:
+        yield col
+    finally:
+        sender.go_quiet()
+        outbox.clear()
+        col.close()
 
 
 @dataclass

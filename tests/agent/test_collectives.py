@@ -316,28 +316,6 @@ def test_a_collective_inside_a_compiled_function_is_left_to_dynamo(probe):
     torch._dynamo.reset()
 
 
-@pytest.fixture
-def collector(monkeypatch):
-    from tests.socket_collector import SocketCollector
-
-    from trainmeter.agent import outbox
-    from trainmeter.agent import sender as sender_module
-
-    col = SocketCollector()
-    monkeypatch.setenv(sender_module.SOCKET_ENV, col.path)
-    monkeypatch.setattr(sender_module, "_sender", None)
-    monkeypatch.setattr(sender_module, "_sender_checked", False)
-    outbox.clear()
-    sender = sender_module.get_sender()
-    sender.interval = 3600.0  # the test flushes by hand
-    try:
-        yield col
-    finally:
-        sender.go_quiet()
-        outbox.clear()
-        col.close()
-
-
 def test_a_rank_learned_late_is_on_every_record_after_it_and_in_the_ring(collector):
     # Lightning starts its first rank with no RANK in the environment: the process group knows
     # it, and the probe tells the sender at the first wait

@@ -6,36 +6,24 @@ from __future__ import annotations
 
 import os
 import posix
-from collections.abc import Iterator
 
 import pytest
 from tests.socket_collector import SocketCollector
 
-from trainmeter.agent import lifecycle, outbox, ring
+from trainmeter.agent import lifecycle, ring
 from trainmeter.agent import sender as sender_module
 from trainmeter.emit import emit
 
 
 @pytest.fixture
-def collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[SocketCollector]:
-    col = SocketCollector()
-    monkeypatch.setenv(sender_module.SOCKET_ENV, col.path)
-    monkeypatch.setattr(sender_module, "_sender", None)
-    monkeypatch.setattr(sender_module, "_sender_checked", False)
+def collector(collector: SocketCollector, monkeypatch: pytest.MonkeyPatch) -> SocketCollector:
+    """conftest's collector, with os._exit and the exec calls wrapped (put back at the end)."""
     for module in (os, posix):  # the wrappers go when the test ends
         for name in ("_exit", "execv", "execve"):
             monkeypatch.setattr(module, name, getattr(module, name))
     monkeypatch.setattr(lifecycle, "_installed", False)
-    outbox.clear()
-    sender = sender_module.get_sender()
-    sender.interval = 3600.0  # the test flushes by hand
     lifecycle.install()
-    try:
-        yield col
-    finally:
-        sender.go_quiet()
-        outbox.clear()
-        col.close()
+    return collector
 
 
 def test_every_exec_function_goes_through_the_wrapper(collector) -> None:

@@ -3,31 +3,12 @@ delivered, refusals counted, the sender's drops kept where `tm` reads them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from tests.socket_collector import SocketCollector
 
 from trainmeter.agent import outbox, ring
 from trainmeter.agent import sender as sender_module
 from trainmeter.emit import emit
-
-
-@pytest.fixture
-def collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[SocketCollector]:
-    col = SocketCollector()
-    monkeypatch.setenv(sender_module.SOCKET_ENV, col.path)
-    monkeypatch.setattr(sender_module, "_sender", None)
-    monkeypatch.setattr(sender_module, "_sender_checked", False)
-    outbox.clear()
-    sender = sender_module.get_sender()
-    sender.interval = 3600.0  # the test flushes by hand
-    try:
-        yield col
-    finally:
-        sender.go_quiet()
-        outbox.clear()
-        col.close()
 
 
 def _values(records: list[dict], key: str = "x") -> list[float]:

@@ -93,24 +93,3 @@ def first_tensor(args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> Any:
             if isinstance(x, _tensor_type):
                 return x
     return None
-
-
-def leading(tokens: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> int | None:
-    """Samples in a forward call: the token tensor's size along the batch axis (dim 1 once the
-    input is known to be sequence-first), else the leading dimension of the first
-    tensor among the positional arguments (or inside a dict, list or tuple given as one), else
-    among the keyword arguments; None when no tensor has one. Only `shape` is read."""
-    if tokens is not None:
-        return int(tokens.shape[batch_axis]) if tokens.dim() > batch_axis else None
-    for arg in (*args, *(kwargs or {}).values()):
-        items = (
-            arg.values()
-            if isinstance(arg, dict)
-            else arg
-            if isinstance(arg, (list, tuple))
-            else (arg,)
-        )
-        for x in items:
-            if isinstance(x, _tensor_type) and x.dim() > 0:
-                return int(x.shape[0])
-    return None
