@@ -24,6 +24,15 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+
+def say(line: str) -> None:
+    """One line in one write: every rank shares torchrun's stdout, and with PYTHONUNBUFFERED
+    (as the tests run) print writes the text and its newline apart, so another rank's line could
+    land between them ("COMM 1 0.12LOSS accum 20 ..." lost a loss line and broke a COMM line)."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 shapes, slow_rank, slow_ms, n_steps = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 all_ms = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
 dist.init_process_group("gloo")
@@ -98,7 +107,7 @@ def train(shape: str) -> float:
         opt.step()
         opt.zero_grad()
         if rank == 0:
-            print(f"LOSS {shape} {step} {loss.item()!r}", flush=True)
+            say(f"LOSS {shape} {step} {loss.item()!r}")
         if shape == "allreduce" and step % 10 == 0:  # an eval every 10 steps, then a barrier
             model.eval()
             with torch.no_grad():
@@ -111,7 +120,7 @@ def train(shape: str) -> float:
 
 
 comm = sum(train(shape) for shape in shapes.split(","))
-print(f"COMM {rank} {comm!r}", flush=True)
+say(f"COMM {rank} {comm!r}")
 dist.barrier()
 dist.destroy_process_group()
 # Out without the interpreter's teardown: a plain run (no tm) of this script once died there
