@@ -183,3 +183,40 @@ def test_blocks_keep_exact_sums_and_the_distribution_stays_bounded():
     # past the exact store, quantiles come from 1%-wide bins
     assert spread["p10_s"] == pytest.approx(0.01, rel=0.01)
     assert spread["p90_s"] == pytest.approx(0.1, rel=0.01)
+
+
+def test_binned_durations_wait_in_batches_and_give_the_bins_of_one_at_a_time():
+    """Past the exact store the durations are binned `SPILL_EVERY` at a time (no logarithm
+    per step): read at any moment, the quantiles are those of binning each value as it came,
+    worked here with the bin formula itself (floor(log(v) / log(1.01)), weights summed)."""
+    from math import floor, log
+
+    from trainmeter.engine.rate import _BIN, SPILL_EVERY, Durations
+
+    rng = random.Random(11)
+    durations = Durations()
+    bins: dict[int, int] = {}
+    values = [(rng.choice([0.01, 0.013, 0.1, 0.0]) * rng.uniform(1, 1.5), rng.randint(1, 3))
+              for _ in range(EXACT_DURATIONS + 3 * SPILL_EVERY + 17)]
+    for i, (value, k) in enumerate(values):
+        durations.add(value, k)
+        if i == EXACT_DURATIONS + SPILL_EVERY + 5:  # read between two spills
+            assert durations.binned and 0 < len(durations.exact) <= SPILL_EVERY
+            durations.quantiles((0.5,), [])
+            assert durations.exact == []
+    assert len(durations.exact) <= SPILL_EVERY  # the state stays bounded
+    for value, k in values:
+        key = floor(log(value) / log(_BIN)) if value > 0 else -(10**9)
+        bins[key] = bins.get(key, 0) + k
+    pairs = sorted(((_BIN ** (b + 0.5)) if b > -(10**9) else 0.0, w) for b, w in bins.items())
+    total = sum(w for _, w in pairs)
+    want = []
+    for q in (0.1, 0.5, 0.9):
+        acc = 0
+        for value, weight in pairs:
+            acc += weight
+            if acc >= q * total - 1e-9:
+                want.append(value)
+                break
+    assert durations.quantiles((0.1, 0.5, 0.9), []) == want
+    assert durations.bins == bins

@@ -70,10 +70,12 @@ class RankModel:
         self.nodes: int | None = None
         self.run_id: str | None = None
         self._local_zero: int | None = None
+        #: the node's step clock (`_clock_rank`), kept as a plain attribute: every step and
+        #: phase record asks (`is_clock`), and only a hello changes it
+        self.clock_rank = 0
         self.declared: dict[str, Any] = {}  # what `tm` recorded in run.start (flag, argv, env)
 
-    @property
-    def clock_rank(self) -> int:
+    def _clock_rank(self) -> int:
         if self._local_zero is not None:
             return self._local_zero
         return min(self.local) if self.local else 0
@@ -88,6 +90,7 @@ class RankModel:
             self.local[r] = local if local is not None else self.local.get(r)
             if local == 0 and (self._local_zero is None or r < self._local_zero):
                 self._local_zero = r
+            self.clock_rank = self._clock_rank()
         ws = _int(d.get("world_size"))
         if ws and ws > self.world_size:
             self.world_size = ws

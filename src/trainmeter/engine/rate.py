@@ -34,6 +34,8 @@ GRAIN_S = 0.25
 MAX_BLOCKS = 64
 #: Per-step durations kept exactly; past this many, a log histogram (bins 1% wide) holds them.
 EXACT_DURATIONS = 4096
+#: Once binned, values wait this many at a time to be binned (the state stays small).
+SPILL_EVERY = 512
 _BIN = 1.01
 _LOG_BIN = log(_BIN)
 _ZERO_BIN = -(10**9)  # the bin of a zero duration
@@ -64,38 +66,45 @@ class Window:
 
 class Durations:
     """Per-step seconds, each weighted by the steps of its interval: exact up to
-    `EXACT_DURATIONS` intervals, then a histogram of log-spaced bins (quantiles within 1%)."""
+    `EXACT_DURATIONS` intervals, then a histogram of log-spaced bins (quantiles within 1%).
 
-    __slots__ = ("exact", "bins")
+    Once binned, new values wait in `exact` and are binned `SPILL_EVERY` at a time (and when
+    the quantiles are read): the same bins, without a logarithm and a call per step."""
+
+    __slots__ = ("exact", "bins", "binned", "limit")
 
     def __init__(self) -> None:
-        self.exact: list[tuple[float, int]] | None = []
+        self.exact: list[tuple[float, int]] = []  # every value; once `binned`, those not yet
         self.bins: dict[int, int] = {}
+        self.binned = False
+        self.limit = EXACT_DURATIONS  # values `exact` holds before they are binned
 
     def add(self, per_step_s: float, k: int) -> None:
-        if self.exact is not None:
-            self.exact.append((per_step_s, k))
-            if len(self.exact) <= EXACT_DURATIONS:
-                return
-            pending, self.exact = self.exact, None
-            for value, weight in pending:
-                self._bin(value, weight)
-            return
-        self._bin(per_step_s, k)
+        exact = self.exact
+        exact.append((per_step_s, k))
+        if len(exact) > self.limit:
+            self._spill()
 
-    def _bin(self, value: float, weight: int) -> None:
-        key = floor(log(value) / _LOG_BIN) if value > 0 else _ZERO_BIN
-        bins = self.bins
-        bins[key] = bins.get(key, 0) + weight
+    def _spill(self) -> None:
+        """Bin the values in `exact` (from here on the durations are a histogram)."""
+        bins, log_bin = self.bins, _LOG_BIN
+        for value, weight in self.exact:
+            key = floor(log(value) / log_bin) if value > 0 else _ZERO_BIN
+            bins[key] = bins.get(key, 0) + weight
+        self.exact = []
+        self.binned = True
+        self.limit = SPILL_EVERY
 
     def quantiles(
         self, qs: tuple[float, ...], extra: list[tuple[float, int]]
     ) -> list[float] | None:
         """Weighted nearest-rank quantiles (the smallest value with at least q of the weight
         at or below it), over these durations and `extra`; None when there are none."""
-        if self.exact is not None:
+        if not self.binned:
             pairs = sorted(self.exact + extra)
         else:
+            if self.exact:
+                self._spill()
             pairs = sorted(
                 [((_BIN ** (b + 0.5)) if b > _ZERO_BIN else 0.0, w) for b, w in self.bins.items()]
                 + extra

@@ -48,6 +48,7 @@ from .timesplit import TimeLedger
 
 __all__ = ["Engine", "SHAPE_KEYS"]
 _RUN_FIELDS = ("name", "argv", "tm_version", "hostname", "unix_time", "python")
+_STEP, _METRIC, _PHASE = payloads.STEP.name, payloads.METRIC.name, payloads.PHASE.name
 
 
 def _spec_lookup(name: str) -> Any:
@@ -105,12 +106,6 @@ class Engine:
             payloads.MEMORY.name: self._on_memory,
             payloads.CRASH.name: self.death.crash,
         }
-        #: the handlers of typed records (`feed_many`): the common kinds only
-        self._typed = {
-            payloads.STEP.name: self._typed_step,
-            payloads.METRIC.name: self._typed_metric,
-            payloads.PHASE.name: self._typed_phase,
-        }
 
     # ---- input -------------------------------------------------------------------------
 
@@ -151,42 +146,48 @@ class Engine:
         """`feed` each record in order: a dict, or a typed record of the common kinds
         (`runlog/typed.py`: `kind`, `t`, `rank`, `src` and `d`'s fields as attributes, already
         checked: `t` a finite number, counts whole). Both go through the same handlers below
-        (`_step`, `_metric`, `_phase`): the typed one only skips the dict lookups."""
-        feed = self.feed
-        typed = self._typed
+        (`_step`, `_metric`, `_phase`): the typed one only skips the dict lookups. A replay feeds
+        millions: the kind is told apart here and its handler called with the fields, one call
+        a record, the run's latest time and the count kept in locals while no dict comes."""
+        feed, step, metric, phase = self.feed, self._step, self._metric, self._phase
+        t_last, started, typed = self.t_last, self._started, 0
         for record in records:
             if type(record) is dict:
+                self.t_last, self.records = t_last, self.records + typed
+                typed = 0
                 feed(record)
+                t_last, started = self.t_last, self._started
                 continue
-            self.records += 1
+            typed += 1
             try:
                 t = record.t
-                if t > self.t_last:
-                    self.t_last = t
-                if not self._started:
-                    self._started = True
+                if t > t_last:
+                    t_last = t
+                if not started:
+                    self._started = started = True
                     self.t0 = t
-                typed[record.kind](record, record.d, t)
+                kind, d = record.kind, record.d
+                if kind == _STEP:
+                    step(record.rank or 0, t, d.k, d.tokens, d.real_tokens, d.n)
+                elif kind == _METRIC:
+                    metric(record.rank or 0, t, d.key, d.value, d.via, record.src, d.step)
+                elif kind == _PHASE:
+                    phase(record.rank, t, d.name, d.s, d.n)
+                else:
+                    self.ignored += 1
             except Exception:  # noqa: BLE001 - a malformed record must not stop a replay
                 self.ignored += 1
-
-    def _typed_step(self, record: Any, d: Any, t: float) -> None:
-        self._step(record.rank or 0, t, d.k, d.tokens, d.real_tokens, d.n)
-
-    def _typed_metric(self, record: Any, d: Any, t: float) -> None:
-        self._metric(record.rank or 0, t, d.key, d.value, d.via, record.src, d.step)
-
-    def _typed_phase(self, record: Any, d: Any, t: float) -> None:
-        self._phase(record.rank, t, d.name, d.s, d.n)
+        self.t_last, self.records = t_last, self.records + typed
 
     def _on_step(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         get = d.get
         self._step(record.get("rank") or 0, t, get("k"), get("tokens"), get("real_tokens"), get("n"))
 
     def _step(self, r: Any, t: float, k: Any, tokens: Any, real: Any, n: Any) -> None:
+        """`r` is the record's rank, None already read as 0."""
         self.ranks.step(r, t, k if isinstance(k, int) and k > 0 else 1)
-        if not self.rank_model.is_clock(r):
-            return  # the node's local rank 0 is its step clock
+        if r != self.rank_model.clock_rank:
+            return  # the node's local rank 0 is its step clock (`RankModel.is_clock`)
         ledger = self.ledger
         ledger.step(t)
         self.clock.step_values(t, k, tokens, real, n)
@@ -259,7 +260,7 @@ class Engine:
         self._phase(record.get("rank"), t, d.get("name"), d.get("s"), d.get("n"))
 
     def _phase(self, rank: Any, t: float, name: Any, seconds: Any, n: Any) -> None:
-        if not self.rank_model.is_clock(rank):
+        if (rank or 0) != self.rank_model.clock_rank:  # `RankModel.is_clock`
             return
         if type(seconds) is float:
             if seconds - seconds != 0.0:
