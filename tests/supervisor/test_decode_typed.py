@@ -15,7 +15,7 @@ from trainmeter.engine import Engine
 from trainmeter.runlog import replay as replay_module
 from trainmeter.runlog.decode import Decoder
 from trainmeter.runlog.replay import replay
-from trainmeter.runlog.typed import TYPED, typed_many
+from trainmeter.runlog.typed import ENVELOPED, TYPED, typed_many
 
 from .test_decode_fast import STEP, TRICKY, _records
 
@@ -39,8 +39,9 @@ def _fields(record) -> dict:
     out = {k: getattr(record, k) for k in ("v", "t", "src", "rank", "pid", "q", "r", "recovered")}
     out = {k: v for k, v in out.items() if v is not None}
     out["kind"] = record.kind
-    out["d"] = {f: getattr(record.d, f) for f in record.d.__struct_fields__
-                if getattr(record.d, f) is not None}
+    d = record.d
+    out["d"] = ({k: v for k, v in d.items() if v is not None} if type(d) is dict else
+                {f: getattr(d, f) for f in d.__struct_fields__ if getattr(d, f) is not None})
     return out
 
 
@@ -157,3 +158,39 @@ def test_the_ledger_counts_processes_and_phases_the_same_read_typed() -> None:
                            "implausible phase time": 2}
     read = [r for _, r in typed_many(Decoder(), lines)]
     assert sum(type(r) is TYPED["phase"] for r in read) == 256 + 2  # read typed, not handed on
+
+
+def test_the_samplers_readings_are_read_typed_with_the_same_values_and_refusals() -> None:
+    """`sample.gpu`, `sample.host` and `sample.node` lines: read typed (the envelope checked,
+    `d` a dict), the same values as the decoder's dicts; a reading it cannot be sure of (a
+    number past a float's range, a field the envelope does not have, a lone surrogate) goes to
+    the decoder, which refuses or takes it with its own reason; the engine's snapshot is the
+    same either way."""
+    gpu = (b'{"v":1,"t":%d,"src":"tm","rank":null,"pid":1,"kind":"sample.gpu","d":{"gpus":'
+           b'[{"index":0,"uuid":"GPU-0","name":"NVIDIA H100 80GB HBM3","gpu_util":0.9,'
+           b'"sm_active":0.8,"tensor_active":0.5,"sm_clock_mhz":1980,"max_sm_clock_mhz":1980,'
+           b'"window_s":1.0,"energy_j":%d}],"selected_by":"all"}}')
+    host = b'{"v":1,"t":%d,"src":"tm","rank":null,"pid":1,"kind":"sample.host","d":{"procs":3,"cpu_s":%d}}'
+    node = (b'{"v":1,"t":%d,"src":"tm","rank":null,"pid":1,"kind":"sample.node",'
+            b'"d":{"cpu":{"user":0.5,"idle":0.5},"cores":16,"load":[1,1,1]}}')
+    lines = [START]
+    for i in range(1, 40):
+        lines += [gpu % (i, 700 * i), host % (i, i), node % i, STEP.replace(b'"t":5', b'"t":%d' % i)]
+    lines += [
+        b'{"v":1,"t":41,"src":"tm","rank":null,"pid":1,"kind":"sample.host","d":{"cpu_s":1e400}}',
+        b'{"v":1,"t":42,"src":"tm","rank":null,"pid":1,"kind":"sample.node","d":{"x":"\\ud800"}}',
+        b'{"v":1,"t":43,"src":"tm","rank":null,"pid":1,"kind":"sample.node","x":1,"d":{}}',
+        b'{"v":1,"t":-1,"src":"tm","rank":null,"pid":1,"kind":"sample.host","d":{}}',
+    ]
+    read = [r for _, r in typed_many(Decoder(), lines)]
+    assert sum(type(r) in ENVELOPED.values() for r in read) == 3 * 39
+    assert all(type(r.d) is dict for r in read if type(r) in ENVELOPED.values())
+    plain, typed = _both(lines)
+    assert typed == plain
+    # 1e400 (not finite) and t=-1 refused; the other two are the decoder's to take
+    assert plain[1][1:4] == (len(lines) - 2, 2, {"implausible sample.host": 2})
+    as_dicts, as_typed = Engine(), Engine()
+    as_dicts.feed_many([r for _, r in Decoder().many(lines)])
+    as_typed.feed_many(read)
+    assert as_typed.snapshot(now=50.0) == as_dicts.snapshot(now=50.0)
+    assert as_typed.records == as_dicts.records and as_typed.ignored == as_dicts.ignored == 0

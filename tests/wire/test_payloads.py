@@ -13,7 +13,7 @@ import pytest
 from trainmeter import payloads, records
 from trainmeter.engine import Engine
 from trainmeter.runlog.decode import Decoder
-from trainmeter.runlog.typed import TYPED, typed_many
+from trainmeter.runlog.typed import ENVELOPED, TYPED, typed_many
 
 PKG = Path(payloads.__file__).resolve().parent
 
@@ -52,6 +52,12 @@ def test_each_kind_round_trips_through_its_payload_type(name: str) -> None:
         typed = typed_many(Decoder(), lines)[-1][1]
         assert type(typed) is TYPED[name] and typed.kind == name
         assert {f: getattr(typed.d, f) for f in kind.fields} == d
+        fed = Engine()
+        fed.feed_many([r for _, r in typed_many(Decoder(), lines)])
+        assert fed.ignored == 0 and fed.snapshot(now=12.0) == engine.snapshot(now=12.0)
+    if name in ENVELOPED:  # a sampler's reading: the envelope typed, `d` the same dict
+        typed = typed_many(Decoder(), lines)[-1][1]
+        assert type(typed) is ENVELOPED[name] and typed.kind == name and typed.d == d
         fed = Engine()
         fed.feed_many([r for _, r in typed_many(Decoder(), lines)])
         assert fed.ignored == 0 and fed.snapshot(now=12.0) == engine.snapshot(now=12.0)

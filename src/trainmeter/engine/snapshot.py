@@ -145,11 +145,12 @@ class Engine:
     def feed_many(self, records: list[Any]) -> None:
         """`feed` each record in order: a dict, or a typed record of the common kinds
         (`runlog/typed.py`: `kind`, `t`, `rank`, `src` and `d`'s fields as attributes, already
-        checked: `t` a finite number, counts whole). Both go through the same handlers below
+        checked: `t` a finite number, counts whole; a sampler's reading with `d` a dict). Both go through the same handlers below
         (`_step`, `_metric`, `_phase`): the typed one only skips the dict lookups. A replay feeds
         millions: the kind is told apart here and its handler called with the fields, one call
         a record, the run's latest time and the count kept in locals while no dict comes."""
         feed, step, metric, phase = self.feed, self._step, self._metric, self._phase
+        handlers = self._handlers
         t_last, started, typed = self.t_last, self._started, 0
         for record in records:
             if type(record) is dict:
@@ -173,8 +174,8 @@ class Engine:
                     metric(record.rank or 0, t, d.key, d.value, d.via, record.src, d.step)
                 elif kind == _PHASE:
                     phase(record.rank, t, d.name, d.s, d.n)
-                else:
-                    self.ignored += 1
+                else:  # a sampler's reading: its `d` is the dict its handler reads
+                    handlers[kind](record, d, t)
             except Exception:  # noqa: BLE001 - a malformed record must not stop a replay
                 self.ignored += 1
         self.t_last, self.records = t_last, self.records + typed

@@ -9,7 +9,10 @@ the engine, was most of a replay's cost per record. Here msgspec parses such a l
 finite; `t` not negative; rank and pid whole and in range; a key's length; no field the kind
 does not have), counted in the decoder's `Ledger` in their place (`plausible.Ledger`), and the
 engine reads the fields as attributes (`Engine.feed_many`, through the same handlers as a
-dict). Like the decoder's other fast path it only ever *accepts*: a line it is not sure of (any
+dict). The samplers' readings (`sample.gpu`, `sample.host`, `sample.node`, whose payload has
+no rule past the envelope) are read the same way with `d` a dict: a block of the log then goes
+to the decoder only for its rare kinds, not every few lines for a reading that failed to parse
+typed. Like the decoder's other fast path it only ever *accepts*: a line it is not sure of (any
 other kind, a field of another type, a bound crossed, a line long enough to nest deep) goes to
 `Decoder.many`, which decides and names the reason, so both paths take the same lines and count
 the same skips. msgspec is a dependency of `tm` (never of the agent); without it a replay reads
@@ -24,6 +27,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from .. import payloads
 from .decode import (
+    _ENVELOPE_ONLY,
     _LEDGER_KINDS,
     _SHORT,
     BEFORE_START_S,
@@ -126,13 +130,30 @@ if msgspec is not None:
             kw_only=True,
         )
 
+    def _enveloped(kind: payloads.Kind) -> type:
+        """A kind whose payload has no rule past the envelope (the samplers' readings): `d`
+        read as the dict the engine's handler takes. msgspec refuses a number out of a
+        float's range (JSON's 1e400), so every number in it is finite, as `plausible` asks."""
+        return msgspec.defstruct(
+            f"{kind.name.title().replace('.', '')}Record",
+            [("d", dict[str, Any]), ("kind", ClassVar[str], kind.name)],
+            bases=(_Typed,),
+            tag=kind.name,
+            kw_only=True,
+        )
+
     TYPED = {name: _record(payloads.KINDS[name]) for name in _TYPES}
-    _DECODE = msgspec.json.Decoder(functools.reduce(operator.or_, TYPED.values())).decode
+    #: the kinds read with their envelope typed and `d` a dict (`decode._ENVELOPE_ONLY`)
+    ENVELOPED = {name: _enveloped(payloads.KINDS[name]) for name in sorted(_ENVELOPE_ONLY)}
+    _DECODE = msgspec.json.Decoder(
+        functools.reduce(operator.or_, [*TYPED.values(), *ENVELOPED.values()])
+    ).decode
     _ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
     _STEP = TYPED[payloads.STEP.name]
     _PHASE = TYPED[payloads.PHASE.name]
 else:  # pragma: no cover
     TYPED = {}
+    ENVELOPED = {}
 
 
 def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
@@ -150,9 +171,10 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
     ledger, ledgered = decoder.ledger, _LEDGERED
     admit, admit_step, admit_phase = ledger.admit, ledger.step, ledger.phase
     low, high = _window(decoder)
+    ended, t_start = decoder.ended, decoder.t_start  # moved only by the decoder's lines
     good = 0
     for line in raw:
-        if len(line) >= short or decoder.ended:
+        if len(line) >= short or ended:
             other.append(line)
             continue
         try:
@@ -161,11 +183,13 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
             other.append(line)  # blank, another kind, or not sure: the decoder decides
             continue
         t = record.t
+        kind = type(record)
+        d = record.d
         if not low <= t <= high or (
-            type(record) is step
-            and record.d.real_tokens is not None
-            and record.d.tokens is not None
-            and record.d.real_tokens > record.d.tokens
+            kind is step
+            and d.real_tokens is not None
+            and d.tokens is not None
+            and d.real_tokens > d.tokens
         ):
             other.append(line)  # not sure: the decoder decides, and names the reason
             continue
@@ -173,23 +197,21 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
             out.extend(decoder.many(other))
             other = []
             low, high = _window(decoder)
-            if decoder.ended or not low <= t <= high:  # a run.start or run.end among them
+            ended, t_start = decoder.ended, decoder.t_start
+            if ended or not low <= t <= high:  # a run.start or run.end among them
                 other.append(line)
                 continue
-        kind = type(record)
-        if kind is step or kind is phase or record.kind in ledgered:
-            d = record.d
-            try:  # the decoder's `Ledger`, a step's and a phase's fields given by name
-                if kind is step:
-                    admit_step(record.rank, record.pid, t, d.k, d.tokens, decoder.t_start)
-                elif kind is phase:
-                    admit_phase(record.rank, record.pid, t, d.name, d.s, d.n, decoder.t_start)
-                else:
-                    admit(record, decoder.t_start)
-            except Implausible as exc:
-                decoder.lines += 1
-                decoder.skip(reason_of(exc))
-                continue
+        try:  # the decoder's `Ledger`, a step's and a phase's fields given by name
+            if kind is step:
+                admit_step(record.rank, record.pid, t, d.k, d.tokens, t_start)
+            elif kind is phase:
+                admit_phase(record.rank, record.pid, t, d.name, d.s, d.n, t_start)
+            elif record.kind in ledgered:
+                admit(record, t_start)
+        except Implausible as exc:
+            decoder.lines += 1
+            decoder.skip(reason_of(exc))
+            continue
         good += 1
         append((line.strip(), record))
     decoder.lines += good
@@ -206,4 +228,4 @@ def _window(decoder: Decoder) -> tuple[float, float]:
     return decoder.t_start - BEFORE_START_S, decoder.t_start + MAX_RUN_S
 
 
-__all__ = ["TYPED", "typed_many"]
+__all__ = ["ENVELOPED", "TYPED", "typed_many"]
