@@ -292,3 +292,36 @@ def test_top_prints_once_without_a_terminal(example_run: Path) -> None:
     assert si(snap["tokens_per_s"]) in result.stdout and "\x1b" not in result.stdout
     bad = run_tm(["top", "--nope"], example_run.parent)
     assert bad.returncode == 2 and bad.stderr.startswith("tm top: unknown option")
+
+
+def test_the_replays_samples_are_the_snapshots_numbers_and_draw_the_same_history(
+    example_run: Path,
+) -> None:
+    """`Engine.sample` (what a replay hands the charts, 2,000 times along a run) leaves out the
+    parts no chart draws and the explanations, and keeps some of the facts' answers from one
+    sample to the next: on this real run's log (GPUs, a model shape, a convention, a budget,
+    the time split), each of its keys equals the whole snapshot's at the same moment, and a
+    history fed the samples draws exactly what one fed the whole snapshots draws."""
+    from trainmeter.engine import Engine
+    from trainmeter.views.history import History
+
+    records = [json.loads(line) for line in (example_run / "events.jsonl").read_text().splitlines()]
+    engine, light, whole = Engine(), History(), History()
+    compared = 0
+    for i, record in enumerate(records):
+        engine.feed(record)
+        if i % 5 and i != len(records) - 1:
+            continue
+        now = record["t"]
+        sample, snap = engine.sample(now=now), engine.snapshot(now=now)
+        for key, value in sample.items():
+            assert snap[key] == value, (i, key)
+        light.on_snapshot(sample, now)
+        whole.on_snapshot(snap, now)
+        compared += 1
+    assert compared > 50
+    assert {"mfu", "ofu", "ladder", "energy", "time", "flops_per_token", "progress"} <= set(sample)
+    assert "explain" not in sample and "explain" in snap and "mfu" in snap["explain"]
+    drawn = light.dump()["series"]
+    assert {"mfu", "ofu", "goodput", "tokens_per_s", "power_w"} <= set(drawn)
+    assert drawn == whole.dump()["series"]

@@ -169,14 +169,16 @@ class GpuCounters:
         mfu_reason: str | None,
         peak: dict[str, Any] | None,
         peak_reason: str | None,
+        detail: bool = True,
     ) -> Section:
-        """ladder, gpus, ofu, flops_observed, mfu_ofu_gap, arithmetic_intensity."""
+        """ladder, gpus, ofu, flops_observed, mfu_ofu_gap, arithmetic_intensity (`detail`
+        False: their explanations left out, for `Engine.sample`)."""
         out = Section()
         gpus = self._covered(covered)
         mfu = mfu or {}
         self._ladder(out, gpus, mfu.get("value"))
-        self._ofu(out, gpus, mfu)
-        self._intensity(out, gpus, mfu, mfu_reason, peak, peak_reason)
+        self._ofu(out, gpus, mfu, detail)
+        self._intensity(out, gpus, mfu, mfu_reason, peak, peak_reason, detail)
         return out
 
     def _ladder(self, out: Section, gpus: list[_Gpu], mfu: float | None) -> None:
@@ -201,7 +203,7 @@ class GpuCounters:
         }
         out.values["gpus"] = {g.label: dict(g.row) for g in every}
 
-    def _ofu(self, out: Section, gpus: list[_Gpu], mfu: dict[str, Any]) -> None:
+    def _ofu(self, out: Section, gpus: list[_Gpu], mfu: dict[str, Any], detail: bool) -> None:
         counted = [g for g in gpus if g.ofu.value is not None]
         if not counted:
             why = (
@@ -224,7 +226,8 @@ class GpuCounters:
                 "peak, so OFU is not compared with MFU"
             )
         out.values["ofu"] = entry
-        out.explain["ofu"] = _explain_ofu(counted, value)
+        if detail:
+            out.explain["ofu"] = _explain_ofu(counted, value)
         unknown = [g for g in counted if g.spec_peak is None]
         if unknown:
             out.absent["flops_observed"] = (
@@ -236,7 +239,8 @@ class GpuCounters:
                 value=observed, convention="counters", gpus=labels,
                 note="approximate: counts recompute and padding too",
             )
-            out.explain["flops_observed"] = _explain_observed(counted, observed)
+            if detail:
+                out.explain["flops_observed"] = _explain_observed(counted, observed)
         mfu_value = mfu.get("value")
         if mfu_value is None:
             out.absent["mfu_ofu_gap"] = "needs MFU under a chosen convention"
@@ -255,6 +259,7 @@ class GpuCounters:
         mfu_reason: str | None,
         peak: dict[str, Any] | None,
         peak_reason: str | None,
+        detail: bool,
     ) -> None:
         """FLOP per DRAM byte over the window; the first unmet need is the absent reason."""
         drams = [g.dram.value for g in gpus if g.dram.value is not None]
@@ -281,6 +286,8 @@ class GpuCounters:
             value=value, unit="FLOP/byte", convention=mfu.get("convention"),
             note="aggregate over the sampling window, not per kernel",
         )
+        if not detail:
+            return
         labels = ", ".join(g.label for g in gpus)
         out.explain["arithmetic_intensity"] = explain.explanation(
             value, "FLOP/byte", "peak_flops * mfu / (hbm_bytes_per_s * dram_active)",

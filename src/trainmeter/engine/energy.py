@@ -49,10 +49,15 @@ class EnergyMeter:
         meter.read(value)
 
     def section(
-        self, covered: list[Any] | None, tokens_seen: float | None, unavailable: str | None
+        self,
+        covered: list[Any] | None,
+        tokens_seen: float | None,
+        unavailable: str | None,
+        detail: bool = True,
     ) -> Section:
         """energy: {joules, per_gpu, joules_per_token, resets, source} over the covered GPUs
-        (None: every GPU read), the same GPUs MFU divides by."""
+        (None: every GPU read), the same GPUs MFU divides by (`detail` False: the explanation
+        left out, for `Engine.sample`)."""
         out = Section()
         idents = [i for i in (self._meters if covered is None else covered) if i in self._meters]
         if not idents:
@@ -72,6 +77,7 @@ class EnergyMeter:
             out.absent["energy.joules_per_token"] = "no token counted yet"
         else:
             entry["joules_per_token"] = joules / tokens_seen
+        if detail and "joules_per_token" in entry:
             labels = ", ".join(sorted(per_gpu, key=lambda k: by_gpu((k, 0))))
             out.explain["energy_per_token"] = explain.explanation(
                 entry["joules_per_token"], "J/token", "joules / tokens_seen",

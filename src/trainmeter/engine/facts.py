@@ -84,6 +84,17 @@ class FactStore:
         if best is None or rank(src) <= rank(best.source):
             self._best[key] = fact
 
+    def derived(self, key: str, compute: Any) -> Any:
+        """`compute()`, kept in `memo` under `key` until the next statement: what follows from
+        the facts alone (the shape, FLOPs per token, their explanation) is worked out once per
+        version of the facts, however many snapshots and samples ask (a replay takes 2,000)."""
+        memo = self.memo.get(key)
+        if memo is not None and memo[0] == self.version:
+            return memo[1]
+        value = compute()
+        self.memo[key] = (self.version, value)
+        return value
+
     def get(self, key: str) -> Fact | None:
         return self._best.get(key)
 

@@ -219,6 +219,11 @@ class Convention:
 
 #: Convention name -> its registration, in registration order (the order of every listing).
 REGISTRY: dict[str, Convention] = {}
+#: (REGISTRY's generation, the shape, its FLOPs per token under each convention): the last
+#: answer of `all_conventions`, which a snapshot asks for several times and a replay thousands
+#: (a shape is immutable; registering or removing a convention moves the generation)
+_generation = 0
+_last: tuple[int, ModelShape | None, dict[str, float]] = (-1, None, {})
 
 
 def register(convention: Convention) -> Convention:
@@ -228,12 +233,25 @@ def register(convention: Convention) -> Convention:
     if convention.name in REGISTRY:
         raise ValueError(f"convention {convention.name!r} is already registered")
     REGISTRY[convention.name] = convention
+    _moved()
     return convention
+
+
+def _moved() -> None:
+    global _generation
+    _generation += 1
+
+
+def generation() -> int:
+    """Grows each time a convention is registered or removed: what is derived from the
+    registry (FLOPs per token under each convention) is derived again after it moves."""
+    return _generation
 
 
 def unregister(name: str) -> None:
     """Take a convention out (tests that register one put things back with it)."""
     REGISTRY.pop(name, None)
+    _moved()
 
 
 def names() -> tuple[str, ...]:
@@ -252,8 +270,13 @@ def flops_per_token(shape: ModelShape, convention: str) -> float:
 
 
 def all_conventions(shape: ModelShape) -> dict[str, float]:
-    """FLOPs per token under every convention."""
-    return {name: conv.per_token(shape) for name, conv in REGISTRY.items()}
+    """FLOPs per token under every convention (a new dict each call: the caller's to keep)."""
+    global _last
+    generation, last, conventions = _last
+    if last is not shape or generation != _generation:
+        conventions = {name: conv.per_token(shape) for name, conv in REGISTRY.items()}
+        _last = (_generation, shape, conventions)
+    return dict(conventions)
 
 
 def formulas() -> dict[str, str]:

@@ -31,10 +31,12 @@ def section(
     n_gpus_source: str | None,
     shape: ModelShape | None,
     precision: tuple[str, str | None] | None = None,
+    detail: bool = True,
 ) -> Section:
     """mfu: {value or range, convention, n_gpus, peak, peak_label, peak_source, by_convention,
     precision, and at_precision: the utilization against the dense peak of the precision the
-    matmuls ran in, when the card's datasheet gives it and it is not BF16}."""
+    matmuls ran in, when the card's datasheet gives it and it is not BF16}. `detail` False:
+    the explanation left out, for `Engine.sample`."""
     out = Section()
     if flops_per_token is None:
         out.absent["mfu"] = f"needs FLOPs per token: {flops_reason}"
@@ -61,9 +63,10 @@ def section(
         entry["range"] = [util(flops_per_token["range"][0]), util(flops_per_token["range"][1])]
     else:
         entry["value"] = util(flops_per_token["value"])
-        out.explain["mfu"] = _explain(
-            entry, flops_per_token, tokens_per_s, n_gpus, n_gpus_source, peak
-        )
+        if detail:
+            out.explain["mfu"] = _explain(
+                entry, flops_per_token, tokens_per_s, n_gpus, n_gpus_source, peak
+            )
     if shape is not None:
         entry["by_convention"] = {k: util(v) for k, v in all_conventions(shape).items()}
     _precision(entry, precision, peak, flops_per_token, tokens_per_s, n_gpus)

@@ -58,12 +58,7 @@ def _windows(facts: FactStore, n_layers: int) -> tuple[int | None, ...] | None:
 def shape_of(facts: FactStore) -> ModelShape | None:
     """The model's shape from the facts (None while one of `SHAPE_KEYS` is unknown); derived
     once per version of the facts (a snapshot asks several times, a replay thousands)."""
-    memo = facts.memo.get("shape")
-    if memo is not None and memo[0] == facts.version:
-        return memo[1]  # type: ignore[no-any-return]
-    shape = _shape_of(facts)
-    facts.memo["shape"] = (facts.version, shape)
-    return shape
+    return facts.derived("shape", lambda: _shape_of(facts))  # type: ignore[no-any-return]
 
 
 def _shape_of(facts: FactStore) -> ModelShape | None:
@@ -93,10 +88,27 @@ def provenance(facts: FactStore, key: str) -> str:
 def choose(
     facts: FactStore, warnings: list[str] | None = None
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """(the `flops_per_token` entry, or None with the reason it is absent)."""
+    """(the `flops_per_token` entry, or None with the reason it is absent); its warnings added
+    to `warnings`. Worked out once per version of the facts (`_choose`): a new entry each call."""
+    key = f"flops_per_token@{flops.generation()}"  # a convention registered since: again
+    fpt, reason, said = facts.derived(key, lambda: _choose(facts))
+    if warnings is not None:
+        warnings.extend(said)
+    return (None if fpt is None else dict(fpt)), reason
+
+
+def _choose(facts: FactStore) -> tuple[dict[str, Any] | None, str | None, list[str]]:
+    said: list[str] = []
+    fpt, reason = _chosen(facts, said)
+    return fpt, reason, said
+
+
+def _chosen(
+    facts: FactStore, warnings: list[str]
+) -> tuple[dict[str, Any] | None, str | None]:
     conv = facts.get("convention")
     conv_name = conv.value if conv is not None else None
-    if warnings is not None and conv_name is not None and conv_name not in flops.REGISTRY:
+    if conv_name is not None and conv_name not in flops.REGISTRY:
         warnings.append(
             f"convention {conv_name!r} is not one of {', '.join(flops.names())}: the range "
             "over all conventions is shown"
@@ -197,7 +209,10 @@ def section(facts: FactStore, tokens_seen: float | None) -> Section:
                 flops.names()
             )
         else:
-            out.explain["flops_per_token"] = _explain(facts, fpt, shape)
+            out.explain["flops_per_token"] = facts.derived(
+                f"flops_per_token.explain@{flops.generation()}",
+                lambda: _explain(facts, fpt, shape),
+            )
             if tokens_seen is None:
                 out.absent["flops_spent"] = "needs the tokens seen, which are not counted"
             else:

@@ -455,9 +455,9 @@ class Engine:
         observers up to 2,000 times along a run; the final snapshot is a whole one."""
         p = _Parts(self.no_agent(), self.ledger.t_end is not None, self.shape())
         self._pace(p, detail=False)
-        self._devices(p)
+        self._devices(p, detail=False)
         p.time_split = self.ledger.section(
-            self.t_last, now, self.probes, p.no_agent, self.world_size
+            self.t_last, now, self.probes, p.no_agent, self.world_size, detail=False
         )
         whole = Section()
         for part in (
@@ -502,8 +502,9 @@ class Engine:
             finished=p.finished,
         )
 
-    def _devices(self, p: _Parts) -> None:
-        """The GPUs and their peak, MFU, the GPU counters and energy."""
+    def _devices(self, p: _Parts, detail: bool = True) -> None:
+        """The GPUs and their peak, MFU, the GPU counters and energy (`detail` False: without
+        their explanations, for `sample`)."""
         p.gpus = gpus = devices.section(self.facts, self.devices, self.gpu, self.cards.spec)
         p.utilization = utilization = mfu.section(
             flops_per_token=p.fpt,
@@ -516,14 +517,17 @@ class Engine:
             n_gpus_source=gpus.n_gpus_source,
             shape=p.shape,
             precision=_precision(self.facts),
+            detail=detail,
         )
         p.mfu = utilization.values.get("mfu")
         p.mfu_reason = utilization.absent.get("mfu")
         p.counters = self.gpu.section(
             gpus.covered, mfu=p.mfu, mfu_reason=p.mfu_reason, peak=gpus.peak,
-            peak_reason=gpus.peak_reason,
+            peak_reason=gpus.peak_reason, detail=detail,
         )
-        p.energy = self.gpu.energy.section(gpus.covered, p.tokens_seen, self.gpu.unavailable)
+        p.energy = self.gpu.energy.section(
+            gpus.covered, p.tokens_seen, self.gpu.unavailable, detail
+        )
         p.memory = self.memory.section()
 
     def _accounts(self, p: _Parts, now: float | None) -> None:

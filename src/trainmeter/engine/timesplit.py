@@ -86,12 +86,14 @@ class TimeLedger:
     def section(
         self, t_last: float, now: float | None, probes: set[str], no_agent: str | None,
         world_size: int = 1,
+        detail: bool = True,
     ) -> Section:
         """time: the split at `now` (None: at the latest record); `t_last` is the latest
         record's t. `no_agent` is why no agent spoke (None when one did). The wait for other
-        ranks is a part only in a job of several ranks (or when its probe reported)."""
+        ranks is a part only in a job of several ranks (or when its probe reported). `detail`
+        False: goodput's explanation left out, for `Engine.sample`."""
         out = Section()
-        split = self._split(t_last, now, probes, no_agent, out, world_size)
+        split = self._split(t_last, now, probes, no_agent, out, world_size, detail)
         if split is not None:
             out.values["time"] = split
         return out
@@ -115,6 +117,7 @@ class TimeLedger:
         no_agent: str | None,
         out: Section,
         world_size: int = 1,
+        detail: bool = True,
     ) -> dict[str, Any] | None:
         absent = out.absent
         if self.t_start is None:
@@ -180,7 +183,8 @@ class TimeLedger:
         if elapsed > 0:
             goodput = min((compute + sum(in_steps_rest.values())) / elapsed, 1.0)  # a share
             split["goodput"] = goodput
-            out.explain["goodput"] = _explain_goodput(goodput, compute, elapsed, in_steps_rest)
+            if detail:
+                out.explain["goodput"] = _explain_goodput(goodput, compute, elapsed, in_steps_rest)
         else:
             absent["goodput"] = "no wall time has passed yet"
         return split
