@@ -112,16 +112,23 @@ class GpuCounters:
             state.name = name
             state.spec = spec = self._lookup(name) if isinstance(name, str) else None
             state.spec_peak = spec.bf16_dense_flops if spec is not None else None
+        # the row's finite numbers, each read once (`num`: a float's own test first, the
+        # sampler's usual value; a bool, a string or an integer past a float's range is not one)
+        nums = {
+            k: v if type(v) is float and v - v == 0.0 else num(v)
+            for k, v in row.items()
+        }
+        get = nums.get
         rungs = {
             k: v
             for k in ("gpu_util", "sm_active", "tensor_active")
-            if (v := num(row.get(k))) is not None
+            if (v := get(k)) is not None
         }
-        tensor, clock = num(row.get("tensor_active")), num(row.get("sm_clock_mhz"))
+        tensor, clock = get("tensor_active"), get("sm_clock_mhz")
         if tensor is not None and clock is not None:
             spec = state.spec
             tensor_clock = spec.tensor_clock_mhz if spec is not None else None
-            max_clock = num(row.get("max_sm_clock_mhz"))
+            max_clock = get("max_sm_clock_mhz")
             got = formulas.ofu(tensor, clock, tensor_clock, max_clock)
             if got is not None:
                 value, comparable = got
@@ -130,20 +137,20 @@ class GpuCounters:
                 state.comparable = state.comparable and comparable
                 ref = tensor_clock if comparable else max_clock
                 state.latest_ofu_inputs = (tensor, clock, ref, comparable)  # type: ignore[assignment]
-                window = num(row.get("window_s"))
+                window = get("window_s")
                 if window is not None and window > 0:
                     state.ofu_seconds += value * window
                     state.samples_counted += 1
-        dram = num(row.get("dram_active"))
+        dram = get("dram_active")
         if dram is not None:
             state.dram.update(dram)
         state.rungs = rungs
-        state.row = {k: row[k] for k in _ROW_FIELDS if k in row and num(row[k]) is not None}
+        state.row = {k: row[k] for k in _ROW_FIELDS if get(k) is not None}
         state.row["name"] = name
         reasons = row.get("throttle")
         if isinstance(reasons, list):
             self.throttle[label] = ([str(r) for r in reasons], t)
-        peak = num(row.get("measured_peak_flops"))
+        peak = get("measured_peak_flops")
         if peak is not None:
             source = row.get("measured_peak_source")
             self.measured_peaks[ident] = (peak, source if isinstance(source, str) else None)

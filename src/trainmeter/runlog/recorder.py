@@ -120,25 +120,27 @@ class Recorder:
                 self._feed(record)
 
     def accept_many(self, pairs: list[tuple[bytes, dict[str, Any]]]) -> None:
-        """`accept` for each (line, record) in order, holding the lock once (a replay's block)."""
+        """`accept` for each (line, record) in order, holding the lock once (a replay's block).
+
+        A typed record (`runlog/typed.py`: a step, metric, phase or sampler's reading) is never
+        a hello or a fact, so only the dicts among them are looked at one by one."""
         if not pairs:
             return
         with self._lock:
             if self.sealed:
                 return
-            append = self.store.append if self.store.path is not None else None
-            engine = self.engine
-            direct = self._before_engine is None and engine is not None
-            log_hash = self.log_hash
-            for line, record in pairs:
-                if append is not None:
+            if self.store.path is not None:
+                append, log_hash = self.store.append, self.log_hash
+                for line, _ in pairs:
                     append(line)
                     if log_hash is not None:
                         log_hash.update(line)
                         log_hash.update(b"\n")
                         self.log_bytes += len(line) + 1
-                if type(record) is not dict:
-                    continue  # a typed record (`runlog/typed.py`): a step, metric or phase
+            records = [record for _, record in pairs]
+            engine = self.engine
+            direct = self._before_engine is None and engine is not None
+            for record in [r for r in records if type(r) is dict]:
                 kind = record.get("kind")
                 if kind == _HELLO and isinstance(record.get("pid"), int):
                     self.hello_pids.add(record["pid"])
@@ -153,9 +155,9 @@ class Recorder:
                 feed_many = getattr(engine, "feed_many", None)
                 try:
                     if feed_many is not None:
-                        feed_many([record for _, record in pairs])
+                        feed_many(records)
                     else:
-                        for _, record in pairs:
+                        for record in records:
                             engine.feed(record)  # type: ignore[union-attr]
                 except Exception as exc:  # noqa: BLE001 - counted and said as in `_feed`
                     self.feed_errors += 1
