@@ -55,6 +55,25 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+
+class _Pattern:
+    """A regular expression compiled on its first use: `tm` imports this module as every run
+    starts (the command line in `run.start` is redacted) and uses a few of the patterns below;
+    compiling all of them there cost ~3 ms of each run's start-up. Used as the compiled one."""
+
+    __slots__ = ("_args", "_compiled")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._args = (pattern, flags)
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(*self._args)
+        return getattr(compiled, name)
+
+
 REDACTED = "<redacted>"
 
 #: Parts of a flag's or variable's name that mark its value as a secret.
@@ -112,12 +131,12 @@ ABBREVIATED = ("token", "password", "passwd", "passphrase", "secret", "apikey", 
 #: Prefixes too common to take for an abbreviation of a secret word.
 NOT_ABBREVIATIONS = frozenset({"api", "sec", "cre", "pas", "passp"})
 #: Headers whose value is a credential.
-SECRET_HEADERS = re.compile(
+SECRET_HEADERS = _Pattern(
     r"(?i)(?<![\w-])(authorization|proxy-authorization|cookie|set-cookie|x-api-key|api-key"
     r"|x-auth-token|private-token|x-access-token)(\s*:\s*)([^'\"\n]+)"
 )
 #: Provider token shapes, wherever they appear (and JSON web tokens, PEM private keys).
-TOKEN_SHAPES = re.compile(
+TOKEN_SHAPES = _Pattern(
     r"(?<![A-Za-z0-9])(hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{8,}"
     r"|github_pat_[A-Za-z0-9_]{8,}|xox[abeprs]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}"
     r"|A[KS]IA[0-9A-Z]{12,}|glpat-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{30,}"
@@ -127,41 +146,41 @@ TOKEN_SHAPES = re.compile(
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*(?:-----END [A-Z ]*PRIVATE KEY-----)?)"
 )
 #: An authorization scheme and its credential, with or without the header's name.
-_SCHEMES = re.compile(r"(?i)(?<![\w-])(bearer|basic|token|digest)(\s+)([A-Za-z0-9._~+/=-]{8,})")
+_SCHEMES = _Pattern(r"(?i)(?<![\w-])(bearer|basic|token|digest)(\s+)([A-Za-z0-9._~+/=-]{8,})")
 #: Webhook URLs, whose path is the credential: Slack's, Discord's, Teams', and any whose path
 #: has a `hooks`/`webhooks` part (Mattermost, Zapier, ...). The path after it is hidden.
-_WEBHOOK = re.compile(
+_WEBHOOK = _Pattern(
     r"(?i)(https?://(?:hooks\.slack\.com/|[^/\s'\"]*webhook\.office\.com/"
     r"|[^/\s'\"]+/(?:[^\s'\"?#]*/)?(?:webhooks?|hooks|webhookb2)/))([^\s'\"<>]+)"
 )
 #: `name=value`, `name: value`, `"name": "value"` (JSON, a Python dict, YAML, a connection
 #: string's `Password=V;`, a Hydra override's `db.password=V`) in any text: the value is hidden
 #: when the name says secret. Names may be dotted (Hydra/OmegaConf keys).
-_ASSIGN = re.compile(
+_ASSIGN = _Pattern(
     r"""(?<![\w.])(["']?)([A-Za-z_][\w.-]*)\1(\s*[=:]\s*)"""
     r"""("[^"\n]*"|'[^'\n]*'|[^\s;&,'"<>(){}\[\]]+)"""
 )
-_QUERY = re.compile(r"([?&;])([^=&#\s?;]+)=([^&#\s'\";]*)")
-_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_QUERY = _Pattern(r"([?&;])([^=&#\s?;]+)=([^&#\s'\";]*)")
+_CAMEL = _Pattern(r"([a-z0-9])([A-Z])")
 #: What an argument that is a flag looks like (lower case words): anything else is a value.
-_FLAG_SHAPE = re.compile(r"^--?[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*(?:=.*)?$", re.DOTALL)
+_FLAG_SHAPE = _Pattern(r"^--?[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)*(?:=.*)?$", re.DOTALL)
 _USER_FLAGS = frozenset({"-u", "--user", "--proxy-user", "--basic-user"})
 
-_PARTS = re.compile(r"[-_.]+")
+_PARTS = _Pattern(r"[-_.]+")
 #: `NAME=value` as a whole argument: an environment assignment, or a Hydra/OmegaConf override
 #: (`db.password=V`, `+db.password=V`, `++logger.api_key=V`), the key dotted.
-_ENV = re.compile(r"^(\+{0,2})([A-Za-z_][A-Za-z0-9_.@/-]*)=(.*)$", re.DOTALL)
+_ENV = _Pattern(r"^(\+{0,2})([A-Za-z_][A-Za-z0-9_.@/-]*)=(.*)$", re.DOTALL)
 #: `name:value` as a whole argument (`api_key:V`, a YAML-ish override).
-_COLON = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*):(.+)$", re.DOTALL)
+_COLON = _Pattern(r"^([A-Za-z_][A-Za-z0-9_.-]*):(.+)$", re.DOTALL)
 #: scheme://userinfo@ : the userinfo is replaced whole (a token is often the "user").
-_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@?#]+)@")
-_NUMBER = re.compile(r"^[0-9]+$")
+_URL_USERINFO = _Pattern(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@?#]+)@")
+_NUMBER = _Pattern(r"^[0-9]+$")
 # Inside a shell string: a flag with its value, or NAME=value; values may be quoted.
 _VALUE = r"""('[^']*'|"[^"]*"|[^\s;&|'"]+)"""
-_SHELL_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9_.-]*)(=|:|\s+)" + _VALUE)
-_SHELL_ENV = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)=" + _VALUE)
+_SHELL_FLAG = _Pattern(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9_.-]*)(=|:|\s+)" + _VALUE)
+_SHELL_ENV = _Pattern(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)=" + _VALUE)
 #: `-pSECRET` inside a shell string, as `redact_argv` takes it in an argument of its own.
-_SHELL_P_ATTACHED = re.compile(r"(?<![\w-])-p(?![0-9]+(?![^\s;&|'\"]))([^\s;&|'\"<]+)")
+_SHELL_P_ATTACHED = _Pattern(r"(?<![\w-])-p(?![0-9]+(?![^\s;&|'\"]))([^\s;&|'\"<]+)")
 
 
 def is_secret_name(name: str) -> bool:
@@ -262,7 +281,7 @@ def redact_free(text: str) -> str:
 
 #: In free text, a word that names a secret and the credential-looking word after it (`login
 #: bob password hunter2`, a netrc line); `password incorrect` stays.
-_WORD_THEN_SECRET = re.compile(
+_WORD_THEN_SECRET = _Pattern(
     r"(?i)(?<![\w-])(password|passwd|passphrase|pwd|secret|token)([ \t]+)([^\s'\"]+)"
 )
 
@@ -412,7 +431,7 @@ def redact_argv(argv: list[str]) -> list[str]:
 # ---- a passport: what is handed on ----------------------------------------------------------
 
 #: Values shaped like tokens of common services, hidden wherever they appear in the command line.
-_TOKEN_SHAPES = re.compile(
+_TOKEN_SHAPES = _Pattern(
     r"^(hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{8,}|xox[abp]-[A-Za-z0-9-]{8,}"
     r"|AKIA[0-9A-Z]{12,}|[0-9a-f]{40})$"
 )

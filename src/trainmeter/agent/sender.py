@@ -23,9 +23,13 @@ from __future__ import annotations
 import atexit
 import collections
 import os
-import socket
 import threading
 import time
+
+# The C module under `socket`: socket.py pulls in enum and selectors, ~4 ms in every Python
+# the run starts (a script that never imports them pays them for us)
+from _socket import AF_UNIX, SO_SNDBUF, SOCK_DGRAM, SOL_SOCKET
+from _socket import socket as Socket
 
 from .. import records
 from ..payloads import FACT
@@ -101,7 +105,7 @@ class Sender:
         self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
         self._missing_since: float | None = None  # when the socket path was first found gone
         self._delivered_once = False  # a path gone after a delivery was removed, not never there
-        self._sock: socket.socket | None = None
+        self._sock: Socket | None = None
         self._thread: threading.Thread | None = None
         self._bell = _held_lock()  # released to wake the thread before its interval is up
         self._lock = threading.Lock()  # one flusher at a time (thread, atexit, explicit flush)
@@ -450,12 +454,12 @@ class Sender:
                 break
             self.drop(count, "receiver behind (backlog full)")
 
-    def _socket(self) -> socket.socket:
+    def _socket(self) -> Socket:
         if self._sock is None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            sock = Socket(AF_UNIX, SOCK_DGRAM)
             sock.setblocking(False)
             try:  # room for a few full datagrams in flight (capped by net.core.wmem_max)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+                sock.setsockopt(SOL_SOCKET, SO_SNDBUF, 1 << 20)
             except OSError:
                 pass
             self._sock = sock

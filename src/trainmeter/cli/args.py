@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 
 from ..supervisor.options import RunOptions
-from .runarg import port_number
 
 _SI = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
 _HINT = "(use 20B, 1.5e9, 300M)"
+
+
+def port_number(text: str) -> int | None:
+    """The port `text` writes (0-65535, ASCII digits only), or None. `str.isdigit` alone lets
+    '²' through, and `int('²')` raises: a traceback where a one-line refusal belongs.
+    Here rather than in `runarg`, which pulls in pathlib and typing: `tm`'s start-up reads it."""
+    if not text.isascii() or not text.isdigit() or int(text) > 65535:
+        return None
+    return int(text)
 
 _USAGE = """\
 usage: tm [options] script.py [script args]     run a Python training script and watch it
@@ -234,6 +241,8 @@ def find_program(word: str) -> str | None:
     """The program a word names: a path to an executable file, or a name on PATH."""
     if os.sep in word or (os.altsep and os.altsep in word):
         return word if os.path.isfile(word) and os.access(word, os.X_OK) else None
+    import shutil  # here: every run's start-up would pay it (bz2, lzma, fnmatch)
+
     return shutil.which(word)
 
 

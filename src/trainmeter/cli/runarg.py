@@ -12,17 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .args import port_number  # noqa: F401 - the commands' shared parsers import it from here
+
 
 class CommandError(Exception):
     """Bad input: the message is the one line printed; the command exits 2."""
 
-
-def port_number(text: str) -> int | None:
-    """The port `text` writes (0-65535, ASCII digits only), or None. `str.isdigit` alone lets
-    '²' through, and `int('²')` raises: a traceback where a one-line refusal belongs."""
-    if not text.isascii() or not text.isdigit() or int(text) > 65535:
-        return None
-    return int(text)
 
 
 def loaded_run(spec: str | None) -> tuple[Path, dict[str, Any]]:

@@ -26,7 +26,6 @@ the same checks, the directory itself never through a symlink.
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -191,7 +190,7 @@ class RunDir:
     def write_bytes(self, name: str, data: bytes) -> None:
         """`name` holds `data` (mode 0600), whole or not at all; a symlink at `name` is
         replaced, not followed. Raises OSError (the temporary file removed) when it fails."""
-        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        tmp = f".{name}.{os.urandom(4).hex()}.tmp"  # secrets.token_hex, less its imports (hmac)
         fd = os.open(tmp, _WRITE_NEW, 0o600, dir_fd=self.fd)
         try:
             with os.fdopen(fd, "wb") as fh:

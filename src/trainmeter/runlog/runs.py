@@ -22,6 +22,7 @@ from ..agent.inputs import load_json
 from ..payloads import RUN_START
 from ..snapread import finite_value as _number
 from ..snapread import get_dict
+from .process_start import process_start
 from .store import runs_root
 
 STAMP_LEN = len("YYYYmmdd-HHMMSS-")
@@ -168,16 +169,6 @@ def status_of(meta: dict[str, Any], snap: dict[str, Any], events: Path) -> str:
         if not isinstance(started, int) or process_start(first.get("pid")) in (None, started):
             return "running"  # (a later process given the same pid is not this run's tm)
     return "no end"
-
-
-def process_start(pid: Any) -> int | None:
-    """When process `pid` started, in clock ticks since boot (Linux `/proc/<pid>/stat`), or
-    None: with the pid, what tells one process from a later one given the same pid."""
-    try:
-        with open(f"/proc/{int(pid)}/stat", "rb") as fh:
-            return int(fh.read().rsplit(b")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError, TypeError):
-        return None
 
 
 def run_info(run_dir: Path, replay_missing: bool = True) -> RunInfo:

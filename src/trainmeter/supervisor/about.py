@@ -77,7 +77,7 @@ def meta(
         "start_utc": started_utc.isoformat(timespec="seconds"),
         "executable": sys.executable,
     }
-    from ..runlog.runs import process_start
+    from ..runlog.process_start import process_start
 
     started = process_start(os.getpid())
     if started is not None:  # `tm runs` tells this tm from a later process given its pid

@@ -1,6 +1,6 @@
 """The ingest socket: where the agents' datagrams arrive.
 
-An AF_UNIX datagram socket in a private directory (`tempfile.mkdtemp` makes it 0700, so no other
+An AF_UNIX datagram socket in a private directory (`private_dir` makes it 0700, so no other
 user can send into the run: promise 8). The receive buffer is raised as far as the kernel lets
 us so a burst is queued, not dropped. One thread receives each datagram into one reusable
 buffer and hands it to the shared `decode.Decoder`, which yields good records for the sink and
@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 import struct
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -62,6 +60,69 @@ def _raise_rcvbuf(sock: socket.socket, size: int) -> int:
     return sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
 
 
+def _rmtree(path: str) -> None:
+    """Remove the socket directory, whatever is left in it; never raises. It holds files only
+    (the socket, rings, faulthandler's stacks): unlinked one by one, without shutil's import
+    (~2 ms) at the end of every run; anything else (a folder put there) goes through shutil."""
+    try:
+        for name in os.listdir(path):
+            os.unlink(os.path.join(path, name))
+        os.rmdir(path)
+    except OSError:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+
+
+_temp_dir: str | None = None
+
+
+def temp_dir() -> str:
+    """`tempfile.gettempdir()`, without importing tempfile before the child starts (it pulls
+    in shutil, random and weakref: ~4 ms of every run's start-up). The same choice: the first
+    of $TMPDIR, $TEMP, $TMP, /tmp, /var/tmp, /usr/tmp and the working directory where a file
+    can be made and written; remembered for the process, as tempfile does."""
+    global _temp_dir
+    if _temp_dir is not None:
+        return _temp_dir
+    names = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
+    candidates = [d for d in names if d] + ["/tmp", "/var/tmp", "/usr/tmp"]
+    with contextlib.suppress(OSError):
+        candidates.append(os.getcwd())
+    for folder in candidates:
+        folder = os.path.abspath(folder) if folder != os.curdir else folder
+        probe = os.path.join(folder, f".tm-probe-{os.urandom(6).hex()}")
+        try:
+            fd = os.open(probe, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            continue
+        try:
+            try:
+                os.write(fd, b"blat")
+            finally:
+                os.close(fd)
+        except OSError:
+            continue
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
+        _temp_dir = folder
+        return folder
+    raise FileNotFoundError("no usable temporary directory ($TMPDIR, /tmp, /var/tmp, /usr/tmp)")
+
+
+def private_dir(prefix: str, parent: str) -> str:
+    """A new directory `parent/prefix` + 8 random characters, mode 0700 (`tempfile.mkdtemp`)."""
+    for _ in range(100):
+        path = os.path.join(parent, prefix + os.urandom(4).hex())
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return os.path.abspath(path)
+    raise FileExistsError(f"no free name for a directory {prefix}... in {parent}")
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)  # signal 0: a liveness check, nothing is delivered
@@ -96,7 +157,7 @@ def clean_stale_dirs(tmp: str | None = None) -> list[str]:
     Only directories of this user, named `trainmeter-<pid>-...` and holding our socket, are
     looked at; one is removed only when its pid is gone and nobody receives on its socket.
     """
-    tmp = tmp or tempfile.gettempdir()
+    tmp = tmp or temp_dir()
     removed: list[str] = []
     try:
         names = os.listdir(tmp)
@@ -123,7 +184,7 @@ def clean_stale_dirs(tmp: str | None = None) -> list[str]:
                 continue
         except (OverflowError, ValueError):  # a pid no process can have: not one of ours
             continue
-        shutil.rmtree(path, ignore_errors=True)
+        _rmtree(path)
         if not os.path.exists(path):
             removed.append(path)
     return removed
@@ -138,7 +199,7 @@ def socket_parent(tmp: str | None = None) -> str:
     """Where the socket directory goes: `$TMPDIR`, unless a socket there would have a path
     longer than a Unix socket allows; then the first of /tmp, /var/tmp, /dev/shm where it fits
     (the directory is private either way). OSError, saying why, when none does."""
-    tmp = tmp or tempfile.gettempdir()
+    tmp = tmp or temp_dir()
     name = f"{_DIR_PREFIX}{os.getpid()}-" + "x" * _MKDTEMP_SUFFIX
     for parent in (tmp, "/tmp", "/var/tmp", "/dev/shm"):
         if len(os.fsencode(os.path.join(parent, name, _SOCK_NAME))) > SOCKET_PATH_MAX:
@@ -163,7 +224,7 @@ class Ingest:
             clean_stale_dirs()
         except Exception:  # noqa: BLE001 - tidying up after others never stops this run
             pass
-        self.dir = tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-", dir=socket_parent())
+        self.dir = private_dir(f"{_DIR_PREFIX}{os.getpid()}-", socket_parent())
         self.path = os.path.join(self.dir, _SOCK_NAME)
         self.decoder = Decoder(from_socket=True)
         self.values = None  # a `values.ValueLines`, made at the first values datagram
@@ -187,7 +248,7 @@ class Ingest:
             self.sock.bind(self.path)
             self.sock.settimeout(_POLL_S)
         except OSError:
-            shutil.rmtree(self.dir, ignore_errors=True)
+            _rmtree(self.dir)
             raise
 
     @property
@@ -385,7 +446,7 @@ class Ingest:
             self.remove_dir()
 
     def remove_dir(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        _rmtree(self.dir)
 
     def _drain(self) -> None:
         deadline = time.monotonic() + _DRAIN_MAX_S

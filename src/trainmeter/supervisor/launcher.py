@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 from collections import namedtuple
@@ -107,6 +106,12 @@ def check_script(command: list[str], script: str | None) -> None:
         raise LaunchError(127, f"tm: {script}: no such file")
 
 
+def _which(program: str, path: str | None) -> str | None:
+    import shutil  # here: `tm train.py` never needs it, and every run's start-up would pay it
+
+    return shutil.which(program, path=path)
+
+
 def check_command(command: list[str], script: str | None, path: str | None = None) -> None:
     """Refuse, before anything is created, a command that cannot start: 127 when it is not
     there (no such script, no such program on PATH), 126 when it is not executable. So a typo
@@ -118,7 +123,7 @@ def check_command(command: list[str], script: str | None, path: str | None = Non
             raise LaunchError(127, f"tm: {program}: no such file")
         if os.path.isdir(program) or not os.access(program, os.X_OK):
             raise LaunchError(126, f"tm: {program}: permission denied")
-    elif shutil.which(program, path=path) is None:
+    elif _which(program, path) is None:
         raise LaunchError(127, f"tm: {program}: command not found")
 
 

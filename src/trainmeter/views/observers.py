@@ -20,11 +20,12 @@ def make_observers(opts: Any, run_dir: Path | None, warn: Any, stderr: Any = Non
         from .passport_files import PassportWriter
 
         observers.append(PassportWriter(run_dir, warn))
-    from . import live_status  # the status line: a terminal on stderr and no -q
+    if not getattr(opts, "quiet", False):  # -q: no status line, and no import for one
+        from . import live_status  # the status line: a terminal on stderr and no -q
 
-    status = live_status.make(opts, stderr)
-    if status is not None:
-        observers.append(status)
+        status = live_status.make(opts, stderr)
+        if status is not None:
+            observers.append(status)
     if getattr(opts, "metrics_addr", None):
         observers.extend(_metrics_server(opts, run_dir, warn))
     if getattr(opts, "notify", None):  # webhooks: posted by tm, from a thread of its own

@@ -12,17 +12,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..redact import private_dirs
-from ..runlog.rundir import RunDir
-from .passport import build_passport
-from .passport_md import render_markdown
-
 MD_NAME = "passport.md"
 JSON_NAME = "passport.json"
 
 
 def write_passport(run_dir: Path, snap: dict[str, Any]) -> dict[str, Any]:
-    """Write `passport.md` and `passport.json` into `run_dir` (atomically); return the record."""
+    """Write `passport.md` and `passport.json` into `run_dir` (atomically); return the record.
+    Its modules are imported here, at the end: the observer is made as every run starts, and
+    the redaction's patterns alone cost milliseconds to compile."""
+    from ..redact import private_dirs
+    from ..runlog.rundir import RunDir
+    from .passport import build_passport
+    from .passport_md import render_markdown
+
     passport = build_passport(snap, private_dirs(run_dir))
     folder = RunDir.at(run_dir)
     folder.write_text(JSON_NAME, json.dumps(passport, indent=2, allow_nan=False) + "\n")
