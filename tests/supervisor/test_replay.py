@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
+
+import pytest
 
 from trainmeter import records
 from trainmeter.cli.args import parse_run_args
@@ -127,3 +131,30 @@ def test_resolve_run_by_path_name_prefix_and_latest(tmp_path: Path) -> None:
         assert "no run matches 't5'" in str(exc)
     else:
         raise AssertionError("t5 should not match")
+
+
+@pytest.mark.slow
+def test_a_full_replay_loads_no_module_it_does_not_use(tmp_path: Path) -> None:
+    """A replay of the whole log (no checkpoint: `resume=False`, as an export or a view paced
+    otherwise) writes nothing and hashes nothing: hashlib, pickle, the checkpoint, the run
+    directory's name makers and importlib.resources (the spec table is read beside its module)
+    stay unloaded, each a few milliseconds of the replay's start. One fresh interpreter."""
+    events = tmp_path / "events.jsonl"
+    gpu = {"gpus": [{"index": 0, "uuid": "GPU-0", "name": "NVIDIA H100 80GB HBM3"}]}
+    lines = [
+        records.make("run.start", {"argv": ["x"]}, t=1.0, src="tm"),
+        records.make("sample.gpu", gpu, t=2.0, src="tm"),
+        records.make("step", {"k": 1, "tokens": 8}, t=3.0, src="agent", rank=0, pid=5),
+        records.make("run.end", {"exit_status": 0}, t=4.0, src="tm"),
+    ]
+    events.write_text("".join(records.encode(r) + "\n" for r in lines))
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom trainmeter.runlog.replay import replay\n"
+        f"r = replay(Path({str(events)!r}), resume=False)\n"
+        "assert r.records == 4 and r.snapshot['peak']['key'] == 'h100_sxm', r.snapshot\n"
+        "print(' '.join(sorted(m for m in ('hashlib', 'pickle', 'hmac', 'secrets', 'zipfile',"
+        " 'importlib.resources', 'trainmeter.runlog.checkpoint', 'tempfile') if m in sys.modules)))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""

@@ -17,9 +17,9 @@ word ("NVIDIA L4" does not match "NVIDIA L40S"). The longest matching name wins,
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 #: Dense peaks at other precisions than BF16, by the precision's name: a spec gives the ones
@@ -94,11 +94,14 @@ def _spec_from(data: dict[str, Any]) -> DeviceSpec:
 
 def load_raw() -> list[dict[str, Any]]:
     """The spec files as written, sorted by key (tests check every figure has its source)."""
-    folder = resources.files("trainmeter.hardware").joinpath("specs")
+    # the folder beside this module (importlib.resources, for packages inside a zip file,
+    # costs several milliseconds of imports: zipfile, tempfile, shutil, lzma, bz2)
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "specs")
     out = []
-    for entry in folder.iterdir():
-        if entry.name.endswith(".json"):
-            out.append(json.loads(entry.read_text(encoding="utf-8")))
+    for name in os.listdir(folder):
+        if name.endswith(".json"):
+            with open(os.path.join(folder, name), encoding="utf-8") as fh:
+                out.append(json.load(fh))
     return sorted(out, key=lambda d: d["key"])
 
 

@@ -18,7 +18,6 @@ all observers of this one replay.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -27,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import payloads
-from . import checkpoint
 from . import engine_load as parts
 from .decode import Decoder, log_summary
 from .observers import ObserverSet
@@ -81,6 +79,10 @@ def replay(
     observers = list(observers)
     # a checkpoint keeps the default pacing of snapshots: a replay paced otherwise reads it all
     use_ckpt = resume and engine_factory is None and min_interval_s == MIN_INTERVAL_S
+    if use_ckpt:  # a replay of the whole log without one loads neither it nor hashlib
+        import hashlib
+
+        from . import checkpoint
     state, hasher = _resumed(events, observers) if use_ckpt else (None, None)
     missing = reason = None
     if state is None:
@@ -101,7 +103,7 @@ def replay(
     # the common kinds read typed for an engine that reads them (`Engine.feed_many`), else dicts
     read = typed_many if hasattr(state.engine, "feed_many") else Decoder.many
     with open(events, "rb") as fh:
-        before = checkpoint.stat_key(os.fstat(fh.fileno()))
+        before = checkpoint.stat_key(os.fstat(fh.fileno())) if use_ckpt else None
         fh.seek(start)
         consumed = start  # bytes of the log up to the end of the last whole line read
         rest = b""
@@ -194,6 +196,8 @@ def save_live(events: Path, recorder: Recorder) -> bool:
     first `tm view` replays once and leaves a checkpoint with it. Taken under the recorder's
     lock (nothing half written or fed); the file is written after it is let go."""
 
+    from . import checkpoint
+
     def freeze() -> tuple[bytes, str, int, list[int]] | None:
         engine, store = recorder.engine, recorder.store
         if engine is None or recorder.log_hash is None or store.broken is not None:
@@ -234,6 +238,8 @@ def _resumed(events: Path, observers: list[Any]) -> tuple[_State | None, Any]:
     """The checkpoint's state, with each of `observers` given its saved state, and the hasher
     of the bytes it covers (`checkpoint.load`); (None, None) when there is no trusted
     checkpoint, or it lacks one of them (a view that needs the whole run)."""
+    from . import checkpoint
+
     found = checkpoint.load(events)
     if found is None:
         return None, None

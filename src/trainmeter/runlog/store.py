@@ -15,11 +15,13 @@ import json
 import os
 import re
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .rundir import RunDir, UnsafeDirectory
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 RUNS = Path(".trainmeter") / "runs"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -68,6 +70,8 @@ class RunStore:
         when: datetime | None = None,
     ) -> RunStore:
         """Make a fresh run directory; a name taken in the same second gets -2, -3, ..."""
+        from datetime import datetime, timezone  # late: a replay makes no run directory
+
         store = cls(warn)
         stamp = (when or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
         base = f"{stamp}-{safe_name(name)}"
