@@ -49,3 +49,23 @@ def test_it_stops_at_the_first_slot_not_yet_written(tmp_path: Path) -> None:
 def test_refused_numbers_are_stepped_over_and_not_counted(tmp_path: Path) -> None:
     written = [n for n in range(1, 500) if n not in (10, 200)]
     _both(tmp_path, written, {10, 200}, limit=2048)
+
+
+def test_a_slot_left_from_the_lap_before_is_not_taken_for_this_one(tmp_path: Path) -> None:
+    """The window's check compares the sum of its slots' numbers with the sum they should have:
+    a slot not yet written on this lap still holds its number of the lap before (smaller by the
+    ring's capacity), so the sum falls short and nothing from that slot on goes."""
+    lap = ring.CAPACITY
+    this_lap = [lap + n for n in range(1, 300) if n != 41]
+    rings = []
+    for name in ("a", "b"):
+        r = _ring(tmp_path, name, list(range(1, 300)) + this_lap, set())
+        r.read = r.tail = lap + 1  # the first lap shipped
+        rings.append(r)
+    a, b = rings
+    slow: list[bytes] = []
+    fast: list[bytes] = []
+    taken = a.take(2048, slow)
+    assert b.take_bytes(2048, fast) == (lap + 1, lap + 40, 40)
+    assert [v[0] for v in taken] == list(range(lap + 1, lap + 41))
+    assert b"".join(fast) == b"".join(slow) and a.read == b.read == lap + 41

@@ -73,7 +73,22 @@ def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: 
     kid = ring.keys.get((via, key))
     if kid is None:
         kid = ring.key_id(key, via)
-    seq = next(ring.seq)
+    put_numbered(ring, next(ring.seq), kid, key, value, via, step, t)
+
+
+def put_numbered(
+    ring: ring_module.Ring,
+    seq: int,
+    kid: int,
+    key: str,
+    value: float,
+    via: str,
+    step: int | None,
+    t: float,
+) -> None:
+    """Write the value numbered `seq` (just taken from `ring.seq`) into its slot, or count why
+    it cannot be: the checked write, for every number at or above `ring.limit` (`emit` writes
+    below it without a check)."""
     if kid < 0 or seq - ring.tail >= _CAPACITY:
         _refuse(ring, seq, kid)  # counted; both readers step over the unused number
         return
@@ -94,10 +109,21 @@ def put_emitted(
     sender: Any, values: dict[str, Any], step: int, t: float, skip: Callable[[str], None]
 ) -> None:
     """`emit`'s keyword arguments into the ring, each key alone (`skip(key)` for one that is
-    not a finite number): the whole hot path of `emit` in one call, nothing looked up twice."""
+    not a finite number): `emit`'s checked path (its first value, a new key, a number that is
+    not a plain float, no ring). Once everything is in place the sender's `hot` says so, and
+    `emit` writes its next values itself."""
     ring = ring_module.active
     if ring is None or ring.owner is not sender or sender._thread is None or _registered_for is not sender:
         ring = _first_value(sender)
+    if (
+        ring is not None
+        and ring.owner is sender
+        and ring is ring_module.active
+        and sender._thread is not None
+        and _registered_for is sender
+        and not sender.quiet
+    ):
+        sender.hot = ring
     for key, value in values.items():
         try:
             if type(value) is float and value - value == 0.0:
@@ -115,20 +141,7 @@ def put_emitted(
                 kid = ring.key_id(key, "emit")
                 if kid >= 0:
                     ring.emit_ids[key] = kid
-            seq = next(ring.seq)
-            if kid < 0 or seq - ring.tail >= _CAPACITY:
-                _refuse(ring, seq, kid)
-                continue
-            if seq >= ring.room and not ring.grow():
-                ring.skipped.add(seq)  # no room for its page: the socket alone takes it, counted
-                ring.h[_H_SOCKET_ONLY] += 1
-                _pending.append((key, number, "emit", step, t))
-                continue
-            try:
-                _pack(ring.mm, _SLOTS_AT + (seq & _MASK) * _SLOT_BYTES, kid, step, t, number, seq)
-            except Exception:  # noqa: BLE001 - never leave a number unwritten: readers wait on it
-                _refuse(ring, seq, -1)
-                raise
+            put_numbered(ring, next(ring.seq), kid, key, number, "emit", step, t)
         except Exception:  # noqa: BLE001 - promise 1: this key is lost to us, not the others
             skip(key)
 
@@ -280,7 +293,7 @@ def drain_values(limit: int) -> tuple[bytes, int, int]:
     ring.keys_sent = len(names)
     rank = -1 if sender.rank is None else int(sender.rank)
     head = VALUES_HEAD.pack(int(sender.pid), rank, first, last, first_key, len(names) - first_key)
-    datagram = VALUES_MAGIC + head + key_bytes + b"".join(chunks)
+    datagram = b"".join((VALUES_MAGIC, head, key_bytes, *chunks))  # the slots' one copy
     return datagram, count, last
 
 

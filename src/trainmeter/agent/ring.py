@@ -183,6 +183,8 @@ class Ring:
         header = memoryview(self.mm)[:HEADER_BYTES]
         self.h = header.cast("q")  # the step hook writes here: h[H_STEPS] = n
         self.hd = header.cast("d")
+        #: the value slots alone: `emit` packs a value at (number & mask) * SLOT_BYTES here
+        self.slots = memoryview(self.mm)[SLOTS_AT:RARE_AT]
         h = self.h
         h[H_LAYOUT] = LAYOUT
         h[H_CAPACITY] = CAPACITY
@@ -200,6 +202,11 @@ class Ring:
         self.keys_sent = 0  # key table entries `tm` was sent (with the values' datagrams)
         # numbered from 1, so a never-written (zero) slot can never pass for a value
         self.seq = itertools.count(1)  # next(): atomic under the GIL, so threads never share one
+        #: numbers below this one may be written without a check: min(room, tail + CAPACITY),
+        #: kept by whoever moves either (`tail`'s setter, `grow`). Both only grow, so a value
+        #: computed from a stale reading of the other (two threads) is lower than the truth,
+        #: never higher: a number at or above it takes the checked path (`outbox.put_numbered`)
+        self.limit = 0
         self.tail = 1  # first value not yet shipped (the sender thread moves it)
         self.read = 1  # first value not yet taken by the sender thread
         self.mask = CAPACITY - 1
@@ -212,6 +219,17 @@ class Ring:
         self.rare_entries: list[tuple[int, bytes]] = []  # (r, entry) of the half in use
         self.rare_side = self.rare_used = 0
         self._rare_lock = threading.Lock()
+
+    @property
+    def tail(self) -> int:
+        """The first value not yet shipped (the sender thread moves it): its slot and every one
+        after it may still be needed by `tm`."""
+        return self._tail
+
+    @tail.setter
+    def tail(self, tail: int) -> None:
+        self._tail = tail
+        self.limit = min(self.room, tail + CAPACITY)
 
     def grow(self) -> bool:
         """Reserve the next run of slots (double the reserved ones), so the value numbered
@@ -230,6 +248,7 @@ class Ring:
             self.h[H_RESERVED] = reserved
         # numbers 1..reserved-1 sit in reserved slots on the first lap; all of them after it
         self.room = NO_LIMIT if reserved >= CAPACITY else reserved
+        self.limit = min(self.room, self._tail + CAPACITY)
         return True
 
     def key_id(self, key: str, via: str) -> int:
@@ -361,16 +380,21 @@ class Ring:
         """Sender thread: `take` for a datagram of the slots' own bytes (appended to `chunks`):
         (the first number taken, the last, how many are values), all 0 when none is written.
 
-        A whole window is checked in two C calls (every slot's number read at once, compared
-        with the numbers it should hold), not a Python step a slot: the values datagram needs
-        the bytes, not each value. With refused numbers about (rare), `take` does it."""
+        A whole window is checked in two C calls, not a Python step a slot: every slot's number
+        read at once, and their sum compared with the sum of the numbers the slots should hold.
+        A slot not yet written holds a smaller number than its own (0 in a new file, the
+        number of a lap before, a refused number's leftover), never a larger one (a slot is
+        written again only after its value was shipped, and this thread ships in order), so
+        the sums are equal only when every slot holds its own. The window is a view of the
+        ring, not a copy: the datagram's join is the one copy of the slots' bytes. With
+        refused numbers about (rare), `take` does it."""
         if self.skipped:
             taken = self.take(limit, chunks)
             if not taken:
                 return 0, 0, 0
             return taken[0][0], taken[-1][0], sum(1 for v in taken if v[1] >= 0)
         first = seq = self.read
-        mask, mm = self.mask, self.mm
+        mask, slots = self.mask, self.slots
         window = _FIRST_WINDOW
         reserved = self.h[H_RESERVED]
         while seq - first < limit:
@@ -379,10 +403,10 @@ class Ring:
                 break
             count = min(window, limit - (seq - first), reserved - start)
             count = 1 << (count.bit_length() - 1)  # a power of two: a dozen readers at most
-            at = SLOTS_AT + start * SLOT_BYTES
-            buf = mm[at : at + count * SLOT_BYTES]
+            at = start * SLOT_BYTES
+            buf = slots[at : at + count * SLOT_BYTES]
             numbers = _numbers(count).unpack(buf)
-            if numbers == tuple(range(seq, seq + count)):
+            if sum(numbers) == count * seq + (count * (count - 1) >> 1):  # seq .. seq+count-1
                 chunks.append(buf)
                 seq += count
                 window = min(window * 4, _MAX_WINDOW)
@@ -411,9 +435,11 @@ class Ring:
         return max(seq - self.tail, 0) + (written == seq or seq in self.skipped)
 
     def close(self) -> None:
+        cool(self)
         try:
             self.h.release()
             self.hd.release()
+            self.slots.release()
             self.mm.close()
             os.close(self._fd)
         except Exception:  # noqa: BLE001 - a view still exported: leave it to the collector
@@ -561,6 +587,14 @@ _tried = False
 on_new: list[Callable[[Ring], None]] = []
 
 
+def cool(ring: Ring | None) -> None:
+    """`emit` no longer writes into `ring` unchecked (its sender's `hot`): it is being replaced,
+    dropped or closed."""
+    owner = None if ring is None else ring.owner
+    if owner is not None and getattr(owner, "hot", None) is ring:
+        owner.hot = None
+
+
 def current(spare: bool = True) -> Ring | None:
     """This process's ring, made on first use inside `tm`; None outside `tm` or when the file
     cannot be made (then values travel by the socket alone, and what is left at exit is
@@ -571,6 +605,7 @@ def current(spare: bool = True) -> Ring | None:
     if active is not None and active.owner is sender or _tried and active is None:
         return active
     _tried = True
+    cool(active)
     active = None
     if sender is None:
         return None
@@ -642,6 +677,7 @@ sender_module.rank_listeners.append(_learned_rank)
 def forget() -> None:
     """Drop this process's ring (tests: each gets its own sender and ring)."""
     global active, _tried
+    cool(active)
     active, _tried = None, False
 
 
@@ -650,6 +686,7 @@ def _after_fork_in_child() -> None:
     the parent's to send. The parent's mapping is left alone (its views may still be held)."""
     global active, _tried
     had = active is not None
+    cool(active)
     active, _tried = None, False
     if had:
         # its own file when there is room; a spare only once it records something (a

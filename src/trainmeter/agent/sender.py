@@ -102,6 +102,11 @@ class Sender:
         #: neither a step record nor such a value is lost when undelivered: `tm` takes the
         #: steps from the totals and counts the values from the header
         self.has_ring = False
+        #: Set by the outbox: the ring `emit` may write into without checking anything else (this
+        #: sender live, its thread started, the outbox hooked in, the ring this process's and
+        #: this sender's). Whatever ends one of those clears it (going quiet, a fork, a new
+        #: ring), and `emit` takes its checked path until the outbox sets it again
+        self.hot: Any = None
         self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
         self._missing_since: float | None = None  # when the socket path was first found gone
         self._delivered_once = False  # a path gone after a delivery was removed, not never there
@@ -468,6 +473,7 @@ class Sender:
     def go_quiet(self) -> None:
         """The supervisor is gone: stop sending and forget what was queued, for good."""
         self.quiet = True
+        self.hot = None
         self._queue.clear()
         self._backlog.clear()
         self._ring_bell()
@@ -476,6 +482,7 @@ class Sender:
         """In a forked child: own socket, own thread (started by the first value or record),
         own pid; nothing of the parent's queue, whose records are the parent's to send."""
         self.pid = os.getpid()
+        self.hot = None  # the parent's ring: the child writes its own
         self.dropped = self._reported_dropped = 0
         self.drop_reasons = {}
         self._ring_closed = False
