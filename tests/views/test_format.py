@@ -90,3 +90,37 @@ def test_every_surface_writes_by_the_rule() -> None:
     assert _mfu(0.381, "megatron") == "38.1% megatron"
     assert passport_fmt(None, "s") == "not known" and cell(None, "s") == "-"
     assert cell(0.0, "s/step", not_measured="no checkpoint was saved") == "not measured"
+
+
+def test_fixed_places_in_integers_gives_decimals_digits() -> None:
+    """`fixed_places` works on the float's exact ratio in integers (no decimal import at the end
+    of every run); it must give what `Decimal(x).quantize(..., ROUND_HALF_UP)` gives, ties away
+    from zero on the exact binary value, for every kind of number a view formats."""
+    import random
+    import struct
+
+    # ties worked by hand: 0.125 and 2.5 are exact in binary (away from zero); 2.675 and 1.005
+    # are a hair under their decimal spelling (down), 0.035 a hair over (up)
+    assert readable.fixed_places(0.125, 2) == "0.13"
+    assert readable.fixed_places(-2.5, 0) == "-3"
+    assert readable.fixed_places(2.675, 2) == "2.67"
+    assert readable.fixed_places(1.005, 2) == "1.00"
+    assert readable.fixed_places(0.035, 2) == "0.04"
+    assert readable.fixed_places(-0.0001, 2) == "0.00"  # no "-0.00"
+    assert readable.fixed_places(7, 3) == "7.000"
+    rng = random.Random(30)
+    values: list[float] = [0.0, -0.0, 1e27, -1e30, 10**30, float("inf"), float("nan"), True]
+    for _ in range(1000):
+        values.append(rng.uniform(-1000, 1000))
+        values.append(rng.choice([1, -1]) * 10 ** rng.uniform(-12, 25))
+        values.append(round(rng.uniform(-100, 100), rng.randint(0, 6)))
+        values.append(struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0])
+    for value in values:
+        for places in (0, 1, 2, 3, 6, 12):
+            try:
+                want = readable._fixed_places_decimal(value, places)
+            except ArithmeticError as exc:  # inf, nan, past Decimal's 28 digits: the same error
+                with pytest.raises(type(exc)):
+                    readable.fixed_places(value, places)
+                continue
+            assert readable.fixed_places(value, places) == want, (value, places)
