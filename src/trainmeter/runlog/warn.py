@@ -9,8 +9,6 @@ from __future__ import annotations
 import sys
 import threading
 
-from ..visible import visible
-
 
 class WarnOnce:
     """Prints `trainmeter: <message>` the first time a key is seen. Thread-safe, never raises."""
@@ -27,7 +25,11 @@ class WarnOnce:
             self._seen.add(key)
         try:
             stream = self._stream or sys.stderr
-            # what a warning quotes (an error, a path, a reason) is shown as characters
+            # what a warning quotes (an error, a path, a reason) is shown as characters;
+            # imported here, at the first warning: its patterns' compiling is not on the way
+            # to the child's start
+            from ..visible import visible
+
             text = visible(message or key, newlines=False)
             stream.write(f"trainmeter: {text}\n")  # one write: never split by the
             stream.flush()  # training's own output on the same terminal

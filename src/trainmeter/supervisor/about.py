@@ -9,9 +9,9 @@ session itself needs (`prepare` runs while the child boots).
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
+from _socket import gethostname  # socket.gethostname, without socket.py's import
 
 from .. import __version__, records
 
@@ -45,7 +45,7 @@ def about(name: str, opts: RunOptions, store: RunStore | None) -> dict[str, Any]
         "name": name,
         "argv": records.redact_argv(opts.command),
         "tm_version": __version__,
-        "hostname": socket.gethostname(),
+        "hostname": gethostname(),
         "python": sys.version.split()[0],  # platform.python_version(), without its import
         "run_dir": str(store.path) if store and store.path else None,
         "declared": dict(opts.declared),

@@ -16,9 +16,11 @@ cannot remove it; the next `tm` does (`clean_stale_dirs`), once that pid is gone
 
 from __future__ import annotations
 
+# the C module under `socket`: socket.py's own import (enum classes, array) was on the way to
+# the child's start; the socket objects and constants used here are the C module's alike
+import _socket as socket
 import contextlib
 import os
-import socket
 import struct
 import sys
 import threading
@@ -141,9 +143,12 @@ def _socket_unread(path: str) -> bool:
     thread, so a live `tm` ignores it.
     """
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
             probe.setblocking(False)
             probe.sendto(b"", path)
+        finally:
+            probe.close()
     except (ConnectionRefusedError, FileNotFoundError):
         return True
     except OSError:

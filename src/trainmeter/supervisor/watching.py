@@ -70,9 +70,23 @@ def start_watching(session: Watched, pid: int) -> None:
         session.warn("watch", f"live watching failed to start ({exc!r})")
 
 
+def warm_views(observers: ObserverSet) -> None:
+    """Let each view load what it needs at the end (`warm()`: the passport's modules) now, on
+    this thread while the child runs, rather than on the way from the child's exit to tm's."""
+    for view in observers.observers:
+        warm = getattr(view, "warm", None)
+        if warm is None:
+            continue
+        try:
+            warm()
+        except Exception:  # noqa: BLE001 - the end imports it again, and says so if it fails
+            pass
+
+
 def set_up_live(session: Watched, live: LiveLoop, pid: int) -> None:
     """In the live loop's thread: the engine, then (a moment in) the samplers and watcher."""
     session.attach_engine()  # needed for summary.json however short the run
+    warm_views(session.observers)
     if live.pause(min(session.interval, SAMPLERS_AFTER_S)):
         return
     from pathlib import Path

@@ -41,6 +41,11 @@ class PassportWriter:
         self.run_dir = Path(run_dir)
         self.warn = warn
 
+    def warm(self) -> None:
+        """Import what writing the passport needs now, while the training runs (`tm`'s live
+        thread calls it once the engine is loaded), not after it ended."""
+        from . import passport, passport_md  # noqa: F401 - loaded for `write_passport`
+
     def on_finish(self, snap: dict[str, Any]) -> None:
         try:
             write_passport(self.run_dir, snap)
