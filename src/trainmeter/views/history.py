@@ -31,6 +31,9 @@ AXES = ("step", "tokens", "flops", "time")
 #: Buckets per series. 2048 points is more than a chart's width in pixels.
 DEFAULT_CAPACITY = 2048
 
+#: Integers up to this size are exactly floats (a larger one goes through `snapread.finite`).
+_EXACT = 2**53
+
 #: At most this many series (a loop that logs thousands of keys must not grow memory either).
 MAX_SERIES = 256
 
@@ -83,7 +86,24 @@ def _dig(snap: dict[str, Any], path: tuple[str, ...]) -> float | None:
         if not isinstance(node, dict):
             return None
         node = node.get(part)
-    return _number(node)
+    kind = type(node)  # the common answers first, without the general checks
+    if kind is float:
+        return node if node - node == 0.0 else None
+    return float(node) if kind is int and -_EXACT <= node <= _EXACT else _number(node)
+
+
+def _table(
+    series: dict[str, tuple[tuple[str, ...], str, str]], complement: bool
+) -> list[tuple[str, str, tuple[str, ...], bool, str, str]]:
+    """The series of a table by the snapshot key their path starts at: (key, name, path,
+    complement, unit, label), so a snapshot without that key (no GPU, no memory record) costs
+    one lookup for all of its series."""
+    return [(path[0], name, path[1:], complement, unit, label)
+            for name, (path, unit, label) in series.items()]
+
+
+#: Both tables, in the order a snapshot's points are added (`History.on_snapshot`).
+_DRAWN = _table(SNAPSHOT_SERIES, False) + _table(SNAPSHOT_COMPLEMENTS, True)
 
 
 class BoundedSeries:
@@ -140,14 +160,16 @@ class BoundedSeries:
     ) -> None:
         """One point; the caller gives points in run order."""
         self.points += 1
-        if self.count and self.count[-1] < self.span:
-            i = len(self.count) - 1
-            if value < self.lo[i]:
-                self.lo[i] = value
-            if value > self.hi[i]:
-                self.hi[i] = value
+        count = self.count
+        if count and count[-1] < self.span:
+            i = len(count) - 1
+            lo, hi = self.lo, self.hi
+            if value < lo[i]:
+                lo[i] = value
+            if value > hi[i]:
+                hi[i] = value
             self.last[i] = value
-            self.count[i] += 1
+            count[i] += 1
             self.step[i], self.tokens[i], self.time[i] = step, tokens, time
             return
         if len(self.count) >= self.capacity:
@@ -273,14 +295,22 @@ class History:
             self.time = self._clock(now)
         elif elapsed is not None:
             self.time = elapsed
-        for name, (path, unit, label) in SNAPSHOT_SERIES.items():
-            value = _dig(snap, path)
-            if value is not None:
-                self.add(name, "system", value, self.step, self.tokens, self.time, unit, label)
-        for name, (path, unit, label) in SNAPSHOT_COMPLEMENTS.items():
-            value = _dig(snap, path)
-            if value is not None:
-                self.add(name, "system", 1.0 - value, self.step, self.tokens, self.time, unit, label)
+        step, tokens, time, series_of = self.step, self.tokens, self.time, self.series
+        for key, name, path, complement, unit, label in _DRAWN:
+            node = snap.get(key)
+            if node is None:
+                continue
+            value = _dig(node, path) if path else _dig(snap, (key,))
+            if value is None:
+                continue
+            if complement:
+                value = 1.0 - value
+            series = series_of.get(name)
+            if series is None:
+                self.add(name, "system", value, step, tokens, time, unit, label)
+            else:
+                series.add(value, step, tokens, time)
+                self.version += 1
         self._ranks(snap)
 
     def _ranks(self, snap: dict[str, Any]) -> None:
