@@ -158,3 +158,28 @@ def test_a_full_replay_loads_no_module_it_does_not_use(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+def test_a_replays_samples_carry_what_their_readers_read(tmp_path: Path) -> None:
+    """Observers that say which snapshot keys they read (`reads`) are handed samples of those
+    keys only (the others are not composed); one that does not say gets every key."""
+    from trainmeter.views.history import History
+
+    class Reader:
+        def __init__(self, reads: frozenset[str] | None) -> None:
+            if reads is not None:
+                self.reads = reads
+            self.seen: list[set[str]] = []
+
+        def on_snapshot(self, snap: dict, now: float) -> None:
+            self.seen.append(set(snap))
+
+    lines = [records.encode(_start(0.0))]
+    lines += [records.encode(step_record(n, 1.0 + n, tokens=100)) for n in range(40)]
+    events = _write_log(tmp_path / "events.jsonl", lines)
+    says, silent = Reader(frozenset({"steps"})), Reader(None)
+    replay(events, observers=[History(), says], max_snapshots=10, resume=False)
+    assert says.seen and all(keys <= History.reads for keys in says.seen)
+    assert all("steps" in keys and "convention_formulas" not in keys for keys in says.seen)
+    replay(events, observers=[History(), silent], max_snapshots=10, resume=False)
+    assert silent.seen and all("convention_formulas" in keys for keys in silent.seen)

@@ -48,6 +48,8 @@ from .timesplit import TimeLedger
 
 __all__ = ["Engine", "SHAPE_KEYS"]
 _RUN_FIELDS = ("name", "argv", "tm_version", "hostname", "unix_time", "python")
+#: The keys the budget's part gives a snapshot (`budget.section`).
+_BUDGET_KEYS = frozenset(("progress", "eta_s"))
 _STEP, _METRIC, _PHASE = payloads.STEP.name, payloads.METRIC.name, payloads.PHASE.name
 
 
@@ -447,15 +449,21 @@ class Engine:
         snap["absent"] = whole.absent
         return snap
 
-    def sample(self, now: float | None = None) -> dict[str, Any]:
+    def sample(
+        self, now: float | None = None, keys: frozenset[str] | None = None
+    ) -> dict[str, Any]:
         """The snapshot's numbers a chart draws along the run (`SAMPLED`: steps, tokens, the
         rates, MFU, OFU, the ladder, the GPUs, energy, memory, host, node, the time split,
         progress), composed by the same parts as `snapshot`, so equal to its values, without
         the parts no chart draws (alerts, explanations, advice, facts). A replay hands it to its
-        observers up to 2,000 times along a run; the final snapshot is a whole one."""
+        observers up to 2,000 times along a run; the final snapshot is a whole one.
+
+        `keys`: the only top-level keys wanted (what the observers read, `reads`): the others
+        are left out, and the parts that give only those (the budget, energy) are not
+        composed. Every key kept is the same number either way."""
         p = _Parts(self.no_agent(), self.ledger.t_end is not None, self.shape())
-        self._pace(p, detail=False)
-        self._devices(p, detail=False)
+        self._pace(p, detail=False, progress=keys is None or not keys.isdisjoint(_BUDGET_KEYS))
+        self._devices(p, detail=False, energy=keys is None or "energy" in keys)
         p.time_split = self.ledger.section(
             self.t_last, now, self.probes, p.no_agent, self.world_size, detail=False
         )
@@ -469,11 +477,14 @@ class Engine:
         if untokened is not None:
             whole.values.pop("tokens_seen", None)
         snap = whole.values
+        if keys is not None:  # fewer numbers to check: only those handed on
+            snap = {key: value for key, value in snap.items() if key in keys}
         finite_only(snap, whole.absent)
         return snap
 
-    def _pace(self, p: _Parts, detail: bool = True) -> None:
-        """The step clock, the model's FLOPs per token, and the budget's progress."""
+    def _pace(self, p: _Parts, detail: bool = True, progress: bool = True) -> None:
+        """The step clock, the model's FLOPs per token, and the budget's progress (`progress`
+        False: left out, for a `sample` whose readers want none of `_BUDGET_KEYS`)."""
         clock, facts = self.clock, self.facts
         p.pace = pace = throughput.section(
             clock, self.ranks, p.no_agent, self.world_size, self.rank_model.clock_rank,
@@ -484,6 +495,9 @@ class Engine:
         p.model = model = model_flops.section(facts, p.tokens_seen)
         p.fpt = fpt = model.values.get("flops_per_token")
         p.fpt_reason = model.absent.get("flops_per_token") or model.absent.get("flops_spent")
+        if not progress:
+            p.progress = Section()
+            return
         p.progress = budget.section(
             facts,
             steps=pace.values.get("steps"),
@@ -502,7 +516,7 @@ class Engine:
             finished=p.finished,
         )
 
-    def _devices(self, p: _Parts, detail: bool = True) -> None:
+    def _devices(self, p: _Parts, detail: bool = True, energy: bool = True) -> None:
         """The GPUs and their peak, MFU, the GPU counters and energy (`detail` False: without
         their explanations, for `sample`)."""
         p.gpus = gpus = devices.section(self.facts, self.devices, self.gpu, self.cards.spec)
@@ -527,7 +541,7 @@ class Engine:
         )
         p.energy = self.gpu.energy.section(
             gpus.covered, p.tokens_seen, self.gpu.unavailable, detail
-        )
+        ) if energy else Section()
         p.memory = self.memory.section()
 
     def _accounts(self, p: _Parts, now: float | None) -> None:

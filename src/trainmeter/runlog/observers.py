@@ -24,6 +24,8 @@ if TYPE_CHECKING:
         checks)."""
 
         name: str
+        #: the top-level snapshot keys `on_snapshot` reads (optional: without it, every key)
+        reads: frozenset[str]
 
         def on_points(self, points: list[tuple[Any, ...]], origin: float | None) -> None: ...
 
@@ -69,6 +71,17 @@ class ObserverSet:
 
     def snapshot(self, snap: dict[str, Any], now: float) -> None:
         self._call("on_snapshot", snap, now)
+
+    def reads(self) -> frozenset[str] | None:
+        """The snapshot keys the observers read (their `reads`, together), or None when one
+        of them does not say (it is given every key): a replay's samples compose only those."""
+        keys: frozenset[str] = frozenset()
+        for obs in self.observers:
+            got = getattr(obs, "reads", None)
+            if not isinstance(got, frozenset):
+                return None
+            keys |= got
+        return keys
 
     def finish(self, snap: dict[str, Any]) -> None:
         self._call("on_finish", snap)

@@ -248,15 +248,18 @@ class Recorder:
         with self._lock:
             return fn()
 
-    def sample(self, now: float | None = None) -> dict[str, Any]:
-        """The engine's `sample` (the snapshot's drawn numbers), taken under the lock; a whole
-        snapshot from an engine that has no `sample`."""
+    def sample(
+        self, now: float | None = None, keys: frozenset[str] | None = None
+    ) -> dict[str, Any]:
+        """The engine's `sample` (the snapshot's drawn numbers; `keys`: only those, when the
+        readers said which they read), taken under the lock; a whole snapshot from an engine
+        that has no `sample`."""
         sample = getattr(self.engine, "sample", None)
         if sample is None:
             return self.snapshot(now)
         with self._lock:
             try:
-                snap = sample(now=now)
+                snap = sample(now=now) if keys is None else sample(now=now, keys=keys)
             except Exception as exc:  # noqa: BLE001 - as a snapshot's failure
                 self.warn("engine.sample", f"the engine's sample failed: {exc!r}")
                 return no_engine_snapshot(f"the sample failed: {exc!r}")

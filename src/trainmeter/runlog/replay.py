@@ -320,7 +320,8 @@ class _Observed:
                     next_t = t + self.interval
                     self._feed(pairs[start : i + 1])
                     start = i + 1
-                    self.observers.snapshot(self.recorder.sample(now=t), t)
+                    sample = self.recorder.sample(now=t, keys=self.observers.reads())
+                    self.observers.snapshot(sample, t)
         self.next_t = next_t
         self._feed(pairs[start:] if start else pairs)
 

@@ -236,6 +236,11 @@ class BoundedSeries:
 class History:
     """All series of one run, and the cursor (step, tokens, time) new points are placed at."""
 
+    #: the snapshot keys `on_snapshot` reads: a replay's samples need carry no other
+    reads = frozenset(
+        {"steps", "tokens_seen", "flops_per_token", "time", "comm"} | {d[0] for d in _DRAWN}
+    )
+
     def __init__(self, capacity: int = DEFAULT_CAPACITY, max_series: int = MAX_SERIES) -> None:
         self.capacity = capacity
         self.max_series = max_series
