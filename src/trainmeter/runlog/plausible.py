@@ -451,7 +451,7 @@ class Ledger:
         seen = self.phases.get(key)
         if seen is None:  # a process's first of this phase: its pid is counted for its rank
             self._process(rank, pid, payloads.PHASE.name)
-            seen = [0.0, 0.0]
+            seen = self.phases[key] = [0.0, 0.0]  # (counted below, or left at 0 when refused)
         s = seen[0] + (s if type(s) in _COUNTS or _number(s) else 0.0)
         n = seen[1] + (n if type(n) in _COUNTS or _number(n) else 0.0)
         if s > elapsed:
@@ -463,4 +463,4 @@ class Ledger:
             raise Implausible(
                 f"implausible phase time: {n:g} occurrences in {elapsed:.3g} s of the run"
             )
-        self.phases[key] = [s, n]
+        seen[0], seen[1] = s, n
