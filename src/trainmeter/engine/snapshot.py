@@ -467,19 +467,20 @@ class Engine:
         p.time_split = self.ledger.section(
             self.t_last, now, self.probes, p.no_agent, self.world_size, detail=False
         )
-        whole = Section()
+        # the parts' values as `Section.merge` takes them (the first part to give a key keeps
+        # it); their absent reasons, explanations and warnings are not handed on
+        snap: dict[str, Any] = {}
         for part in (
             p.pace, p.model, p.progress, p.utilization, p.counters, p.energy, p.gpus.section,
             self.host.section(), self.node.section(), p.memory, p.time_split,
         ):
-            whole.merge(part)
+            for key, value in part.values.items():
+                if key not in snap and (keys is None or key in keys):
+                    snap[key] = value
         untokened = samples.no_tokens(self.clock, p.tokens_seen)  # as `_insight` says it
         if untokened is not None:
-            whole.values.pop("tokens_seen", None)
-        snap = whole.values
-        if keys is not None:  # fewer numbers to check: only those handed on
-            snap = {key: value for key, value in snap.items() if key in keys}
-        finite_only(snap, whole.absent)
+            snap.pop("tokens_seen", None)
+        finite_only(snap, {})
         return snap
 
     def _pace(self, p: _Parts, detail: bool = True, progress: bool = True) -> None:
