@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 
 from ..payloads import CRASH
 from ..records import ENV_SOCKET
@@ -92,6 +91,17 @@ def install() -> None:
         previous(exc_type, exc, tb)
 
     sys.excepthook = excepthook
+    # threading's hook once threading is imported (a thread needs it first): importing it
+    # here cost ~3 ms in every Python the run starts, most of which never start a thread
+    from .importhook import when_imported
+
+    when_imported("threading", _chain_thread_hook)
+    enable_faulthandler()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork)
+
+
+def _chain_thread_hook(threading: Any) -> None:
     previous_thread = threading.excepthook
 
     def thread_excepthook(args: Any) -> None:
@@ -100,9 +110,6 @@ def install() -> None:
         previous_thread(args)
 
     threading.excepthook = thread_excepthook
-    enable_faulthandler()
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_after_fork)
 
 
 def fault_path(pid: int | None = None) -> str | None:

@@ -8,9 +8,11 @@ calls the callbacks registered for that name. A callback that raises is disabled
 
 from __future__ import annotations
 
+# _thread, not threading: threading (with collections and functools) costs ~3 ms in every
+# Python the run starts, and a script that never starts a thread never needs it
+import _thread
 import importlib.machinery
 import sys
-import threading
 
 TYPE_CHECKING = False  # importlib.abc and typing cost ~20 ms in every Python the run starts
 if TYPE_CHECKING:
@@ -21,8 +23,8 @@ if TYPE_CHECKING:
     Callback = Callable[[ModuleType], None]
 
 _callbacks: dict[str, list[Callback]] = {}
-_lock = threading.RLock()
-_busy = threading.local()
+_lock = _thread.RLock()
+_busy = _thread._local()  # threading.local is this
 
 
 def _fire(name: str, module: ModuleType) -> None:

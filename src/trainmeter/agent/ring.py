@@ -41,14 +41,13 @@ values after it travel by the socket alone, and those still waiting at exit are 
 
 from __future__ import annotations
 
-import contextlib
+import _thread  # not threading: see sender.py
 import errno
 import itertools
 import mmap
 import os
 import stat
 import struct
-import threading
 
 from .. import records
 from . import sender as sender_module
@@ -175,8 +174,10 @@ class Ring:
             self.mm = mmap.mmap(fd, FILE_BYTES)
         except BaseException:
             os.close(fd)
-            with contextlib.suppress(OSError):
+            try:
                 os.unlink(path)
+            except OSError:
+                pass
             raise
         self._fd = fd  # kept for the reservations to come (closed with the ring)
         self.path = path
@@ -212,14 +213,14 @@ class Ring:
         self.read = 1  # first value not yet taken by the sender thread
         self.mask = CAPACITY - 1
         self.skipped: set[int] = set()  # numbers given to values that were refused
-        self._key_lock = threading.Lock()
+        self._key_lock = _thread.allocate_lock()
         self.owner: object = None  # the sender it was made for (a new sender: a new ring)
         self.rare_room = rare_room
         self.rare_seq = itertools.count(1)
         self.rare_shipped = 0  # every rare record numbered up to this one was shipped
         self.rare_entries: list[tuple[int, bytes]] = []  # (r, entry) of the half in use
         self.rare_side = self.rare_used = 0
-        self._rare_lock = threading.Lock()
+        self._rare_lock = _thread.allocate_lock()
 
     @property
     def tail(self) -> int:
@@ -461,8 +462,10 @@ def _new_file(path: str) -> tuple[int, int, bool]:
             rare_room = False  # rare records by the socket alone, each counted
     except BaseException:
         os.close(fd)
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(path)  # no room: no ring, and no file for `tm` to map
+        except OSError:
+            pass
         raise
     return fd, FIRST_RESERVED, rare_room
 
@@ -492,8 +495,10 @@ def _claim_spare(path: str) -> tuple[int, int, bool]:
         if st.st_size == FILE_BYTES and st.st_uid == os.getuid() and stat.S_ISREG(st.st_mode):
             return fd, SPARE_SLOTS, True
         os.close(fd)
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(path)
+        except OSError:
+            pass
     raise OSError(errno.ENOSPC, "no room for a ring and no spare left")
 
 
@@ -511,8 +516,10 @@ def make_spare(directory: str, name: str) -> bool:
         os.rename(tmp, os.path.join(directory, name))
         return True
     except OSError:
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(tmp)
+        except OSError:
+            pass
         return False
     finally:
         os.close(fd)

@@ -20,11 +20,13 @@ Why it looks like this:
 
 from __future__ import annotations
 
+# _thread and _collections, not threading and collections: ~3 ms in every Python the run
+# starts (threading imports collections and functools), for a thread and a deque
+import _thread
 import atexit
-import collections
 import os
-import threading
 import time
+from _collections import deque
 
 # The C module under `socket`: socket.py pulls in enum and selectors, ~4 ms in every Python
 # the run starts (a script that never imports them pays them for us)
@@ -78,9 +80,9 @@ class Sender:
         self.drop_reasons: dict[str, int] = {}  # why each of `dropped` was lost, where it was
         self._reported_dropped = 0
         #: records, and lines encoded already with whether the ring holds what they say
-        self._queue: collections.deque[dict[str, Any] | tuple[bytes, bool]] = collections.deque()
+        self._queue: deque[dict[str, Any] | tuple[bytes, bool]] = deque()
         self._drains: list[Callable[[], None]] = []
-        self._backlog: collections.deque[tuple[bytes, int, int]] = collections.deque()
+        self._backlog: deque[tuple[bytes, int, int]] = deque()
         #: Set by the outbox: take up to n values from the ring as (lines, the last number);
         #: called after a datagram holding numbers up to q was sent; how many wait.
         self.ring_source: Callable[[int], tuple[list[bytes], int]] | None = None
@@ -111,10 +113,10 @@ class Sender:
         self._missing_since: float | None = None  # when the socket path was first found gone
         self._delivered_once = False  # a path gone after a delivery was removed, not never there
         self._sock: Socket | None = None
-        self._thread: threading.Thread | None = None
+        self._thread: int | None = None  # the thread's ident once started
         self._bell = _held_lock()  # released to wake the thread before its interval is up
-        self._lock = threading.Lock()  # one flusher at a time (thread, atexit, explicit flush)
-        self._start_lock = threading.Lock()  # apart: a drain may send, and sending may start
+        self._lock = _thread.allocate_lock()  # one flusher at a time (thread, atexit, flush())
+        self._start_lock = _thread.allocate_lock()  # apart: a drain may send, and sending may start
 
     # ---- the cheap side, called from the training loop ----------------------------------
 
@@ -174,9 +176,9 @@ class Sender:
         with self._start_lock:
             if self._thread is not None or self.quiet:
                 return
-            thread = threading.Thread(target=self._run, name="trainmeter-sender", daemon=True)
-            self._thread = thread
-        thread.start()
+            # a daemon thread (nothing joins it at exit: the atexit flush is the last word),
+            # started without threading's import nor its wait for the thread to run
+            self._thread = _thread.start_new_thread(self._run, ())
 
     def _run(self) -> None:
         # one C call a tick: a held lock waited on with a timeout (an Event's wait and clear
@@ -495,15 +497,15 @@ class Sender:
         self.rare_shipped = None  # the parent's ring's: the child's ring sets its own
         self.has_ring = False  # until the child's own ring holds its totals
         self._thread = None
-        self._lock = threading.Lock()
-        self._start_lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
+        self._start_lock = _thread.allocate_lock()
         self._bell = _held_lock()
         self._queue.clear()
         self._backlog.clear()
 
 
-def _held_lock() -> threading.Lock:
-    lock = threading.Lock()
+def _held_lock() -> _thread.LockType:
+    lock = _thread.allocate_lock()
     lock.acquire()
     return lock
 

@@ -20,9 +20,12 @@ def _start_agent() -> None:
 
 def _chain_to_the_next_sitecustomize() -> None:
     import importlib.machinery
-    import importlib.util
     import os
     import sys
+
+    # importlib.util.module_from_spec is this function; importlib.util's own import (functools,
+    # collections) would cost ~2 ms in every Python the run starts
+    from importlib._bootstrap import module_from_spec
 
     here = os.path.dirname(os.path.abspath(__file__))
     module = sys.modules.get(__name__)
@@ -31,7 +34,7 @@ def _chain_to_the_next_sitecustomize() -> None:
         spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
         if spec is None or spec.loader is None:
             return
-        other = importlib.util.module_from_spec(spec)
+        other = module_from_spec(spec)
         sys.modules["sitecustomize"] = other
         spec.loader.exec_module(other)
     except Exception as exc:  # noqa: BLE001 - theirs failed; Python would only warn too

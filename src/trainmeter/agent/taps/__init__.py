@@ -9,10 +9,12 @@ nothing. A tap joins `STATE.probes` (and so `hello`'s `probes`) only when it att
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from . import _base, lightning, mlflow, tensorboard, transformers, wandb
 from ._base import Tap
+
+TYPE_CHECKING = False  # collections.abc imports collections: ~1 ms in every Python the run starts
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _MODULES = (wandb, tensorboard, mlflow, transformers, lightning)
 

@@ -23,10 +23,8 @@ pieces look the way they do:
 
 from __future__ import annotations
 
-import functools
+import _thread  # not threading: see sender.py
 import sys
-import threading
-from collections.abc import Callable, Iterable
 
 from ..outbox import put
 from ..state import STATE
@@ -34,6 +32,7 @@ from ..values import as_number
 
 TYPE_CHECKING = False  # typing costs ~9 ms in every Python the run starts
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
 
     Observe = Callable[[tuple[Any, ...], dict[str, Any]], None]
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
 MARK = "__trainmeter_tap__"
 
 
-_local = threading.local()
+_local = _thread._local()  # threading.local is this
 #: Called with a tap's name the first time it attached (boot sets it to say `hello` again).
 on_attach: Callable[[str], None] | None = None
 
@@ -172,6 +171,8 @@ class Tap:
 
 
 def _make_wrapper(tap: Tap, original: Callable[..., Any], observe: Observe | None) -> Any:
+    import functools  # here: a tracker was imported (the taps arm with no import of theirs)
+
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if getattr(_local, "inside", False):

@@ -21,8 +21,7 @@ Both package names are covered: `lightning.pytorch` and `pytorch_lightning`.
 
 from __future__ import annotations
 
-import functools
-import threading
+import _thread  # not threading: see sender.py
 from types import ModuleType
 
 from ..importhook import when_imported
@@ -42,12 +41,13 @@ _PREDICT_LOOP = "loops.prediction_loop"
 _SKIP = ("step", "epoch")  # Lightning's own bookkeeping keys, not the loop's values
 
 
-_seen = threading.local()  # .watching / .floats: inside one `log_metrics` call
+_seen = _thread._local()  # threading.local; .watching / .floats: inside one `log_metrics` call
 
 
 def _spy_convert(original: Any) -> Any:
     """`convert_tensors_to_scalars` as the connector calls it: Lightning turns the metrics
     into floats for its loggers (its own device sync, made anyway); those floats are kept."""
+    import functools  # here, once Lightning is imported: not in every Python the run starts
 
     @functools.wraps(original)
     def convert(*args: Any, **kwargs: Any) -> Any:
@@ -75,6 +75,8 @@ def _record(args: tuple[Any, ...], kwargs: dict[str, Any], floats: Any) -> None:
 
 
 def _wrap_log_metrics(original: Any) -> Any:
+    import functools
+
     @functools.wraps(original)
     def log_metrics(*args: Any, **kwargs: Any) -> Any:
         if getattr(_base._local, "inside", False):
@@ -117,6 +119,8 @@ def _attach_connector(module: ModuleType) -> None:
 def _span(original: Any) -> Any:
     # the phases probe (and the step probe under it) are imported with Lightning's loops, not
     # at the start of every Python `tm` starts
+    import functools
+
     from ..probes import phases
 
     @functools.wraps(original)
