@@ -74,8 +74,12 @@ def section(
         source = "detected" if by == "process" else "declared" if by == "flag" else "assumed"
         visible = gpu.devices
     measured = list(gpu.measured_peaks.values())
-    peak_entry, _spec, peak_reason = peak.choose(facts, names, measured, lookup)
+    peak_entry, _spec, peak_reason = facts.derived(  # the same GPUs: the same peak
+        "peak", lambda: peak.choose(facts, names, measured, lookup),
+        (names, measured, lookup),
+    )
     if peak_entry is not None:
+        peak_entry = dict(peak_entry)  # the snapshot's own
         out.values["peak"] = peak_entry
     else:
         out.absent["peak"] = peak_reason or "no GPU"

@@ -84,15 +84,16 @@ class FactStore:
         if best is None or rank(src) <= rank(best.source):
             self._best[key] = fact
 
-    def derived(self, key: str, compute: Any) -> Any:
-        """`compute()`, kept in `memo` under `key` until the next statement: what follows from
-        the facts alone (the shape, FLOPs per token, their explanation) is worked out once per
-        version of the facts, however many snapshots and samples ask (a replay takes 2,000)."""
+    def derived(self, key: str, compute: Any, inputs: Any = None) -> Any:
+        """`compute()`, kept in `memo` under `key` until the next statement (or until `inputs`,
+        what it reads besides the facts, differ): what follows from the facts (the shape,
+        FLOPs per token, their explanation, the peak for these GPUs) is worked out once per
+        version of them, however many snapshots and samples ask (a replay takes 2,000)."""
         memo = self.memo.get(key)
-        if memo is not None and memo[0] == self.version:
+        if memo is not None and memo[0] == self.version and memo[2] == inputs:
             return memo[1]
         value = compute()
-        self.memo[key] = (self.version, value)
+        self.memo[key] = (self.version, value, inputs)
         return value
 
     def get(self, key: str) -> Fact | None:
