@@ -139,7 +139,7 @@ def hook_cost(n: int = 20000) -> None:
     import torch
     from torch import nn
 
-    from trainmeter.agent.probes import steps, tokens
+    from trainmeter.agent.probes import root_finder, steps, tokens
     from trainmeter.agent.probes.step_state import state
 
     class Root(nn.Module):  # a forward that costs nothing: only the mechanism is left
@@ -157,7 +157,7 @@ def hook_cost(n: int = 20000) -> None:
     model = Root()
     ids = torch.zeros(4, 8, dtype=torch.long)
     x = torch.zeros(2, 4)
-    state.root = model
+    state.root, state.root_vars = model, root_finder.training_flag(model)
     state.first_done = True
 
     def call_root(m: nn.Module) -> float:

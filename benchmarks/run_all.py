@@ -317,7 +317,7 @@ print("BENCH " + json.dumps({"us": with_agent - bare}))
 
 def bench_hooks(pairs: int, rows: list[Row]) -> None:
     """Each side's per-step hooks called directly a million times: what the agent itself costs."""
-    row = Row("agent per-step mechanism alone (root call + optimizer hook)", "µs/step", "≤ 0.33")
+    row = Row("agent per-step mechanism alone (root call + optimizer hook)", "µs/step", "≤ 0.25")
     with tempfile.TemporaryDirectory(prefix="tm-bench-hooks-") as tmp:
         cwd = Path(tmp)
         sink = Sink()

@@ -28,7 +28,7 @@ class SubNet(Net):
     pass
 
 
-_STATE = ("root", "first_done", "ids_dtype", "plain_dtype", "solo", "solo_ref", "depth", "n_steps")
+_STATE = ("root", "root_vars", "first_done", "fast", "ids_dtype", "plain_dtype", "solo_ref", "depth", "n_steps")
 _STATE += ("n_tokens", "n_real")
 _STATE += ("n_missing", "n_micro", "c_micro", "t", "sent", "hdr")
 
@@ -87,6 +87,54 @@ def test_the_roots_class_counts_its_calls_and_only_the_root(probe):
     mask[0, 3:] = 0
     _step(model, opt, ids=ids, attention_mask=mask)
     assert probe() == (4, 4, 60, 13)  # keyword call: the general path, padding read from the mask
+
+
+def test_a_tensor_fed_again_is_known_from_step_to_step_by_its_version(probe):
+    """The fast paths keep the last batch (token ids strongly, anything else weakly) and what
+    was read of it from one step to the next: fed again in a new step it is new data, fed
+    again in the same step it is not, refilled in place it is new data with its size read
+    again. Worked by hand: the counts of each step are in the comments."""
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ids = torch.randint(0, 16, (3, 5))
+    for _ in range(3):
+        _step(model, opt, ids)  # 1 batch of 15 tokens a step
+    model(ids)
+    _step(model, opt, ids)  # the same batch twice: 1 batch, 15 tokens
+    model(ids)
+    with torch.no_grad():
+        ids.random_(0, 16)  # refilled in place: new data
+    _step(model, opt, ids)  # 2 batches, 30 tokens
+    _step(model, opt, ids[:2])  # a new tensor of 2 x 5: 10 tokens
+    assert probe() == (6, 7, 100, 0)
+
+
+def test_a_float_batch_fed_again_and_a_gradient_penalty_leaf_keep_their_rules(probe):
+    """The float fast path keeps a weak reference to the last batch and its shape, read once per
+    tensor; the shape still tells a leaf that requires grad (a gradient penalty's input) from
+    data, in the step where the batch was fed and only there."""
+    model = nn.Sequential(nn.Linear(4, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(2, 4)
+
+    def step(*inputs: torch.Tensor) -> None:
+        sum(model(i).sum() for i in inputs).backward()
+        opt.step()
+        opt.zero_grad()
+
+    for _ in range(3):
+        step(x, x)  # the same batch twice a step: 1
+    with torch.no_grad():
+        y = x.clone()
+    step(x, y)  # another tensor: 2
+    penalty = x.detach().clone().requires_grad_(True)
+    step(x, penalty)  # a leaf that requires grad shaped like this step's batch: not data, 1
+    step(penalty, x)  # the same leaf first in a step: data, then x: 2
+    model(x)
+    with torch.no_grad():
+        x.add_(1.0)  # refilled in place
+    step(x)  # 2
+    assert probe()[:2] == (7, 1 + 1 + 1 + 2 + 1 + 2 + 2)
 
 
 def test_detach_puts_the_class_back_and_a_subclass_keeps_its_own_call(probe):

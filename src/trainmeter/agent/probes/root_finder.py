@@ -104,7 +104,8 @@ def adopt(module: Any, hooks: bool = True) -> bool:
         s.rejected.add(module)
         return False
     remove(s.root_hook)
-    s.root, s.first_done = module, False
+    s.root, s.first_done, s.fast = module, False, False
+    s.root_vars = training_flag(module)
     for listener in tuple(adopted):
         call(listener, module)
     # the global hooks stay on for the first iteration unless torch.compile is in use
@@ -118,6 +119,27 @@ def adopt(module: Any, hooks: bool = True) -> bool:
         module.register_forward_hook(_first_call, with_kwargs=True, always_call=True)
     )
     return True
+
+
+class _Training:
+    """`training_flag` of a module whose flag is not a plain attribute: read it each time."""
+
+    __slots__ = ("module",)
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self.module, key)
+
+
+def training_flag(module: Any) -> Any:
+    """Where `module.training` can be read as `[\"training\"]` cheaply: its instance `__dict__`,
+    where `nn.Module.__init__` puts it, unless its class makes it something else (a property)."""
+    d = getattr(module, "__dict__", None)
+    if isinstance(d, dict) and "training" in d and not hasattr(type(module), "training"):
+        return d
+    return _Training(module)
 
 
 def _first_call(module: Any, args: Any, kwargs: Any, result: Any = _NO_RESULT) -> None:

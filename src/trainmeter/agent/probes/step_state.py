@@ -30,6 +30,7 @@ class State:
         # ---- root finding (`root_finder`)
         "depth",  # nesting of module calls while discovering (1 << 30: paused)
         "root",  # the module whose training forwards are micro-batches, or None
+        "root_vars",  # where its training flag is read: its `__dict__` (`root_finder.training_flag`)
         "rejected",  # root calls that cannot be the model (no parameters): a WeakSet
         "first_done",  # the root's first counted forward ran (its listeners were called)
         "discovery",  # handles of the two global forward hooks, while discovering
@@ -44,8 +45,17 @@ class State:
         "c_micro",  # n_micro at the last step: the step in progress is the difference
         "n_calls",  # root calls that fed no new data (the same batch again, a model's output)
         "c_calls",  # n_calls at the last step
-        "last_in",  # the input of the step's last data batch (dropped at each step), or None
-        "last_ver",  # its version counter then: an in-place refill is new data
+        "last_in",  # a weak reference to the last data batch not of token ids (kept across
+        #            steps: the same tensor fed again is known without a new reference), or None
+        "last_ids",  # the last data batch of token ids (a few KB, held until another batch
+        #             replaces it: the same tensor fed again is known at once), or None
+        "ids_ver",  # the version counter of `last_ids` when its size was read (-2: not read)
+        "ids_numel",  # its size then
+        "last_ver",  # the last data batch's version counter when fed: an in-place refill is new
+        #             data; -1 when none was fed in the step in progress
+        "last_shape",  # the last data batch's shape (None for token ids of the fast path)
+        "shape_ver",  # the version counter of `last_in` when `last_shape` was read
+        "fast",  # `steps._root_call` may take its fast paths (first call seen, no capture asked)
         "t",  # time.monotonic() of the last step
         "any_tokens",  # a token tensor was seen (the ring header says so too)
         "real_on",  # counting padding still works (off after it raised once)
@@ -54,8 +64,8 @@ class State:
         "capture",  # a list to receive (args, kwargs, tokens) of the next counted call, or None
         "cycle",  # optimizers that stepped in the step in progress: id() -> weak reference
         "learning",  # the first iteration is being watched (`first_iteration`): not the hot path
-        "solo",  # id() of the one optimizer in `cycle` once a step of it is settled, else None
-        "solo_ref",  # its weak reference (the same as in `cycle`)
+        "solo_ref",  # the weak reference (in `cycle`) of the one optimizer of a settled step,
+        #             else `bool`: called, it returns no optimizer
         # ---- publication (`step_totals`)
         "hdr",  # where the totals are published: the ring's header, or a scratch buffer
         "sent",  # the totals last turned into a `step` record (sender thread)
@@ -73,6 +83,7 @@ class State:
     def __init__(self) -> None:
         self.depth = 0
         self.root: Any = None
+        self.root_vars: Any = {"training": False}
         self.rejected: weakref.WeakSet[Any] = weakref.WeakSet()
         self.first_done = False
         self.discovery: list[Any] = []
@@ -81,7 +92,13 @@ class State:
         self.n_steps = self.n_tokens = self.n_real = self.n_missing = self.n_micro = 0
         self.c_micro = self.n_calls = self.c_calls = 0
         self.last_in: Any = None
-        self.last_ver = 0
+        self.last_ids: Any = None
+        self.ids_ver = -2
+        self.ids_numel = 0
+        self.last_ver = -1
+        self.last_shape: Any = None
+        self.shape_ver = -1
+        self.fast = False
         self.learning = False
         self.t = 0.0
         self.any_tokens = False
@@ -90,8 +107,7 @@ class State:
         self.plain_dtype: Any = None
         self.capture: list[Any] | None = None
         self.cycle: dict[int, Any] = {}
-        self.solo: int | None = None
-        self.solo_ref: Any = None
+        self.solo_ref: Any = bool
         self.hdr: Any = bytearray(ring_module.HEADER_BYTES)
         self.sent: Any = None  # set by `step_totals` (a Totals of zeros)
         self.nn_module: Any = None

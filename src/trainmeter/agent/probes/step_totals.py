@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 #: of the last step). A `collections.namedtuple`: `typing.NamedTuple` would import `typing`.
 Totals = namedtuple("Totals", "steps tokens real real_missing micro t")
 
-_monotonic = time.monotonic
+_monotonic = time.monotonic  # these three: what `commit` calls (`steps._after_step` too)
 _pack_totals = ring_module.TOTALS.pack_into
 _unpack_totals = ring_module.TOTALS.unpack_from
 _TOTALS_AT = ring_module.TOTALS_AT
@@ -73,11 +73,12 @@ def pending_micro() -> int:
 
 
 def commit() -> None:
-    """The micro-batches since the last step are one more step: publish the totals."""
+    """The micro-batches since the last step are one more step: publish the totals.
+    (`steps._after_step` writes this out for the steady optimizer step: change both.)"""
     s = state
     s.c_micro = micro = s.n_micro
     s.c_calls = s.n_calls
-    s.last_in = None  # the next step's first batch is new data whatever it is
+    s.last_ver = -1  # the next step's first batch is new data whatever it is
     s.n_steps = n = s.n_steps + 1
     # the one publication: a single C call, steps last in memory (see agent.ring)
     s.t = t = _monotonic()

@@ -81,11 +81,15 @@ __all__ = [
 
 _NO_RESULT = object()
 _commit = step_totals.commit
+# what `step_totals.commit` calls: `_after_step` writes it out
+_monotonic, _pack_totals = step_totals._monotonic, step_totals._pack_totals
+_TOTALS_AT = step_totals._TOTALS_AT
 
 
 def capture_next(box: list[Any]) -> None:
     """Append (args, kwargs, tokens) of the next counted root call to `box`, once."""
     state.capture = box
+    state.fast = False  # the next call takes `_micro`, which captures
 
 
 def compiling() -> bool:
@@ -130,48 +134,73 @@ def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
     # here (the root is adopted after attach), the state's fields at each call
     s = state
     compiling, grad_on, tensor_cls = s.compiling, s.grad_on, s.tensor_cls
-    watching, shapes, weak = first_iteration.watching, _shapes, weakref.ref
+    watching, weak = first_iteration.watching, weakref.ref
 
     def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
         # dynamo may trace this (the root called inside a compiled function): it then sees a
         # constant first and reads nothing else of ours, so it adds no guard and no graph break
         counted = False
-        if not compiling() and module is s.root and module.training and grad_on():
+        # (the root's training flag read from its `__dict__`: `module.training` would go
+        # through nn.Module's `__getattr__` hook and three type lookups)
+        if not compiling() and module is s.root and s.root_vars["training"] and grad_on():
             counted = True
             try:
-                # the common call, `model(ids)`: the tokens first and alone, of the dtype seen
-                # before (a third of the general path's cost; `_micro` gives the same counts)
-                ids = (
-                    args[0] if args and not kwargs and s.first_done and s.capture is None else None
-                )
+                # the common call, `model(ids)` or `model(x)`: one tensor alone (each attribute
+                # of a tensor read here is a C getter of torch's: each is read once, and only
+                # when the rule needs it)
+                ids = args[0] if args and not kwargs and s.fast else None
                 if type(ids) is not tensor_cls:
                     _micro(module, args, kwargs)
-                elif ids.dtype is s.ids_dtype and ids.dim() == 2:
-                    if ids is s.last_in and ids._version == s.last_ver:
-                        s.n_calls += 1  # the same batch again in this step: not new data
+                elif (dtype := ids.dtype) is s.ids_dtype:
+                    # token ids of the dtype seen before (a third of the general path's cost;
+                    # `_micro` gives the same counts). The last batch is kept from step to step
+                    # with its size: the same tensor fed again, or refilled, is known at once
+                    version = ids._version
+                    if ids is s.last_ids and version == s.ids_ver:  # its size is known
+                        if version == s.last_ver:
+                            s.n_calls += 1  # the same batch again in this step: not new data
+                        else:
+                            s.last_ver = version
+                            s.n_micro += 1
+                            s.n_tokens += s.ids_numel
+                            s.n_missing += 1  # no keyword arguments: no mask to read padding
+                    elif ids.dim() == 2:
+                        if ids is s.last_ids and version == s.last_ver:
+                            s.n_calls += 1  # (`_micro` fed it in this step)
+                        else:
+                            s.last_ids, s.ids_ver, s.ids_numel = ids, version, ids.numel()
+                            s.last_in = s.last_shape = None
+                            s.last_ver = version
+                            s.n_micro += 1
+                            s.n_tokens += s.ids_numel
+                            s.n_missing += 1
                     else:
-                        # held until the step ends (token ids: a few KB), then dropped
-                        s.last_in, s.last_ver = ids, ids._version
-                        s.n_micro += 1
-                        s.n_tokens += ids.numel()
-                        s.n_missing += 1  # no keyword arguments: no mask to read padding from
+                        _micro(module, args, kwargs)
                 elif (
-                    ids.dtype is s.plain_dtype
+                    dtype is s.plain_dtype
                     and len(args) == 1
-                    and ids.grad_fn is None
-                    and not ids.requires_grad
                     and not watching
+                    and not ids.requires_grad  # so no grad_fn either: a leaf
                 ):
                     # `model(x)`, one tensor of a dtype no token tensor has, a leaf that needs
                     # no gradient: `_micro`'s rule without its search for tokens
-                    last = s.last_in
-                    if type(last) is weak and last() is ids and ids._version == s.last_ver:
-                        s.n_calls += 1
+                    version = ids._version
+                    last = s.last_in  # kept from step to step: the same tensor fed again,
+                    same = type(last) is weak and last() is ids  # or refilled, is known at once
+                    if same and version == s.last_ver:
+                        s.n_calls += 1  # the same batch again in this step: not new data
                     else:
-                        if shapes[0] != s.n_steps:
-                            shapes[0], shapes[1] = s.n_steps, set()
-                        shapes[1].add(ids.shape)  # a torch.Size: equal to its tuple
-                        s.last_in, s.last_ver = weak(ids), ids._version
+                        if s.last_ver >= 0:  # not the step's first batch: the last one's shape
+                            _shape_seen(s.last_shape)  # joins the step's (see `_shapes`)
+                        if not same:
+                            s.last_in = weak(ids)
+                            s.last_shape = ids.shape  # a torch.Size: equal to its tuple
+                            s.shape_ver = version
+                        elif version != s.shape_ver:  # refilled: read its shape again
+                            s.last_shape = ids.shape
+                            s.shape_ver = version
+                        s.last_ids = None
+                        s.last_ver = version
                         s.n_micro += 1
                 else:
                     _micro(module, args, kwargs)
@@ -229,28 +258,29 @@ def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     new = True
     if x is not None:
         last = s.last_in
-        if (
-            last is not None
-            and (last() if type(last) is weakref.ref else last) is x
-            and x._version == s.last_ver
+        version = x._version
+        if version == s.last_ver and (
+            s.last_ids is x or (type(last) is weakref.ref and last() is x)
         ):
             new = False
         elif x.grad_fn is not None:
             new = False
         else:
             shape = tuple(x.shape)
-            if _shapes[0] != s.n_steps:
-                _shapes[0], _shapes[1] = s.n_steps, set()
-            if (x.requires_grad and shape in _shapes[1]) or (
+            if (x.requires_grad and _shape_in_step(shape)) or (
                 s.learning and first_iteration.made_by_model(x)
             ):
                 new = False
             else:
-                _shapes[1].add(shape)
+                if s.last_ver >= 0:
+                    _shape_seen(s.last_shape)
                 # token ids strongly (a few KB; the fast path of `_root_call` compares them),
                 # anything else weakly: an image batch held past its use would keep memory
-                s.last_in = x if x is tokens else weakref.ref(x)
-                s.last_ver = x._version
+                if x is tokens:
+                    s.last_ids, s.last_in, s.ids_ver = x, None, -2  # size not read here
+                else:
+                    s.last_ids, s.last_in = None, weakref.ref(x)
+                s.last_shape, s.shape_ver, s.last_ver = shape, version, version
     if not new:
         s.n_calls += 1
     else:
@@ -286,14 +316,36 @@ def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     if s.capture is not None:
         s.capture.append((args, kwargs, tokens))
         s.capture = None
+    s.fast = True  # no capture asked (a listener may ask one), the first call seen: fast path on
     if not s.first_done:
         s.first_done = True
         for listener in tuple(first_forward):
             call(listener, module, tokens, args, kwargs)
 
 
-#: the step whose data batches' shapes `_shapes` holds, and those shapes
+#: the step whose data batches' shapes `_shapes` holds, and those shapes, but for the last data
+#: batch's (`state.last_shape`, read once per tensor and kept with it from step to step, while
+#: `state.last_ver >= 0`: a batch was fed in the step in progress): the common step feeds one
+#: batch and builds no set
 _shapes: list[Any] = [-1, set()]
+
+
+def _shape_seen(shape: Any) -> None:
+    """A data batch of the step in progress had this shape (None: a token batch of the fast
+    path, whose shape no rule reads)."""
+    if shape is None:
+        return
+    if _shapes[0] != state.n_steps:
+        _shapes[0], _shapes[1] = state.n_steps, set()
+    _shapes[1].add(shape)
+
+
+def _shape_in_step(shape: tuple[int, ...]) -> bool:
+    """Whether a data batch of the step in progress had this shape."""
+    s = state
+    if s.last_ver >= 0 and s.last_shape is not None and s.last_shape == shape:
+        return True
+    return _shapes[0] == s.n_steps and shape in _shapes[1]
 
 
 def _real(tokens: Any, kwargs: dict[str, Any]) -> int | None:
@@ -345,9 +397,19 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         # graph break. Say so once, at compile time, instead of counting nothing silently
         compile_support.note_compiled_step()
         return
-    if id(optimizer) == s.solo and s.n_micro != s.c_micro and s.solo_ref() is optimizer:
+    if s.solo_ref() is optimizer and s.n_micro != s.c_micro:
+        # what `_step` would do (the cycle is this optimizer's alone, as it was): its
+        # `step_totals.commit`, written out here, where a call would cost a tenth of the step
         try:
-            _commit()  # what `_step` would do: the cycle is this optimizer's alone, as it was
+            s.c_micro = micro = s.n_micro
+            s.c_calls = s.n_calls
+            s.last_ver = -1
+            s.n_steps = n = s.n_steps + 1
+            s.t = t = _monotonic()
+            _pack_totals(s.hdr, _TOTALS_AT, s.n_tokens, s.n_real, s.n_missing, micro, t, n)
+            if step_listeners:
+                for listener in tuple(step_listeners):
+                    call(listener, n)
         except Exception as exc:  # noqa: BLE001 - promise 1
             _fail(exc)
         return
@@ -359,7 +421,7 @@ def _step(optimizer: Any) -> None:
     one again with no forward since."""
     s = state
     try:
-        s.solo = None
+        s.solo_ref = bool  # not settled: returns no optimizer
         signal.optimizer_made()  # an optimizer that steps (even one made before we attached)
         key = id(optimizer)
         cycle = s.cycle
@@ -381,7 +443,7 @@ def _step(optimizer: Any) -> None:
         signal.say("optimizer")
         _commit()
         if isinstance(ref, weakref.ref) and not first_iteration.watching:
-            s.solo, s.solo_ref = key, ref  # settled: its next step takes `_after_step`'s path
+            s.solo_ref = ref  # settled: its next step takes `_after_step`'s path
     except Exception as exc:  # noqa: BLE001 - promise 1
         _fail(exc)
 
@@ -399,7 +461,7 @@ def _forked() -> None:
         step_totals.forget_after_fork()
         s = state
         s.cycle.clear()
-        s.solo = None
+        s.solo_ref = bool
         if s.learning:  # the parent's first iteration is not the child's to watch
             first_iteration.reset()
             root_finder.remove(s.discovery)
