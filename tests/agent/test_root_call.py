@@ -195,3 +195,40 @@ def test_the_counted_root_called_inside_a_compiled_function_keeps_one_full_graph
             eager = model(ids)
         assert torch.equal(loss_of(model, ids).detach(), eager)
     assert counters["stats"]["unique_graphs"] == 1  # our globals changed between calls: no recompile
+
+
+def test_the_steady_post_hook_commits_a_step_exactly_as_step_totals_commit_does(probe):
+    """`steps._after_step` writes `step_totals.commit` out for the settled optimizer (a call
+    there would cost a tenth of the step): both must leave the same state, publish the same
+    totals and tell the same listeners, or one of them drifted."""
+    from trainmeter.agent.probes import step_totals
+
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ids = torch.randint(0, 16, (3, 5))
+    for _ in range(3):
+        _step(model, opt, ids[:, :4])
+    s = step_state.state
+    assert s.solo_ref() is opt  # settled: the next step takes the written-out path
+
+    heard: list[int] = []
+    steps.step_listeners.append(heard.append)
+    fields = ("c_micro", "c_calls", "last_ver", "n_steps", "n_micro", "n_calls", "n_tokens")
+    try:
+        model(ids).backward()
+        before = {k: getattr(s, k) for k in fields}
+        header = bytes(s.hdr)
+        opt.step()  # the post-hook's steady path
+        by_hook = ({k: getattr(s, k) for k in fields}, step_totals.totals()._replace(t=0), list(heard))
+
+        for k, v in before.items():  # the same moment again, committed by the function
+            setattr(s, k, v)
+        s.hdr[: len(header)] = header
+        heard.clear()
+        step_totals.commit()
+        by_commit = ({k: getattr(s, k) for k in fields}, step_totals.totals()._replace(t=0), list(heard))
+    finally:
+        steps.step_listeners.remove(heard.append)
+    assert by_hook == by_commit
+    assert by_hook[0]["n_steps"] == before["n_steps"] + 1 and by_hook[0]["last_ver"] == -1
+    assert by_hook[1].tokens == before["n_tokens"] and by_hook[2] == [before["n_steps"] + 1]
