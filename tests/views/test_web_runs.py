@@ -22,7 +22,7 @@ import pytest
 
 from trainmeter.views.format import metric, si
 
-from ..conftest import run_dirs, run_tm, tm_env
+from ..conftest import default_signals, run_dirs, run_tm, tm_env
 from .test_web_browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.slow
@@ -71,9 +71,12 @@ class _Served:
     """`tm ARGS` serving until SIGINT; `.url` is the address it printed."""
 
     def __init__(self, args: list[str], cwd: Path) -> None:
+        # stopped by SIGINT: started as from a terminal, never with it inherited ignored (a
+        # suite run by `nohup ... &` ignores SIGINT, and so would every child it starts)
         self.proc = subprocess.Popen([sys.executable, "-m", "trainmeter", *args], cwd=cwd,
                                      env=tm_env(), stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True,
+                                     preexec_fn=default_signals)
         line = self.proc.stderr.readline()
         found = re.search(r"(http://127\.0\.0\.1:\d+/\S*)", line)
         assert found, line + self.proc.stderr.read()
