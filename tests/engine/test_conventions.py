@@ -133,3 +133,27 @@ def test_a_name_is_registered_once():
             expression=lambda s: "",
         ))
     assert flops.get("hf").formula == "6(N-E_hf)"
+
+
+def test_one_engine_sees_a_convention_registered_after_its_first_snapshot():
+    """What follows from the facts is worked out once per version of them (`FactStore.derived`);
+    a convention registered after a snapshot must reach the next one of the same engine."""
+    from .build import engine_of
+
+    engine = engine_of(eight_h100s())
+    before = engine.snapshot()
+    assert "twice" not in before["conventions"] and before["flops_per_token"]["range"][1] < TWICE
+    flops.register(Convention(
+        "twice",
+        formula="2·(6·N_act + 12·H·Q·Σ_l T_l)",
+        source="a convention of this test: all_params counted twice",
+        counts="everything all_params counts, twice",
+        per_token=lambda s: 2 * flops.flops_per_token(s, "all_params"),
+        expression=lambda s: f"2 * ({flops.get('all_params').expression(s)})",
+    ))
+    try:
+        after = engine.snapshot()
+    finally:
+        flops.unregister("twice")
+    assert after["conventions"]["twice"] == TWICE and after["flops_per_token"]["range"] == [HF, TWICE]
+    assert "twice" not in engine.snapshot()["conventions"]  # and it leaves with its removal

@@ -90,8 +90,8 @@ def choose(
 ) -> tuple[dict[str, Any] | None, str | None]:
     """(the `flops_per_token` entry, or None with the reason it is absent); its warnings added
     to `warnings`. Worked out once per version of the facts (`_choose`): a new entry each call."""
-    key = f"flops_per_token@{flops.generation()}"  # a convention registered since: again
-    fpt, reason, said = facts.derived(key, lambda: _choose(facts))
+    # again after a convention is registered or removed (the registry's generation moved)
+    fpt, reason, said = facts.derived("flops_per_token", lambda: _choose(facts), flops.generation())
     if warnings is not None:
         warnings.extend(said)
     return (None if fpt is None else dict(fpt)), reason
@@ -210,8 +210,7 @@ def section(facts: FactStore, tokens_seen: float | None) -> Section:
             )
         else:
             out.explain["flops_per_token"] = facts.derived(
-                f"flops_per_token.explain@{flops.generation()}",
-                lambda: _explain(facts, fpt, shape),
+                "flops_per_token.explain", lambda: _explain(facts, fpt, shape), flops.generation()
             )
             if tokens_seen is None:
                 out.absent["flops_spent"] = "needs the tokens seen, which are not counted"
