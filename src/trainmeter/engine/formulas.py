@@ -77,3 +77,15 @@ class MovingAverage:
             return
         value = self.previous = self.value
         self.value = x if value is None else value + self.alpha * (x - value)
+
+    def update_many(self, xs: list[float]) -> None:
+        """`update(x)` for each of `xs` in order, in one loop (the same values after it)."""
+        seen, skip, alpha = self.seen, self.skip, self.alpha
+        value, previous = self.value, self.previous
+        for x in xs:
+            seen += 1
+            if seen <= skip:
+                continue
+            previous = value
+            value = x if value is None else value + alpha * (x - value)
+        self.seen, self.value, self.previous = seen, value, previous

@@ -9,23 +9,38 @@ from __future__ import annotations
 
 from typing import Any
 
-from .rate import RateWindow
+from .rate import FOLD_EVERY, RateWindow
 
 
 class RankTimes:
+    """Each rank's step records, kept raw and folded into the rank's window when a step time
+    is read (a snapshot) or when `FOLD_EVERY` wait: the same windows, without a window's work
+    on every record of a replay (`RateWindow.add_many`)."""
+
     def __init__(self) -> None:
         self._windows: dict[int, RateWindow] = {}
+        self._raw: dict[int, list[tuple[float, int, float, float]]] = {}
 
     def step(self, rank: int, t: float, k: int) -> None:
-        window = self._windows.get(rank)
-        if window is None:
-            window = self._windows[rank] = RateWindow(detail=False)
-        window.add(t, k)
+        raw = self._raw.get(rank)
+        if raw is None:
+            self._windows[rank] = RateWindow(detail=False)
+            raw = self._raw[rank] = []
+        raw.append((t, k, 0.0, 0.0))
+        if len(raw) >= FOLD_EVERY:
+            self._fold(rank)
+
+    def _fold(self, rank: int) -> None:
+        raw = self._raw[rank]
+        if raw:
+            self._raw[rank] = []
+            self._windows[rank].add_many(raw)
 
     def step_time(self, rank: int, finished: bool = False) -> float | None:
         window = self._windows.get(rank)
         if window is None:
             return None
+        self._fold(rank)
         span = window.steady() if finished else window.trailing()
         return None if span is None else span.step_time()
 

@@ -36,6 +36,9 @@ MAX_BLOCKS = 64
 EXACT_DURATIONS = 4096
 #: Once binned, values wait this many at a time to be binned (the state stays small).
 SPILL_EVERY = 512
+#: Raw step records an owner keeps before folding them into its window (`add_many`): the
+#: fold runs when a window is read or when this many wait, so memory stays bounded.
+FOLD_EVERY = 256
 _BIN = 1.01
 _LOG_BIN = log(_BIN)
 _ZERO_BIN = -(10**9)  # the bin of a zero duration
@@ -204,6 +207,72 @@ class RateWindow:
             horizon = t - SPAN_S
             while recent[0] is not entry and recent[1][0] <= horizon:
                 recent.popleft()
+
+    def add_many(self, entries: list[tuple[float, int, float, float]]) -> None:
+        """`add(t, k, tokens, padded)` for each entry in order, with the same state after it
+        (tests/engine/test_rate_fold.py compares them on random runs), in one loop: the owners
+        keep a run's raw step records and fold them here when a window is read, or when
+        `FOLD_EVERY` are waiting. The cumulative sums are built as tuples only where a window
+        may start (the head, `recent`) and at the end (`last`); `recent` is trimmed once at
+        the end to the horizon of its newest entry, which is where trimming after each entry
+        leaves it (the entries' times only grow, so the horizon only moves on)."""
+        if not entries:
+            return
+        last, n = self.last, self.records
+        head, recent, detail = self.head, self.recent, self.detail
+        exact = self.durations.exact
+        blocks = self.blocks
+        rows, size, fill = blocks.blocks, blocks.size, blocks.fill
+        it = iter(entries)
+        if last is None:
+            # the first record ends a stretch of unknown length (start-up): only its time counts
+            t = next(it)[0]
+            last = (t, 0.0, 0.0, 0.0)
+            head.append(last)
+            n = 1
+            if not recent:
+                recent.append(last)
+        t_prev, steps, tokens_sum, padded_sum = last
+        anchor = recent[-1][0] if recent else None
+        for t, k, tokens, padded in it:
+            if t < t_prev:
+                t = t_prev  # a record out of order adds its amounts at the latest time
+            steps = steps + k
+            tokens_sum = tokens_sum + tokens
+            padded_sum = padded_sum + padded
+            entry = None
+            if n <= WARMUP:
+                entry = (t, steps, tokens_sum, padded_sum)
+                head.append(entry)
+                self.head_intervals.append((t - t_prev, k, tokens, padded))
+            elif detail:
+                seconds = t - t_prev
+                if seconds > 0:
+                    exact.append((seconds / k, k))
+                if rows and fill < size:
+                    row = rows[-1]
+                    row[0] += k
+                    row[1] += tokens
+                    row[2] += seconds
+                    fill += 1
+                else:
+                    blocks.fill = fill
+                    blocks.add(k, tokens, seconds)
+                    rows, size, fill = blocks.blocks, blocks.size, blocks.fill
+            n += 1
+            t_prev = t
+            if anchor is None or t - anchor >= GRAIN_S:
+                recent.append(entry or (t, steps, tokens_sum, padded_sum))
+                anchor = t
+        self.records = n
+        self.last = (t_prev, steps, tokens_sum, padded_sum)
+        blocks.fill = fill
+        horizon = anchor - SPAN_S  # type: ignore[operator]
+        while len(recent) > 1 and recent[1][0] <= horizon:
+            recent.popleft()
+        durations = self.durations
+        if len(exact) > durations.limit:
+            durations._spill()
 
     @property
     def warmup(self) -> int:

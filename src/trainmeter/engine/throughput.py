@@ -18,7 +18,7 @@ from typing import Any
 
 from . import explain
 from .formulas import MovingAverage, num
-from .rate import SPAN_S, WARMUP, RateWindow, Window
+from .rate import FOLD_EVERY, SPAN_S, WARMUP, RateWindow, Window
 from .section import Section
 
 #: Kept for callers that name it: the intervals left out as warm-up.
@@ -27,7 +27,13 @@ ALPHA = 0.2
 
 
 class StepClock:
-    """Fed rank 0's step records in order; `dp` and `declared_per_step` are set by the engine."""
+    """Fed rank 0's step records in order; `dp` and `declared_per_step` are set by the engine.
+
+    The counts (steps, tokens) move with every record: a value's point reads them at once. The
+    rate window and the record interval are read only by a sample or a snapshot, so a record
+    only joins `_raw` (its time and amounts) and they are folded from there when read
+    (`window`, `record_interval`) or when `FOLD_EVERY` wait: the same numbers, without the
+    window's work on every record of a replay."""
 
     def __init__(self) -> None:
         self.dp = 1
@@ -44,8 +50,38 @@ class StepClock:
         self.first_t: float | None = None
         self.last_t: float | None = None
         self.last_n: int | None = None
-        self.window = RateWindow()
-        self.record_interval = MovingAverage(ALPHA, 1)  # the stuck-run alert's pace
+        self._window = RateWindow()
+        self._interval = MovingAverage(ALPHA, 1)  # the stuck-run alert's pace
+        self._raw: list[tuple[float, int, float, float]] = []  # records not yet in the window
+        self._raw_t: float | None = None  # the time of the last record folded
+
+    @property
+    def window(self) -> RateWindow:
+        """The rate window of every record so far (engine/rate.py)."""
+        if self._raw:
+            self.fold()
+        return self._window
+
+    @property
+    def record_interval(self) -> MovingAverage:
+        """The moving average of the seconds between step records (the stuck-run alert's pace)."""
+        if self._raw:
+            self.fold()
+        return self._interval
+
+    def fold(self) -> None:
+        """Fold the waiting records into the window and the record interval, in their order."""
+        raw, self._raw = self._raw, []
+        self._window.add_many(raw)
+        prev = self._raw_t
+        gaps = []
+        for entry in raw:
+            t = entry[0]
+            if prev is not None and t > prev:
+                gaps.append(t - prev)
+            prev = t
+        self._raw_t = prev
+        self._interval.update_many(gaps)
 
     def step(self, t: float, d: dict[str, Any]) -> None:
         self.step_values(t, d.get("k"), d.get("tokens"), d.get("real_tokens"), d.get("n"))
@@ -80,12 +116,12 @@ class StepClock:
         self.records += 1
         if counted is not None:
             self.tokens_seen += counted
-        self.window.add(t, k, counted or 0.0, padded or 0.0)
-        prev = self.last_t
-        if prev is None:
+        raw = self._raw
+        raw.append((t, k, counted or 0.0, padded or 0.0))
+        if len(raw) >= FOLD_EVERY:
+            self.fold()
+        if self.last_t is None:
             self.first_t = t
-        elif t > prev:
-            self.record_interval.update(t - prev)
         self.last_t = t
 
     def rate_window(self, finished: bool) -> Window | None:

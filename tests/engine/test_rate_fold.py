@@ -1,0 +1,104 @@
+"""A rate window folded from a batch of raw step records (`RateWindow.add_many`) is the window
+fed one record at a time (`add`): the same sums, the same windows, the same spread.
+
+The engine keeps the step records it gets and folds them only when a window is read (a
+sample, a snapshot) or when enough wait, so every number a snapshot shows must be the one the
+record-at-a-time window gives, whatever the batches. Random runs cover what a loop does:
+irregular and repeated times, records out of order, aggregated records of k steps, more
+intervals than the exact store holds, pauses longer than the trailing window.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from trainmeter.engine.formulas import MovingAverage
+from trainmeter.engine.rate import EXACT_DURATIONS, FOLD_EVERY, RateWindow, Window
+from trainmeter.engine.throughput import ALPHA, StepClock
+
+
+def _records(rng: random.Random, n: int) -> list[tuple[float, int, float, float]]:
+    t = rng.uniform(0.0, 100.0)
+    out = []
+    for _ in range(n):
+        roll = rng.random()
+        if roll < 0.02:
+            t -= rng.uniform(0.0, 0.5)  # out of order: counted at the latest time
+        elif roll < 0.05:
+            pass  # the same time again
+        elif roll < 0.052:
+            t += rng.uniform(30.0, 90.0)  # a stall longer than the trailing window
+        else:
+            t += rng.choice([0.01, 0.1, 0.3, rng.uniform(0.0, 0.6)])
+        k = rng.choice([1, 1, 1, 2, 8])
+        tokens = rng.choice([0.0, 512.0, rng.uniform(0.0, 9e3)])
+        out.append((t, k, tokens, tokens * rng.choice([1.0, 1.25])))
+    return out
+
+
+def _state(window: RateWindow) -> dict:
+    def w(x: Window | None) -> tuple | None:
+        return None if x is None else (x.kind, x.start_t, x.end_t, x.steps, x.tokens, x.padded)
+
+    return {
+        "records": window.records,
+        "last": window.last,
+        "head": list(window.head),
+        "head_intervals": list(window.head_intervals),
+        "recent": list(window.recent),
+        "blocks": (window.blocks.blocks, window.blocks.size, window.blocks.fill),
+        "binned": window.durations.binned,
+        "steady": w(window.steady()),
+        "trailing": w(window.trailing()),
+        "spread": window.spread(),
+        "recent_after_read": list(window.recent),
+    }
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("detail", [True, False])
+def test_folding_batches_gives_the_window_of_one_record_at_a_time(seed, detail):
+    rng = random.Random(seed)
+    n = rng.choice([1, 2, 3, 4, 5, 40, 700, EXACT_DURATIONS + 1500])
+    records = _records(rng, n)
+    one, folded = RateWindow(detail), RateWindow(detail)
+    for record in records:
+        one.add(*record)
+    i = 0
+    while i < n:  # batches of every size, a read between some of them
+        size = rng.choice([0, 1, 2, 3, 7, 100, 3000])
+        folded.add_many(records[i : i + size])
+        i += size
+        if rng.random() < 0.3:
+            middle = RateWindow(detail)
+            for record in records[:i]:
+                middle.add(*record)
+            assert _state(folded) == _state(middle)
+    assert _state(folded) == _state(one)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_step_clock_folds_what_it_kept_into_the_window_and_the_record_interval(seed):
+    """The clock keeps its records raw and folds them when its window or record interval is
+    read, or `FOLD_EVERY` at a time: the window of one record at a time, and the moving
+    average of the gaps between records as updated at each record (a record out of order
+    adds no gap, the next gap is from it)."""
+    rng = random.Random(100 + seed)
+    records = _records(rng, FOLD_EVERY * 2 + 300)
+    clock, one = StepClock(), RateWindow()
+    average, prev = MovingAverage(ALPHA, 1), None
+    for i, (t, k, tokens, _) in enumerate(records):
+        clock.step_values(t, k, tokens, None, i)
+        one.add(t, k, tokens, tokens)
+        if prev is not None and t > prev:
+            average.update(t - prev)
+        prev = t
+        if rng.random() < 0.002 or i == len(records) - 1:
+            assert _state(clock.window) == _state(one)
+            got = clock.record_interval
+            assert (got.seen, got.value, got.previous) == (
+                average.seen, average.value, average.previous
+            )
+    assert clock.window.records == len(records) and not clock._raw
