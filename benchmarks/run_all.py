@@ -420,6 +420,9 @@ import sys, torch
 from torch import nn
 import torch.nn.functional as F
 torch.manual_seed(0); torch.set_num_threads(1)
+if "--idle-thread" in sys.argv:  # what every CUDA process has: a thread beside the loop
+    import threading
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
 model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x = torch.randn(16, 64); y = torch.randn(16, 64)
@@ -489,6 +492,9 @@ def bench_instructions(rows: list[Row], steps: int = 1000) -> None:
         return
     row = Row("agent instructions per optimizer step, training thread (callgrind)", "instr/step", "≤ 0.15")
     whole = Row("the same, the whole process (the sender's ticks included)", "instr/step", "≤ 0.15")
+    beside = Row(
+        "the training thread, an idle thread beside the loop on both sides", "instr/step", "—"
+    )
     with tempfile.TemporaryDirectory(prefix="tm-bench-cg-") as tmp:
         cwd = Path(tmp)
         (cwd / "loop.py").write_text(CG_LOOP)
@@ -501,15 +507,17 @@ def bench_instructions(rows: list[Row], steps: int = 1000) -> None:
                     {"PYTHONPATH": peer_bootstrap(), "TRAINMETER_SOCK": sink.path},
                 )
             for side, (py, agent_env) in sides.items():
-                counts = {}
-                for label, env in (("plain", clean_env()), ("agent", clean_env(**agent_env))):
-                    counts[label] = callgrind_instructions(
-                        [py, "loop.py", str(steps)], env, cwd, cwd / f"cg.{side}.{label}"
-                    )
-                if None in counts.values():
-                    continue
-                for i, target in ((1, row), (0, whole)):
-                    getattr(target, side).append((counts["agent"][i] - counts["plain"][i]) / steps)
+                for extra, targets in (([], ((1, row), (0, whole))), (["--idle-thread"], ((1, beside),))):
+                    counts = {}
+                    for label, env in (("plain", clean_env()), ("agent", clean_env(**agent_env))):
+                        counts[label] = callgrind_instructions(
+                            [py, "loop.py", str(steps), *extra], env, cwd,
+                            cwd / f"cg.{side}.{label}{'.t' if extra else ''}",
+                        )
+                    if None in counts.values():
+                        continue
+                    for i, target in targets:
+                        getattr(target, side).append((counts["agent"][i] - counts["plain"][i]) / steps)
         finally:
             sink.close()
     row.note = (
@@ -520,7 +528,15 @@ def bench_instructions(rows: list[Row], steps: int = 1000) -> None:
         "every thread: ours adds the sender thread's ticks (20 a second of callgrind's slowed"
         " clock), so this count grows with the machine's load"
     )
-    rows += [row, whole]
+    beside.note = (
+        "the same loop with one idle Python thread started before it, with and without each"
+        " agent: glibc's malloc takes its arena lock once a process has a second thread, which"
+        " our sender thread brings to a one-thread CPU loop (~5k instructions a step of torch's"
+        " own allocations) and which a CUDA process, a DataLoader with pinned memory or torch's"
+        " intra-op pool have anyway; here both sides pay it in plain and agent runs alike, so"
+        " the difference is each agent's own work"
+    )
+    rows += [row, whole, beside]
 
 
 # ---- start-up -------------------------------------------------------------------------------------
@@ -841,7 +857,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs per cell (>= 5)")
     parser.add_argument("--only", default="", help="comma list: startup,end,step,hooks,emit,replay,reopen,ingest,history")
     parser.add_argument("--instructions", action="store_true", help="callgrind counts (slow)")
-    parser.add_argument("--mem-steps", default="1000000,5000000", help="replay memory sizes")
+    parser.add_argument("--mem-steps", default="1000000,5000000", help="replay memory sizes (0: none)")
     args = parser.parse_args()
     only = {w for w in args.only.split(",") if w}
     want: Callable[[str], bool] = lambda name: not only or name in only  # noqa: E731
@@ -867,7 +883,7 @@ def main() -> int:
         if args.quick:
             bench_replay(pairs, 20_000, [100_000], 100_000, rows)
         else:
-            mem = [int(float(x)) for x in args.mem_steps.split(",") if x]
+            mem = [n for x in args.mem_steps.split(",") if x and (n := int(float(x))) > 0]
             bench_replay(pairs, 200_000, mem, 1_000_000, rows)
     if want("reopen"):
         bench_reopen(pairs, 20_000 if args.quick else 200_000, rows)

@@ -55,3 +55,37 @@ def test_requests_for_a_run_being_replayed_wait_for_that_one_replay(tmp_path, mo
     assert len(states) == 4 and len(set(states)) == 1 and states[0]
     assert json.loads(series[0])["dir"] == name
     assert site.state("nope") is None and len(calls) == 1
+
+
+def test_replays_of_different_runs_run_at_most_two_at_once(tmp_path, monkeypatch):
+    """Each request for a run not kept yet started its replay on its own thread at once: a
+    page asking for many runs' series held that many replays in memory together."""
+    names = [f"20260101-00000{i}-r" for i in range(6)]
+    for name in names:
+        _run(tmp_path, name, steps=3)
+    real = web_replay.replay_with_history
+    lock = threading.Lock()
+    running = [0]
+    most = [0]
+
+    def counted(path):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            time.sleep(0.15)  # long enough for every asker to be waiting
+            return real(path)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(web_replay, "replay_with_history", counted)
+    site = RunsSite(tmp_path)
+    got: dict[str, bytes | None] = {}
+    askers = [threading.Thread(target=lambda n=n: got.__setitem__(n, site.series(n))) for n in names]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join(20)
+    assert 1 <= most[0] <= 2  # (6 before: every run replayed together)
+    assert sorted(got) == names and all(json.loads(got[n])["dir"] == n for n in names)

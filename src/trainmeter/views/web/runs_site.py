@@ -33,6 +33,10 @@ from .state import DashboardState, to_json
 
 #: Replayed runs kept for the next request (each holds a bounded history: a few MB at most).
 KEPT_REPLAYS = 6
+#: Replays of different runs made at once. Each is CPU-bound Python (the GIL runs one at a
+#: time anyway) holding its log's state: a comparison page asking for fifty runs' series would
+#: otherwise hold fifty replays in memory together for no gain in time.
+REPLAYS_AT_ONCE = 2
 #: A finished run's event stream says its state once; the page is not to ask again for a day.
 _ONE_MESSAGE = b"retry: 86400000\n"
 _RUN_PATH = re.compile(r"/run/([^/]+)/(.*)")
@@ -51,6 +55,7 @@ class RunsSite:
         #: run name -> the lock its replay is made under: a second request for a run being
         #: replayed waits for that replay instead of starting another
         self._making: dict[str, threading.Lock] = {}
+        self._at_once = threading.BoundedSemaphore(REPLAYS_AT_ONCE)
 
     def dirs(self) -> dict[str, Path]:
         """{directory name: path} of every run: those under the root, oldest first, then any
@@ -83,7 +88,8 @@ class RunsSite:
                     self._kept.move_to_end(name)
                     return self._kept[name]
             try:
-                return self._replay(name)
+                with self._at_once:
+                    return self._replay(name)
             finally:
                 with self._lock:
                     self._making.pop(name, None)
