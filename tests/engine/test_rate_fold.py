@@ -14,9 +14,12 @@ import random
 
 import pytest
 
+from trainmeter.engine import Engine
 from trainmeter.engine.formulas import MovingAverage
 from trainmeter.engine.rate import EXACT_DURATIONS, FOLD_EVERY, RateWindow, Window
 from trainmeter.engine.throughput import ALPHA, StepClock
+
+from .build import rec
 
 
 def _records(rng: random.Random, n: int) -> list[tuple[float, int, float, float]]:
@@ -102,3 +105,46 @@ def test_the_step_clock_folds_what_it_kept_into_the_window_and_the_record_interv
                 average.seen, average.value, average.previous
             )
     assert clock.window.records == len(records) and not clock._raw
+
+
+def _hello(t: float, rank: int, local_rank: int) -> dict:
+    return rec("hello", t, rank=rank, world_size=3, local_rank=local_rank, probes=["steps"])
+
+
+@pytest.mark.parametrize(
+    ("moves", "rank0_from"), [((), 0), ((400,), 0), ((400, 900), 0), ((0,), 0), ((50,), 100)]
+)
+def test_each_ranks_step_time_is_its_own_records_window_while_the_clock_moves(moves, rank0_from):
+    """The clock rank's step time is read from the step clock's window while the clock has
+    taken that rank's records alone; a hello that moves the clock (here to rank 1, then back to
+    rank 0) leaves each rank with the window of its own records, as a window per rank fed one
+    record at a time gives (slow rank 2, out-of-order and k=2 records, a stall; rank 0 starting
+    late, after the clock moved to a rank with records of its own)."""
+    rng = random.Random(len(moves))
+    engine, own = Engine(), {r: RateWindow(False) for r in range(3)}
+    engine.feed(rec("run.start", 0.0, rank=None, src="tm", argv=["t.py"], declared={}))
+    hellos = {at: _hello(1.0 + at * 0.1, rank, 0) for at, rank in zip(moves, (1, 0), strict=False)}
+    t = 1.0
+    checked = 0
+    for i in range(1300):
+        if i in hellos:
+            engine.feed(hellos[i])
+        t += rng.choice([0.1, 0.11, 0.3]) + (45.0 if i == 1000 else 0.0)
+        for r, late in ((0, 0.0), (1, 0.001), (2, 0.04 * (i % 3))):
+            if r == 0 and i < rank0_from:
+                continue
+            at = t + late - (0.5 if i % 97 == 0 else 0.0)
+            k = 2 if i % 11 == 0 else 1
+            engine.feed(rec("step", at, rank=r, k=k, tokens=100.0 * k))
+            own[r].add(at, k)
+        if i in (2, 3, 200, 401, 450, 901, 1010, 1299):
+            for finished in (False, True):
+                table = engine.ranks.snapshot(finished)
+                if not finished and engine.clock.records:
+                    assert engine.snapshot()["ranks"] == table
+                spans = {r: w.steady() if finished else w.trailing() for r, w in own.items()}
+                want = {str(r): s.step_time() for r, s in spans.items() if s is not None}
+                assert table is not None and table["step_time_s"] == want, (i, finished)
+                checked += 1
+    assert checked == 16
+    assert engine.ranks.clock is (engine.clock if moves in ((), (0,)) else None)

@@ -7,6 +7,7 @@ goes on, the steady state once it has ended, warm-up left out, never a mean of i
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from .rate import FOLD_EVERY, RateWindow
@@ -15,11 +16,45 @@ from .rate import FOLD_EVERY, RateWindow
 class RankTimes:
     """Each rank's step records, kept raw and folded into the rank's window when a step time
     is read (a snapshot) or when `FOLD_EVERY` wait: the same windows, without a window's work
-    on every record of a replay (`RateWindow.add_many`)."""
+    on every record of a replay (`RateWindow.add_many`).
 
-    def __init__(self) -> None:
+    The clock rank's window is the step clock's own (`clock`, engine/throughput.py) while the
+    clock has taken every step record of that rank and no other's: its step times are the same
+    numbers (a window's times and steps; its tokens are not read here), so the engine does not
+    keep that rank's records twice (`mirrors`). A hello that moves the clock to another rank
+    ends it (`clock_moved`): the old clock rank's window is copied from the clock's, and from
+    then on every rank's records are kept here."""
+
+    def __init__(self, clock: Any = None, clock_rank: int = 0) -> None:
         self._windows: dict[int, RateWindow] = {}
         self._raw: dict[int, list[tuple[float, int, float, float]]] = {}
+        #: the step clock whose window is `clock_rank`'s, or None: every rank's kept here
+        self.clock = clock
+        self.clock_rank = clock_rank
+
+    def mirrors(self, rank: Any) -> bool:
+        """Whether `rank`'s records are the step clock's alone (not to be passed to `step`)."""
+        return self.clock is not None and rank == self.clock_rank
+
+    def clock_moved(self, old: int, new: int) -> None:
+        """The node's clock rank moved from `old` to `new` (a hello)."""
+        clock = self.clock
+        if clock is None or old == new:
+            return
+        if clock.records:  # the clock's window is `old`'s records: that rank's own window
+            window = RateWindow(detail=False)
+            mirrored = clock.window
+            window.records, window.last = mirrored.records, mirrored.last
+            window.head = list(mirrored.head)
+            window.head_intervals = list(mirrored.head_intervals)
+            window.recent = deque(mirrored.recent)
+            self._windows[old] = window
+            self._raw[old] = []
+            self.clock = None  # the clock now takes another rank's records after old's
+        elif new in self._raw:
+            self.clock = None  # `new` has records of its own here, the clock none
+        else:
+            self.clock_rank = new
 
     def step(self, rank: int, t: float, k: int) -> None:
         raw = self._raw.get(rank)
@@ -36,11 +71,19 @@ class RankTimes:
             self._raw[rank] = []
             self._windows[rank].add_many(raw)
 
-    def step_time(self, rank: int, finished: bool = False) -> float | None:
+    def _window(self, rank: int) -> RateWindow | None:
+        clock = self.clock
+        if clock is not None and rank == self.clock_rank:
+            return clock.window if clock.records else None
         window = self._windows.get(rank)
+        if window is not None:
+            self._fold(rank)
+        return window
+
+    def step_time(self, rank: int, finished: bool = False) -> float | None:
+        window = self._window(rank)
         if window is None:
             return None
-        self._fold(rank)
         span = window.steady() if finished else window.trailing()
         return None if span is None else span.step_time()
 
@@ -49,7 +92,10 @@ class RankTimes:
 
         spread = slowest / fastest - 1 (0.25: the slowest rank takes 25% longer a step).
         """
-        times = {r: self.step_time(r, finished) for r in self._windows}
+        ranks = list(self._windows)
+        if self.clock is not None and self.clock.records:
+            ranks.append(self.clock_rank)
+        times = {r: self.step_time(r, finished) for r in ranks}
         times = {r: v for r, v in times.items() if v}
         if len(times) < 2:
             return None

@@ -69,7 +69,7 @@ class Engine:
         self.cards = Cards(self.lookup)  # each card's spec looked up once, for every part
         self.facts = FactStore()
         self.clock = StepClock()
-        self.ranks = RankTimes()
+        self.ranks = RankTimes(self.clock)  # the clock rank's window is the clock's
         self.stragglers = Stragglers()  # per-rank compute and wait, the slow rank named
         self.rank_model = RankModel()  # the node's ranks and its step clock (docs/ranks.md)
         self.ledger = TimeLedger()
@@ -188,9 +188,12 @@ class Engine:
 
     def _step(self, r: Any, t: float, k: Any, tokens: Any, real: Any, n: Any) -> None:
         """`r` is the record's rank, None already read as 0."""
-        self.ranks.step(r, t, k if isinstance(k, int) and k > 0 else 1)
-        if r != self.rank_model.clock_rank:
-            return  # the node's local rank 0 is its step clock (`RankModel.is_clock`)
+        if r != self.rank_model.clock_rank:  # the node's local rank 0 is its step clock
+            self.ranks.step(r, t, k if isinstance(k, int) and k > 0 else 1)
+            return
+        ranks = self.ranks
+        if ranks.clock is None:  # else the clock's window is this rank's (`RankTimes`)
+            ranks.step(r, t, k if isinstance(k, int) and k > 0 else 1)
         ledger = self.ledger
         ledger.step(t)
         self.clock.step_values(t, k, tokens, real, n)
@@ -309,7 +312,9 @@ class Engine:
 
     def _on_hello(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         self.agent_seen = True
+        clock_rank = self.rank_model.clock_rank
         self.rank_model.hello(record.get("rank"), d)
+        self.ranks.clock_moved(clock_rank, self.rank_model.clock_rank)
         ws = d.get("world_size")
         if isinstance(ws, int) and ws > self.world_size:
             self.world_size = ws
