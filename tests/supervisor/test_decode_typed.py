@@ -194,3 +194,15 @@ def test_the_samplers_readings_are_read_typed_with_the_same_values_and_refusals(
     as_typed.feed_many(read)
     assert as_typed.snapshot(now=50.0) == as_dicts.snapshot(now=50.0)
     assert as_typed.records == as_dicts.records and as_typed.ignored == as_dicts.ignored == 0
+
+
+def test_the_only_typed_kinds_the_ledger_counts_are_step_and_phase() -> None:
+    """`typed_many` admits a typed step or phase in the `Ledger` itself and passes every other
+    typed kind straight on: a kind made typed that the ledger counts (a comm wait, a crash)
+    would go uncounted, so it must be added there first. The typed records are not tracked by
+    the cycle collector (`gc=False`: they hold numbers, strings and JSON's dicts, never a cycle),
+    so a replay's millions of them do not set off its collections."""
+    from trainmeter.runlog.decode import _LEDGER_KINDS
+
+    assert {*TYPED, *ENVELOPED} & _LEDGER_KINDS == {"step", "phase"}
+    assert not any(cls.__struct_config__.gc for cls in [*TYPED.values(), *ENVELOPED.values()])

@@ -81,7 +81,7 @@ if msgspec is not None:
         payloads.PHASE.name: {"name": str, "s": _NotNegative, "n": _NotNegative},
     }
 
-    class _Fields(msgspec.Struct, forbid_unknown_fields=True):
+    class _Fields(msgspec.Struct, forbid_unknown_fields=True, gc=False):
         """A payload read as a record is: `d.get(name)` as well as `d.name`."""
 
         def get(self, name: str, default: Any = None) -> Any:
@@ -91,7 +91,7 @@ if msgspec is not None:
         def __getitem__(self, name: str) -> Any:
             return getattr(self, name)
 
-    class _Typed(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True):
+    class _Typed(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True, gc=False):
         """The envelope (`records.py`), read as a record is: `record["t"]`, `record.get(...)`."""
 
         v: Literal[1]
@@ -168,12 +168,11 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
     append = out.append
     other: list[bytes] = []  # lines for the decoder, in order, until the next typed record
     decode, errors, step, phase, short = _DECODE, _ERRORS, _STEP, _PHASE, _SHORT
-    ledger, ledgered = decoder.ledger, _LEDGERED
-    admit, admit_step, admit_phase = ledger.admit, ledger.step, ledger.phase
+    admit_step, admit_phase = decoder.ledger.step, decoder.ledger.phase
     low, high = _window(decoder)
     ended, t_start = decoder.ended, decoder.t_start  # moved only by the decoder's lines
     good = 0
-    for line in raw:
+    for line in map(bytes.strip, raw):  # (a line is recorded stripped, as `Decoder.many` does)
         if len(line) >= short or ended:
             other.append(line)
             continue
@@ -184,10 +183,9 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
             continue
         t = record.t
         kind = type(record)
-        d = record.d
         if not low <= t <= high or (
             kind is step
-            and d.real_tokens is not None
+            and (d := record.d).real_tokens is not None
             and d.tokens is not None
             and d.real_tokens > d.tokens
         ):
@@ -201,19 +199,19 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
             if ended or not low <= t <= high:  # a run.start or run.end among them
                 other.append(line)
                 continue
-        try:  # the decoder's `Ledger`, a step's and a phase's fields given by name
-            if kind is step:
-                admit_step(record.rank, record.pid, t, d.k, d.tokens, t_start)
-            elif kind is phase:
-                admit_phase(record.rank, record.pid, t, d.name, d.s, d.n, t_start)
-            elif record.kind in ledgered:
-                admit(record, t_start)
-        except Implausible as exc:
-            decoder.lines += 1
-            decoder.skip(reason_of(exc))
-            continue
+        if kind is step or kind is phase:  # the typed kinds the `Ledger` counts (`_LEDGERED`)
+            d = record.d
+            try:  # the decoder's `Ledger`, a step's and a phase's fields given by name
+                if kind is step:
+                    admit_step(record.rank, record.pid, t, d.k, d.tokens, t_start)
+                else:
+                    admit_phase(record.rank, record.pid, t, d.name, d.s, d.n, t_start)
+            except Implausible as exc:
+                decoder.lines += 1
+                decoder.skip(reason_of(exc))
+                continue
         good += 1
-        append((line.strip(), record))
+        append((line, record))
     decoder.lines += good
     decoder.good += good
     if other:
