@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from .build import H100, device, gpu, gpu_row, rec, run, start, steps
+from trainmeter.engine import Engine
+
+from .build import H100, device, flat, gpu, gpu_row, rec, run, start, steps
 from .test_budget import SHAPE
 
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -129,3 +131,30 @@ def test_gpus_are_listed_in_index_order_past_ten():
     snap = run(gpu(1.0, *rows))
     assert list(snap["ladder"]["gpus"]) == ["0", "1", "2", "10"]
     assert list(snap["gpus"]) == ["0", "1", "2", "10"]
+
+
+def test_the_latest_row_read_late_is_the_row_read_at_once():
+    """A GPU's ladder and row are made from its latest row when a snapshot reads them: read
+    after every row or only at the end, the snapshot is the same (rows that drop a field, carry
+    a non-finite or a string value, and lose the tensor activity that gives OFU)."""
+    rows = [
+        gpu(2.0, h100_row(), h100_row(1, sm_active=0.7)),
+        gpu(3.0, h100_row(gpu_util=float("nan"), power_w=350.0), h100_row(1)),
+        gpu(4.0, h100_row(tensor_active=None, sm_clock_mhz="1464", temperature_c=61)),
+        gpu(5.0, h100_row(1, dram_active=0.2)),
+    ]
+    eager, late = Engine(), Engine()
+    for record in flat(one_h100()):
+        eager.feed(record)
+        late.feed(record)
+    seen = []
+    for record in rows:
+        eager.feed(record)
+        late.feed(record)
+        seen.append(eager.snapshot(now=6.0))
+    snap = late.snapshot(now=6.0)
+    assert snap == seen[-1]
+    assert snap["ladder"]["gpus"]["0"] == {"gpu_util": 1.0, "sm_active": 0.8, "mfu": snap["mfu"]["value"]}
+    assert snap["gpus"]["0"]["temperature_c"] == 61 and "sm_clock_mhz" not in snap["gpus"]["0"]
+    assert snap["ladder"]["gpus"]["1"]["ofu"] == pytest.approx(0.4)
+    assert seen[1]["gpus"]["0"]["power_w"] == 350.0 and "gpu_util" not in seen[1]["gpus"]["0"]

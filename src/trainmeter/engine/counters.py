@@ -46,13 +46,20 @@ _ROW_FIELDS = (
     "nvlink_rx_b_s",
 )
 
+#: The fields of a row read as numbers: those a row keeps (`_ROW_FIELDS`), the sample's window
+#: and a measured peak. The others (index, uuid, name, energy, throttle) are read on their own.
+_NUMERIC = frozenset((*_ROW_FIELDS, "window_s", "measured_peak_flops"))
+_RUNGS = ("gpu_util", "sm_active", "tensor_active")
+
 
 class _Gpu:
-    """One sampled GPU's running state."""
+    """One sampled GPU's running state. What only the latest row gives (`rungs`, `row`) is
+    made from it when read (a sample or a snapshot, about once a second of a replay's run
+    time), not at every row: the rest (the moving averages, the observed FLOPs) takes each."""
 
     __slots__ = (
         "label", "name", "spec", "spec_peak", "ofu", "dram", "ofu_seconds", "samples_counted",
-        "comparable", "rungs", "row", "latest_ofu_inputs",
+        "comparable", "_rungs", "_row", "latest", "latest_ofu_inputs",
     )
 
     def __init__(self, label: str) -> None:
@@ -65,9 +72,37 @@ class _Gpu:
         self.ofu_seconds = 0.0  # sum of OFU x window over samples: observed FLOPs / peak
         self.samples_counted = 0
         self.comparable = True
-        self.rungs: dict[str, float] = {}
-        self.row: dict[str, Any] = {}
+        self._rungs: dict[str, float] = {}
+        self._row: dict[str, Any] = {}
+        #: the latest row, its finite numbers and its OFU, until read (`_settle`)
+        self.latest: tuple[dict[str, Any], dict[str, Any], float | None] | None = None
         self.latest_ofu_inputs: tuple[float, float, float, bool] | None = None
+
+    @property
+    def rungs(self) -> dict[str, float]:
+        """The latest row's ladder: GPU-Util, SM active, tensor active, and its OFU."""
+        if self.latest is not None:
+            self._settle()
+        return self._rungs
+
+    @property
+    def row(self) -> dict[str, Any]:
+        """The latest row's fields that are finite numbers (`_ROW_FIELDS`), and its name."""
+        if self.latest is not None:
+            self._settle()
+        return self._row
+
+    def _settle(self) -> None:
+        row, nums, ofu = self.latest  # type: ignore[misc]
+        self.latest = None
+        get = nums.get
+        rungs = {k: v for k in _RUNGS if (v := get(k)) is not None}
+        if ofu is not None:
+            rungs["ofu"] = ofu
+        self._rungs = rungs
+        kept = {k: row[k] for k in _ROW_FIELDS if get(k) is not None}
+        kept["name"] = row.get("name")
+        self._row = kept
 
 
 class GpuCounters:
@@ -114,16 +149,14 @@ class GpuCounters:
             state.spec_peak = spec.bf16_dense_flops if spec is not None else None
         # the row's finite numbers, each read once (`num`: a float's own test first, the
         # sampler's usual value; a bool, a string or an integer past a float's range is not one)
+        numeric = _NUMERIC
         nums = {
             k: v if type(v) is float and v - v == 0.0 else num(v)
             for k, v in row.items()
+            if k in numeric
         }
         get = nums.get
-        rungs = {
-            k: v
-            for k in ("gpu_util", "sm_active", "tensor_active")
-            if (v := get(k)) is not None
-        }
+        ofu = None
         tensor, clock = get("tensor_active"), get("sm_clock_mhz")
         if tensor is not None and clock is not None:
             spec = state.spec
@@ -132,7 +165,7 @@ class GpuCounters:
             got = formulas.ofu(tensor, clock, tensor_clock, max_clock)
             if got is not None:
                 value, comparable = got
-                rungs["ofu"] = value
+                ofu = value
                 state.ofu.update(value)
                 state.comparable = state.comparable and comparable
                 ref = tensor_clock if comparable else max_clock
@@ -144,9 +177,7 @@ class GpuCounters:
         dram = get("dram_active")
         if dram is not None:
             state.dram.update(dram)
-        state.rungs = rungs
-        state.row = {k: row[k] for k in _ROW_FIELDS if get(k) is not None}
-        state.row["name"] = name
+        state.latest = (row, nums, ofu)
         reasons = row.get("throttle")
         if isinstance(reasons, list):
             self.throttle[label] = ([str(r) for r in reasons], t)
