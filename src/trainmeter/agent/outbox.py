@@ -69,11 +69,15 @@ def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: 
         ring = _first_value(sender)
         if ring is None:
             _pending.append((key, value, via, step, t))
+            if sender.idle:
+                sender.wake()
             return
     kid = ring.keys.get((via, key))
     if kid is None:
         kid = ring.key_id(key, via)
     put_numbered(ring, next(ring.seq), kid, key, value, via, step, t)
+    if sender.idle:  # a backed-off sender: its tick comes back for this value (`Sender.wake`)
+        sender.wake()
 
 
 def put_numbered(
@@ -110,8 +114,8 @@ def put_emitted(
 ) -> None:
     """`emit`'s keyword arguments into the ring, each key alone (`skip(key)` for one that is
     not a finite number): `emit`'s checked path (its first value, a new key, a number that is
-    not a plain float, no ring). Once everything is in place the sender's `hot` says so, and
-    `emit` writes its next values itself."""
+    not a plain float, no ring, a backed-off sender). Once everything is in place the sender's
+    `hot` says so, and `emit` writes its next values itself."""
     ring = ring_module.active
     if ring is None or ring.owner is not sender or sender._thread is None or _registered_for is not sender:
         ring = _first_value(sender)
@@ -144,6 +148,10 @@ def put_emitted(
             put_numbered(ring, next(ring.seq), kid, key, number, "emit", step, t)
         except Exception:  # noqa: BLE001 - promise 1: this key is lost to us, not the others
             skip(key)
+    if sender.idle:
+        # the sender backed off (and cleared `hot`, which sent this call here): the values
+        # written, its tick comes back (after them: a tick that finds nothing backs off again)
+        sender.wake()
 
 
 def _refuse(ring: ring_module.Ring, seq: int, kid: int) -> None:

@@ -5,8 +5,20 @@ Why it looks like this:
 - The hot path is the user's. `send()` appends a small dict to a deque (thread-safe, no lock,
   no JSON); aggregators (steps, emitted values) register a *drain* callback instead of sending
   per event. A daemon thread wakes every `interval` seconds, drains, encodes and sends, so at
-  most ~20 step records a second leave a rank, and a record is never older than one interval
-  when the process is killed.
+  most ~20 step records a second leave a rank. What it has not shipped yet is in the ring
+  (values, step totals, rare records) when the process is killed.
+- An idle thread backs off. Each wake costs the process ~100 µs of CPU here (the wake-up and
+  a cold flush; a warm one that finds nothing is ~4 µs), twenty times a second, whether or not
+  the loop gives it anything. After `IDLE_TICKS` ticks in a row that shipped nothing it waits
+  `IDLE_CAP_S` between ticks, and whatever brings work brings the tick back at once
+  (`wake`, which rings the bell): a record (`send`), a value (`emit`'s steady call stops while
+  the thread is backed off, `hot` cleared, so the next value takes the outbox's checked path,
+  which wakes it), a step (a step listener armed only while backed off: `idle_listeners`).
+  None of these adds a call to the steady `emit` or the steady step. What can still wait up to
+  `IDLE_CAP_S` (0.5 s) is what tells nobody: a phase's time moved with no step, value or record
+  around it, a memory reading (on this clock anyway), and a value whose `emit` read `hot` just
+  before it was cleared. A thread with a datagram waiting (receiver behind, socket path gone)
+  never backs off: the retry and the give-up timer keep their tick.
 - Datagrams over a Unix socket: no connection to keep, no ordering to wait for. Several records
   go in one datagram, newline separated, up to `records.MAX_DATAGRAM` bytes.
 - A full socket buffer keeps the datagram for the next tick (bounded), then drops it. What a
@@ -46,6 +58,14 @@ SOCKET_ENV = ENV_SOCKET
 INTERVAL_S = 0.05
 _MAX_BACKLOG = 256  # datagrams kept while the receiver is full, then dropped and counted
 _RING_BATCH = 2048  # values taken from the ring per datagram batch
+#: Ticks in a row that ship nothing before the thread backs off (0.1 s: a loop that steps or
+#: logs more than seven times a second never sees it; a slower one pays a step listener's
+#: call, under 1 µs, on the step after each pause, and a value its checked path)
+IDLE_TICKS = 2
+#: The wait of a backed-off thread: the worst delay of a record that wakes nobody (a phase's
+#: time with no step, value or record after it), half of the live view's refresh (1 s); and the
+#: memory probe's reading without steps stays about once a second (`probes/memory.py`)
+IDLE_CAP_S = 0.5
 #: The socket path gone this long (not bound again by `tm`): the supervisor is gone too.
 MISSING_GIVE_UP_S = 30.0
 #: Kinds the ring keeps its own way (step totals, value slots); every other kind is "rare".
@@ -56,6 +76,10 @@ rare_keeper: Callable[[Sender, dict[str, Any]], None] | None = None
 #: Called with the rank when a process learns it after it started (`Sender.learn_rank`): the
 #: ring writes it in its header, the outbox drops line templates made without it.
 rank_listeners: list[Callable[[int], None]] = []
+#: Called with the sender on its thread when it backs off (`Sender._back_off`): each arms what
+#: brings it back for work that does not come through `send` or `emit` (the step probe: a step
+#: listener that calls `Sender.wake` at the next step, and removes itself).
+idle_listeners: list[Callable[[Sender], None]] = []
 
 
 def _rank_from_env() -> int | None:
@@ -109,6 +133,9 @@ class Sender:
         #: this sender's). Whatever ends one of those clears it (going quiet, a fork, a new
         #: ring), and `emit` takes its checked path until the outbox sets it again
         self.hot: Any = None
+        #: The thread is backed off (waits up to `IDLE_CAP_S`): `wake` brings its tick back
+        self.idle = False
+        self._found = 0  # datagrams queued for shipping, ever: a tick that queues none is idle
         self._ring_closed = False  # set when giving up at exit: the rest is left to the ring
         self._missing_since: float | None = None  # when the socket path was first found gone
         self._delivered_once = False  # a path gone after a delivery was removed, not never there
@@ -141,6 +168,8 @@ class Sender:
             except Exception:  # noqa: BLE001 - promise 1: the socket still carries it
                 pass
         self._queue.append(record)
+        if self.idle:
+            self.wake()
         if self._thread is None:
             self._start()
 
@@ -184,9 +213,48 @@ class Sender:
         # one C call a tick: a held lock waited on with a timeout (an Event's wait and clear
         # are a score of Python calls, and this runs twenty times a second)
         wait = self._bell.acquire
+        empty = 0  # ticks in a row that shipped nothing
         while not self.quiet:
-            wait(timeout=self.interval)
+            rung = wait(timeout=self.idle_wait(empty))
+            was_idle = self.idle
+            if not rung and empty >= IDLE_TICKS and not was_idle:
+                # before this tick's flush: what came before the flags is shipped by it, what
+                # comes after them wakes the thread
+                self._back_off()
+            found = self._found
             self.flush()
+            if rung or self._found != found or self._backlog:
+                empty = 0
+                if was_idle or self.idle:
+                    self.idle = False  # found work nobody rang for (a phase, a late value)
+                    self._bell.acquire(False)  # a ring this flush answered already
+            else:
+                empty += 1
+
+    def idle_wait(self, empty: int) -> float:
+        """How long the thread waits after `empty` ticks in a row that shipped nothing: its
+        interval, then (backed off: the tick after `IDLE_TICKS` empty ones, which set the flags,
+        shipped nothing either) `IDLE_CAP_S`."""
+        return self.interval if empty <= IDLE_TICKS else max(self.interval, IDLE_CAP_S)
+
+    def _back_off(self) -> None:
+        """Nothing came for `IDLE_TICKS` ticks: from now on whatever brings work wakes the thread.
+        `emit` writes no value unchecked (its checked path wakes it), and the step probe arms a
+        listener for the next step."""
+        self.idle = True
+        self.hot = None
+        for arm in tuple(idle_listeners):
+            try:
+                arm(self)
+            except Exception:  # noqa: BLE001 - promise 1: that work waits for the next tick
+                pass
+
+    def wake(self) -> None:
+        """Work came while the thread is backed off: its tick comes back now (any thread). A
+        no-op while it is not."""
+        if self.idle:
+            self.idle = False
+            self._ring_bell()
 
     def _ring_bell(self) -> None:
         """Wake the thread now (it takes the lock back, held, when it wakes)."""
@@ -270,6 +338,7 @@ class Sender:
                 if not last:
                     break
                 self._backlog.append((datagram, last, count, 0))
+                self._found += 1
             else:
                 ring_lines, last = source(_RING_BATCH)
                 if not last:
@@ -323,6 +392,7 @@ class Sender:
             at_risk += risk
         if batch or last_q:
             self._backlog.append((b"\n".join(batch), last_q, at_risk, rare))
+            self._found += 1
 
     def flush_at_exit(self, timeout: float = 2.0) -> None:
         """The last flush: wait (briefly) for a busy receiver instead of dropping the tail.
@@ -485,6 +555,7 @@ class Sender:
         own pid; nothing of the parent's queue, whose records are the parent's to send."""
         self.pid = os.getpid()
         self.hot = None  # the parent's ring: the child writes its own
+        self.idle = False  # the child's thread starts at its tick
         self.dropped = self._reported_dropped = 0
         self.drop_reasons = {}
         self._ring_closed = False

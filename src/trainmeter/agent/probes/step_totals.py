@@ -23,6 +23,7 @@ from collections import namedtuple
 from ... import records
 from ...payloads import STEP
 from .. import ring as ring_module
+from .. import sender as sender_module
 from ..sender import get_sender
 from .step_state import call, state, step_listeners
 
@@ -118,6 +119,29 @@ def drain() -> None:
         forms = _lines[len(numbers)] = (sender, (sender.pid, sender.rank), _line(sender, len(numbers)))
     sender.send_line((forms[2] % numbers).encode(), kept=True)
     state.sent = Totals(c[5], c[0], c[1], c[2], c[3], c[4])
+
+
+def _wake_on_step(n: int) -> None:
+    """A step listener only while the sender is backed off (`_arm_wake`): this step's record
+    goes at the sender's next tick, which comes back now. It removes itself: the steady step
+    of a loop that keeps the sender busy calls no listener."""
+    try:
+        step_listeners.remove(_wake_on_step)
+    except ValueError:  # taken off already
+        pass
+    sender = get_sender()
+    if sender is not None:
+        sender.wake()
+
+
+def _arm_wake(sender: Any) -> None:
+    """Sender thread, as it backs off (`sender.idle_listeners`): the next step wakes it. Its
+    totals are published before the listeners run, so the tick it brings finds them."""
+    if _wake_on_step not in step_listeners:
+        step_listeners.append(_wake_on_step)
+
+
+sender_module.idle_listeners.append(_arm_wake)
 
 
 #: numbers given -> (the sender, its (pid, rank), the step line with holes for them)
