@@ -25,6 +25,7 @@ import pstats
 import sys
 import tempfile
 import time
+from io import BytesIO
 from pathlib import Path
 
 from run_all import write_log
@@ -40,8 +41,8 @@ def read_lines(path: Path) -> int:
     with open(path, "rb") as fh:
         rest = b""
         while block := fh.read(BLOCK):
-            lines = (rest + block).split(b"\n")
-            rest = lines.pop()
+            lines = BytesIO(rest + block).readlines()  # as `replay` splits them
+            rest = b"" if lines[-1][-1:] == b"\n" else lines.pop()
             n += len(lines)
     return n
 
@@ -51,8 +52,8 @@ def decode_only(path: Path) -> int:
     with open(path, "rb") as fh:
         rest = b""
         while block := fh.read(BLOCK):
-            lines = (rest + block).split(b"\n")
-            rest = lines.pop()
+            lines = BytesIO(rest + block).readlines()  # as `replay` splits them
+            rest = b"" if lines[-1][-1:] == b"\n" else lines.pop()
             for _ in typed_many(decoder, lines):
                 pass
     return decoder.good

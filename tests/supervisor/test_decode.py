@@ -285,6 +285,24 @@ def test_a_log_cut_mid_line_and_with_garbage_replays_and_says_what_it_skipped(tm
     }
 
 
+def test_a_line_is_too_long_from_max_line_bytes_on(tmp_path: Path, monkeypatch) -> None:
+    """The bound is the line's own bytes, its newline not counted: one byte under it is read
+    (and is not JSON), one at it is dropped unread, whether it ends the log or not."""
+    from trainmeter.runlog import replay as replay_mod
+
+    monkeypatch.setattr(replay_mod, "MAX_LINE", 1000)
+    good = records.encode(step_record(1, 1.0, tokens=7))
+    events = tmp_path / "events.jsonl"
+    events.write_text(f"{good}\n{'x' * 999}\n{'y' * 1000}\n{good}\n{'z' * 999}")
+    assert replay(events, engine_factory=FakeEngine).snapshot["log"] == {
+        "lines": 5, "records": 2, "skipped": 3, "reasons": {"not JSON": 2, "line too long": 1},
+    }
+    events.write_text(f"{good}\n{'z' * 1000}")
+    assert replay(events, engine_factory=FakeEngine).snapshot["log"]["reasons"] == {
+        "line too long": 1,
+    }
+
+
 def test_an_endless_line_is_skipped_without_reading_it_whole(tmp_path: Path, monkeypatch) -> None:
     from trainmeter.runlog import replay as replay_mod
 

@@ -22,6 +22,7 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from .decode import Decoder, log_summary
 from .observers import ObserverSet
 from .recorder import EngineLike, Recorder
 from .store import RunStore
-from .typed import typed_many
+from .typed import ENVELOPED, TYPED, typed_many
 from .warn import WarnOnce
 
 #: Bytes read at a time: about a hundred records alive at once, whatever the log's size.
@@ -42,6 +43,10 @@ MAX_SNAPSHOTS = 2000
 MIN_INTERVAL_S = 1.0
 #: Records at which a snapshot may be taken (they move the step clock or the GPU counters).
 _SNAPSHOT_KINDS = frozenset({payloads.STEP.name, payloads.SAMPLE_GPU.name})
+#: and the typed records of those kinds (`runlog/typed.py`), told apart by their type alone
+_SNAPSHOT_TYPES = frozenset(
+    cls for name, cls in {**TYPED, **ENVELOPED}.items() if name in _SNAPSHOT_KINDS
+)
 #: A line longer than this is not a record (the longest are a few kB): dropped unread up to
 #: its newline, so a corrupt log of one endless line cannot fill memory.
 MAX_LINE = 8 << 20
@@ -111,8 +116,10 @@ def replay(
         while block := fh.read(BLOCK):
             consumed += len(block)
             data = rest + block
-            lines = data.split(b"\n")
-            rest = lines.pop()  # the part after the last newline: the next block's start
+            # each line keeps its newline (the readers strip it); BytesIO finds them with memchr,
+            # where bytes.split(b"\n") tests byte by byte (a third of the cost of reading)
+            lines = BytesIO(data).readlines()
+            rest = b"" if lines[-1][-1:] == b"\n" else lines.pop()  # the next block's start
             if hasher is not None:  # every byte before `rest`, once: what a checkpoint covers
                 hasher.update(memoryview(data)[: len(data) - len(rest)])
             if skipping:
@@ -130,8 +137,8 @@ def replay(
                     hasher.update(rest)
                 rest, skipping = b"", True
             result.lines += len(lines)
-            if lines and max(map(len, lines)) >= MAX_LINE:  # a whole overlong line in the block
-                kept = [line for line in lines if len(line) < MAX_LINE]
+            if lines and max(map(len, lines)) > MAX_LINE:  # a whole overlong line in the block
+                kept = [line for line in lines if len(line) <= MAX_LINE]  # (newline included)
                 for _ in range(len(lines) - len(kept)):
                     decoder.skip("line too long")
                 lines = kept
@@ -309,11 +316,12 @@ class _Observed:
             self.recorder.accept_many(pairs)
             return
         start = 0
-        kinds = _SNAPSHOT_KINDS
+        kinds, types = _SNAPSHOT_KINDS, _SNAPSHOT_TYPES
         next_t = self.next_t
         for i, (_, record) in enumerate(pairs):
-            if (record["kind"] if type(record) is dict else record.kind) in kinds:
-                t = record["t"] if type(record) is dict else record.t
+            cls = type(record)
+            if cls in types or (cls is dict and record["kind"] in kinds):
+                t = record.t if cls in types else record["t"]
                 if next_t is None:
                     next_t = t + self.interval
                 elif t >= next_t:
