@@ -70,3 +70,32 @@ def test_node_busy_per_core_passes_through_and_a_bad_list_is_left_out() -> None:
     assert node.latest["cpu_per_core"] == [0.25, 1.0]
     node.sample(2.0, {"cores": 2, "cpu_per_core": [0.25, "busy"]})
     assert "cpu_per_core" not in node.latest
+
+
+def test_the_node_entry_read_late_is_the_entry_read_at_once() -> None:
+    """The node's entry is made from its latest sample when read: read after every sample or
+    only at the end, the same entry, the same rates and the same disk trend (a counter that
+    falls gives no rate for its interval; a sample without a disk keeps the trend)."""
+    from trainmeter.engine.host_node import NodeSeries
+
+    samples = [
+        (1.0, node(1.0, 0.0, 0.0)),
+        (2.0, node(2.0, 4e6, 1e6, free_b=499e9)),
+        (3.0, node(3.0, 1e6, 3e6, free_b=498e9)),  # the disk counter fell
+        (4.0, {"cores": 16, "cpu_per_core": [0.5, float("nan")], "load": [1.0]}),
+        (5.0, node(5.0, 2e6, 5e6, free_b=497e9)),
+    ]
+    eager, late = NodeSeries(), NodeSeries()
+    entries = []
+    for t, record in samples:
+        d = record.get("d", record)
+        eager.sample(t, d)
+        late.sample(t, d)
+        entries.append(eager.section().values["node"])
+    assert late.section().values["node"] == entries[-1]
+    assert list(late.disk_trend) == list(eager.disk_trend) == [(1.0, 500e9), (2.0, 499e9),
+                                                                (3.0, 498e9), (5.0, 497e9)]
+    zero = {"disk_io_write_b": 0.0, "net_tx_b": 0.0}
+    assert entries[1]["rates_b_s"] == {"disk_io_read_b": 4e6, "net_rx_b": 1e6, **zero}
+    assert entries[2]["rates_b_s"] == {"net_rx_b": 2e6, **zero}
+    assert "cpu_per_core" not in entries[3] and "disk" not in entries[3]

@@ -230,9 +230,10 @@ class GpuCounters:
         labels = {g.label for g in gpus}
         every = sorted(self._gpus.values(), key=lambda g: formulas.by_gpu((g.label, 0)))
         per_gpu = {g.label: {**g.rungs, **(top if g.label in labels else {})} for g in every}
+        covered = [g.rungs for g in gpus]  # each GPU's latest rungs, read once
         mean: dict[str, float] = {}
         for rung in LADDER:
-            got = [g.rungs[rung] for g in gpus if rung in g.rungs]
+            got = [rungs[rung] for rungs in covered if rung in rungs]
             if got:
                 mean[rung] = sum(got) / len(got)
         out.values["ladder"] = {

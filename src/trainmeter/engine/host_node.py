@@ -60,10 +60,15 @@ DISK_TREND_S = 600.0
 
 
 class NodeSeries:
-    """The node's CPU split, load, memory, disk, I/O and network rates, and limits."""
+    """The node's CPU split, load, memory, disk, I/O and network rates, and limits.
+
+    Each sample moves the counters' rates and the disk trend; the node's entry (`latest`) is
+    made from the latest sample when read (a sample or a snapshot), not at every sample."""
 
     def __init__(self) -> None:
-        self.latest: dict[str, Any] = {}
+        self._latest: dict[str, Any] = {}
+        #: the latest sample and its rates, until read (`latest`)
+        self._fresh: tuple[dict[str, Any], dict[str, float]] | None = None
         self.samples = 0
         self._prev_t: float | None = None
         self._prev_io: dict[str, float] = {}
@@ -72,17 +77,6 @@ class NodeSeries:
 
     def sample(self, t: float, d: dict[str, Any]) -> None:
         self.samples += 1
-        node: dict[str, Any] = {}
-        for key in ("cpu", "memory", "disk", "limits"):
-            if isinstance(d.get(key), dict):
-                node[key] = dict(d[key])
-        if num(d.get("cores")) is not None:
-            node["cores"] = d["cores"]
-        per_core = d.get("cpu_per_core")
-        if isinstance(per_core, list) and all(num(x) is not None for x in per_core):
-            node["cpu_per_core"] = list(per_core)
-        if isinstance(d.get("load"), list):
-            node["load"] = list(d["load"])
         counters: dict[str, float] = {}
         for group, fields in (("disk_io", ("read_b", "write_b")), ("net", ("rx_b", "tx_b"))):
             values = d.get(group)
@@ -100,17 +94,40 @@ class NodeSeries:
                     rates[name] = (value - before) / (t - prev_t)
         self._prev_t = t
         self._prev_io = counters
-        if rates:
-            node["rates_b_s"] = {k.replace(".", "_"): v for k, v in sorted(rates.items())}
-        free = num((node.get("disk") or {}).get("free_b"))
+        disk = d.get("disk")
+        free = num(disk.get("free_b")) if isinstance(disk, dict) else None
         if free is not None:
             trend = self.disk_trend
             trend.append((t, free))
             while len(trend) > 2 and trend[1][0] <= t - DISK_TREND_S:
                 trend.popleft()
-        self.latest = node
+        self._fresh = (d, rates)
+
+    @property
+    def latest(self) -> dict[str, Any]:
+        """The latest sample's entry: cpu, memory, disk, limits, cores, cpu_per_core, load,
+        rates_b_s (each when the sample had it in its shape)."""
+        if self._fresh is not None:
+            d, rates = self._fresh
+            self._fresh = None
+            node: dict[str, Any] = {}
+            for key in ("cpu", "memory", "disk", "limits"):
+                if isinstance(d.get(key), dict):
+                    node[key] = dict(d[key])
+            if num(d.get("cores")) is not None:
+                node["cores"] = d["cores"]
+            per_core = d.get("cpu_per_core")
+            if isinstance(per_core, list) and all(num(x) is not None for x in per_core):
+                node["cpu_per_core"] = list(per_core)
+            if isinstance(d.get("load"), list):
+                node["load"] = list(d["load"])
+            if rates:
+                node["rates_b_s"] = {k.replace(".", "_"): v for k, v in sorted(rates.items())}
+            self._latest = node
+        return self._latest
 
     def section(self) -> Section:
-        if self.latest:
-            return Section(values={"node": dict(self.latest)})
+        latest = self.latest
+        if latest:
+            return Section(values={"node": dict(latest)})
         return Section(absent={"node": "no node sample yet"})
