@@ -138,7 +138,9 @@ def test_a_full_replay_loads_no_module_it_does_not_use(tmp_path: Path) -> None:
     """A replay of the whole log (no checkpoint: `resume=False`, as an export or a view paced
     otherwise) writes nothing and hashes nothing: hashlib, pickle, the checkpoint, the run
     directory's name makers and importlib.resources (the spec table is read beside its module)
-    stay unloaded, each a few milliseconds of the replay's start. One fresh interpreter."""
+    stay unloaded, each a few milliseconds of the replay's start; so does typing_extensions,
+    which msgspec would import (`typed._import_msgspec`), and which imports as ever after it.
+    One fresh interpreter."""
     events = tmp_path / "events.jsonl"
     gpu = {"gpus": [{"index": 0, "uuid": "GPU-0", "name": "NVIDIA H100 80GB HBM3"}]}
     lines = [
@@ -153,7 +155,9 @@ def test_a_full_replay_loads_no_module_it_does_not_use(tmp_path: Path) -> None:
         f"r = replay(Path({str(events)!r}), resume=False)\n"
         "assert r.records == 4 and r.snapshot['peak']['key'] == 'h100_sxm', r.snapshot\n"
         "print(' '.join(sorted(m for m in ('hashlib', 'pickle', 'hmac', 'secrets', 'zipfile',"
-        " 'importlib.resources', 'trainmeter.runlog.checkpoint', 'tempfile') if m in sys.modules)))"
+        " 'importlib.resources', 'trainmeter.runlog.checkpoint', 'tempfile', 'typing_extensions')"
+        " if m in sys.modules)))\n"
+        "import typing_extensions\nassert typing_extensions.TypedDict and typing_extensions.Buffer\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -19,10 +19,12 @@ the same skips. msgspec is a dependency of `tm` (never of the agent); without it
 every line the other way.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: msgspec reads the structs' annotations, and would
+# evaluate each one given as a string anew for every struct that inherits it.
 
 import functools
 import operator
+import sys
 from typing import Annotated, Any, ClassVar, Literal
 
 from .. import payloads
@@ -44,11 +46,39 @@ from .plausible import (
     Implausible,
 )
 
+
+def _import_msgspec() -> Any:
+    """msgspec, imported without `typing_extensions` when nothing has imported that yet.
+
+    msgspec's first import tries `typing_extensions` (its `get_type_hints`, and TypedDict's
+    `Required`) and falls back on `typing` without it; the structs here need neither. On a
+    replay's path it cost ~12M instructions (~3 ms) of its ~240M of imports, the `inspect` it
+    pulls in aside. The module table is left as it was found, so a later import of
+    typing_extensions is unaffected; a msgspec that cannot do without it is imported again."""
+    if "typing_extensions" in sys.modules or "msgspec" in sys.modules:
+        import msgspec
+
+        return msgspec
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # an ImportError to import
+    try:
+        import msgspec
+    except ImportError:
+        msgspec = None
+    finally:
+        if sys.modules.get("typing_extensions", 0) is None:
+            del sys.modules["typing_extensions"]
+    if msgspec is None:
+        for name in [m for m in sys.modules if m == "msgspec" or m.startswith("msgspec.")]:
+            del sys.modules[name]
+        import msgspec
+    return msgspec
+
+
 try:
-    import msgspec
+    msgspec = _import_msgspec()
     from msgspec import Meta
 except ImportError:  # pragma: no cover - msgspec is a dependency of tm
-    msgspec = None  # type: ignore[assignment]
+    msgspec = None
 
 _MAX_FLOAT = 1.7976931348623157e308
 _LEDGERED = _LEDGER_KINDS  # the kinds the decoder's `Ledger` counts
