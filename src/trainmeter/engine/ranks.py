@@ -21,7 +21,7 @@ class RankTimes:
     The clock rank's window is the step clock's own (`clock`, engine/throughput.py) while the
     clock has taken every step record of that rank and no other's: its step times are the same
     numbers (a window's times and steps; its tokens are not read here), so the engine does not
-    keep that rank's records twice (`mirrors`). A hello that moves the clock to another rank
+    keep that rank's records twice (it passes `step` the other ranks' alone). A hello that moves the clock to another rank
     ends it (`clock_moved`): the old clock rank's window is copied from the clock's, and from
     then on every rank's records are kept here."""
 
@@ -31,10 +31,6 @@ class RankTimes:
         #: the step clock whose window is `clock_rank`'s, or None: every rank's kept here
         self.clock = clock
         self.clock_rank = clock_rank
-
-    def mirrors(self, rank: Any) -> bool:
-        """Whether `rank`'s records are the step clock's alone (not to be passed to `step`)."""
-        return self.clock is not None and rank == self.clock_rank
 
     def clock_moved(self, old: int, new: int) -> None:
         """The node's clock rank moved from `old` to `new` (a hello)."""
