@@ -139,32 +139,55 @@ def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
     def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
         # dynamo may trace this (the root called inside a compiled function): it then sees a
         # constant first and reads nothing else of ours, so it adds no guard and no graph break
-        counted = False
         # (the root's training flag read from its `__dict__`: `module.training` would go
         # through nn.Module's `__getattr__` hook and three type lookups)
         if not compiling() and module is s.root and s.root_vars["training"] and grad_on():
-            counted = True
             try:
                 # the common call, `model(ids)` or `model(x)`: one tensor alone (each attribute
-                # of a tensor read here is a C getter of torch's: each is read once, and only
-                # when the rule needs it)
+                # of a tensor read here is a C getter of torch's, as dear as a Python call: each
+                # is read once, and only when the rule needs it)
                 ids = args[0] if args and not kwargs and s.fast else None
                 if type(ids) is not tensor_cls:
                     _micro(module, args, kwargs)
-                elif (dtype := ids.dtype) is s.ids_dtype:
-                    # token ids of the dtype seen before (a third of the general path's cost;
-                    # `_micro` gives the same counts). The last batch is kept from step to step
-                    # with its size: the same tensor fed again, or refilled, is known at once
+                elif ids is s.last_ids and (version := ids._version) == s.ids_ver:
+                    # the last token batch again (kept from step to step), its size read at this
+                    # version: the same batch in this step, or refilled in place. Its dtype is
+                    # not read again: nothing but `x.data = y` changes a tensor's dtype or size
+                    # without a new version, and that is not seen here (nor was its size)
+                    if version == s.last_ver:
+                        s.n_calls += 1  # the same batch again in this step: not new data
+                    else:
+                        s.last_ver = version
+                        s.n_micro += 1
+                        s.n_tokens += s.ids_numel
+                        s.n_missing += 1  # no keyword arguments: no mask to read padding
+                elif (
+                    (last := s.last_in) is not None
+                    and last() is ids
+                    and len(args) == 1
+                    and not watching
+                    and not ids.requires_grad
+                ):
+                    # the last batch of `model(x)` again (see the branch of new ones below):
+                    # kept from step to step, its dtype known (as above)
                     version = ids._version
-                    if ids is s.last_ids and version == s.ids_ver:  # its size is known
-                        if version == s.last_ver:
-                            s.n_calls += 1  # the same batch again in this step: not new data
-                        else:
-                            s.last_ver = version
-                            s.n_micro += 1
-                            s.n_tokens += s.ids_numel
-                            s.n_missing += 1  # no keyword arguments: no mask to read padding
-                    elif ids.dim() == 2:
+                    if version == s.last_ver:
+                        s.n_calls += 1  # the same batch again in this step: not new data
+                    else:
+                        if s.last_ver >= 0:  # not the step's first batch: the last one's shape
+                            _shape_seen(s.last_shape)  # joins the step's (see `_shapes`)
+                        if version != s.shape_ver:  # refilled: read its shape again
+                            s.last_shape = ids.shape
+                            s.shape_ver = version
+                        s.last_ver = version
+                        s.n_micro += 1
+                elif (dtype := ids.dtype) is s.ids_dtype:
+                    # token ids of the dtype seen before, not the kept batch at its size's
+                    # version (a third of the general path's cost; `_micro` gives the same
+                    # counts)
+                    if ids is not s.last_ids:  # (else its version was read above)
+                        version = ids._version
+                    if ids.dim() == 2:
                         if ids is s.last_ids and version == s.last_ver:
                             s.n_calls += 1  # (`_micro` fed it in this step)
                         else:
@@ -183,41 +206,43 @@ def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
                     and not ids.requires_grad  # so no grad_fn either: a leaf
                 ):
                     # `model(x)`, one tensor of a dtype no token tensor has, a leaf that needs
-                    # no gradient: `_micro`'s rule without its search for tokens
-                    version = ids._version
-                    last = s.last_in  # kept from step to step: the same tensor fed again,
-                    same = type(last) is weak and last() is ids  # or refilled, is known at once
-                    if same and version == s.last_ver:
-                        s.n_calls += 1  # the same batch again in this step: not new data
-                    else:
-                        if s.last_ver >= 0:  # not the step's first batch: the last one's shape
-                            _shape_seen(s.last_shape)  # joins the step's (see `_shapes`)
-                        if not same:
-                            s.last_in = weak(ids)
-                            s.last_shape = ids.shape  # a torch.Size: equal to its tuple
-                            s.shape_ver = version
-                        elif version != s.shape_ver:  # refilled: read its shape again
-                            s.last_shape = ids.shape
-                            s.shape_ver = version
-                        s.last_ids = None
-                        s.last_ver = version
-                        s.n_micro += 1
+                    # no gradient, not the kept batch: `_micro`'s rule without its search for
+                    # tokens
+                    if s.last_ver >= 0:  # not the step's first batch: the last one's shape
+                        _shape_seen(s.last_shape)  # joins the step's (see `_shapes`)
+                    s.last_in = weak(ids)
+                    s.last_shape = ids.shape  # a torch.Size: equal to its tuple
+                    s.shape_ver = s.last_ver = ids._version
+                    s.last_ids = None
+                    s.n_micro += 1
                 else:
                     _micro(module, args, kwargs)
             except Exception as exc:  # noqa: BLE001 - promise 1
                 _fail(exc)
+            # a counted call: the forward, then its output watched when a backward is the step
+            # (no flag carried to one shared ending: that cost the steady call a twentieth)
+            if direct:
+                compiled = module._compiled_call_impl
+                if compiled is not None:
+                    out = compiled(*args, **kwargs)
+                elif kwargs:
+                    out = module._call_impl(*args, **kwargs)
+                else:  # no empty dict merged into another for `**kwargs`: the same call
+                    out = module._call_impl(*args)
+            else:
+                out = inner(module, *args, **kwargs)
+            if signal.by_backward:
+                signal.watch(out)
+            return out
+        # not counted (another instance of the class, eval, no_grad, a trace): the same forward
         if direct:
             compiled = module._compiled_call_impl
-            out = (
+            return (
                 compiled(*args, **kwargs)
                 if compiled is not None
                 else module._call_impl(*args, **kwargs)
             )
-        else:
-            out = inner(module, *args, **kwargs)
-        if counted and signal.by_backward:
-            signal.watch(out)
-        return out
+        return inner(module, *args, **kwargs)
 
     __call__.__trainmeter_original__ = inner  # type: ignore[attr-defined]
     return __call__
