@@ -106,6 +106,24 @@ def _table(
 _DRAWN = _table(SNAPSHOT_SERIES, False) + _table(SNAPSHOT_COMPLEMENTS, True)
 
 
+def _by_key(
+    drawn: list[tuple[str, str, tuple[str, ...], bool, str, str]],
+) -> tuple[tuple[str, tuple[tuple[str, tuple[str, ...], bool, bool, str, str], ...]], ...]:
+    """`drawn` cut into runs of one snapshot key: (key, ((name, path, star, complement, unit,
+    label), ...)). A snapshot is then looked up once per key, and a path without "*" is walked
+    in line rather than through `_dig`. Runs, not groups: the series keep `drawn`'s order (the
+    order they are created in, which `dump()` shows)."""
+    runs: list[tuple[str, list[tuple[str, tuple[str, ...], bool, bool, str, str]]]] = []
+    for key, name, path, complement, unit, label in drawn:
+        if not runs or runs[-1][0] != key:
+            runs.append((key, []))
+        runs[-1][1].append((name, path, "*" in path, complement, unit, label))
+    return tuple((key, tuple(entries)) for key, entries in runs)
+
+
+_DRAWN_BY_KEY = _by_key(_DRAWN)
+
+
 class BoundedSeries:
     """One series: at most `capacity` buckets of (min, max, last) at the last point's x.
 
@@ -161,29 +179,31 @@ class BoundedSeries:
         """One point; the caller gives points in run order."""
         self.points += 1
         count = self.count
-        if count and count[-1] < self.span:
-            i = len(count) - 1
-            lo, hi = self.lo, self.hi
-            if value < lo[i]:
-                lo[i] = value
-            if value > hi[i]:
-                hi[i] = value
-            self.last[i] = value
-            count[i] += 1
-            self.step[i], self.tokens[i], self.time[i] = step, tokens, time
-            return
-        if len(self.count) >= self.capacity:
-            self._merge()
-            self.add(value, step, tokens, time)
-            self.points -= 1
-            return
+        n = len(count)
+        if n:
+            i = n - 1
+            if count[i] < self.span:
+                lo, hi = self.lo, self.hi
+                if value < lo[i]:
+                    lo[i] = value
+                if value > hi[i]:
+                    hi[i] = value
+                self.last[i] = value
+                count[i] += 1
+                self.step[i], self.tokens[i], self.time[i] = step, tokens, time
+                return
+            if n >= self.capacity:
+                # every bucket is full here (one opens only when the one before is), so each
+                # merged pair is full too and the point opens a new bucket
+                self._merge()
+                count = self.count
         self.step.append(step)
         self.tokens.append(tokens)
         self.time.append(time)
         self.lo.append(value)
         self.hi.append(value)
         self.last.append(value)
-        self.count.append(1)
+        count.append(1)
 
     def _merge(self) -> None:
         """Halve the buckets: each pair becomes one (x and last of the later, min and max of both)."""
@@ -301,21 +321,43 @@ class History:
         elif elapsed is not None:
             self.time = elapsed
         step, tokens, time, series_of = self.step, self.tokens, self.time, self.series
-        for key, name, path, complement, unit, label in _DRAWN:
-            node = snap.get(key)
-            if node is None:
+        added = 0
+        for key, entries in _DRAWN_BY_KEY:
+            top = snap.get(key)
+            if top is None:
                 continue
-            value = _dig(node, path) if path else _dig(snap, (key,))
-            if value is None:
-                continue
-            if complement:
-                value = 1.0 - value
-            series = series_of.get(name)
-            if series is None:
-                self.add(name, "system", value, step, tokens, time, unit, label)
-            else:
-                series.add(value, step, tokens, time)
-                self.version += 1
+            for name, path, star, complement, unit, label in entries:
+                if star:
+                    value = _dig(top, path)
+                    if value is None:
+                        continue
+                else:  # `_dig` in line: walk the path, then the same number rule
+                    node = top
+                    for part in path:
+                        if not isinstance(node, dict):
+                            node = None
+                            break
+                        node = node.get(part)
+                    kind = type(node)
+                    if kind is float:
+                        if node - node != 0.0:
+                            continue
+                        value = node
+                    elif kind is int and -_EXACT <= node <= _EXACT:
+                        value = float(node)
+                    else:
+                        value = _number(node)
+                        if value is None:
+                            continue
+                if complement:
+                    value = 1.0 - value
+                series = series_of.get(name)
+                if series is None:
+                    self.add(name, "system", value, step, tokens, time, unit, label)
+                else:
+                    series.add(value, step, tokens, time)
+                    added += 1
+        self.version += added
         self._ranks(snap)
 
     def _ranks(self, snap: dict[str, Any]) -> None:
