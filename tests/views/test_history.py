@@ -188,3 +188,60 @@ def test_node_series_and_cpu_busy_as_one_minus_idle():
     assert h.series["node_net_rx_b_s"].last == [100.0]
     assert h.series["node_disk_write_b_s"].last == [0.0]  # a measured zero is a zero
     assert "node_disk_read_b_s" not in h.series  # not in the sample: absent, not zero
+
+
+def test_a_snapshots_points_follow_the_one_number_rule_of_dig():
+    """`on_snapshot` walks the paths without "*" in line (one lookup per snapshot key): on every
+    odd shape it must add exactly the points `_dig`, the reference rule, reads at the full
+    path (a finite int or float, a bool or string or NaN or an integer past 2**53 handled as
+    `snapread.finite` does, a missing or non-dict level absent), in the tables' order."""
+    from trainmeter.views.history import _DRAWN, _dig
+
+    odd = [0.25, -0.0, 3, 2**60, True, None, "7", math.nan, math.inf, {}, [1.0], {"value": 2.0}]
+    for i, x in enumerate(odd):
+        snap = {
+            "tokens_per_s": x,
+            "step_time_s": odd[(i + 1) % len(odd)],
+            "mfu": {"value": x},
+            "ofu": x,  # not a dict: its value is absent
+            "time": {"goodput": odd[(i + 2) % len(odd)]},
+            "ladder": {"mean": {"gpu_util": x, "sm_active": 0.5, "tensor_active": odd[(i + 3) % len(odd)]}},
+            "gpus": {"0": {"power_w": x}, "1": {"power_w": 100.0}, "2": x},
+            "memory": {"ranks": {"0": {"allocated_b": x}}, "alloc_retries": x},
+            "host": {"rss_b": x},
+            "node": {"memory": x, "rates_b_s": {"net_rx_b": x}, "cpu": {"idle": x}},
+        }
+        h = History()
+        h.on_snapshot(snap)
+        expected = {}
+        for key, name, path, complement, _unit, _label in _DRAWN:
+            value = _dig(snap, (key, *path))
+            if value is not None:
+                expected[name] = 1.0 - value if complement else value
+        got = {name: s.last[0] for name, s in h.series.items()}
+        assert list(got) == list(expected) and repr(got) == repr(expected), x  # -0.0 stays -0.0
+        assert h.version == len(expected)
+
+
+def test_a_block_of_points_fills_the_buckets_as_one_add_a_point():
+    """`on_points` feeds a run of one key's points in one call (`BoundedSeries.add_run`): the
+    buckets, through several merges, a NaN, ties of 0.0 and -0.0 and interleaved keys, are
+    exactly those of `add` called point by point."""
+    values = [1.0, -0.0, 0.0, math.nan, 5.0, -3.0, 2.0, 0.0, 7.0, -0.0] * 8
+    keys = ["loss"] * 30 + ["lr"] * 3 + ["loss"] * 20 + ["lr", "loss"] * 8 + ["grad"] + ["loss"]
+    points = [(k, i, v, i * 0.5, None if i % 3 else i * 8.0)  # key, step, value, time, tokens
+              for i, (k, v) in enumerate(zip(keys, values[: len(keys)], strict=True))]
+    h = History(capacity=4)
+    starts = [0, 0, 1, 9, 33, 34, 60, len(points)]  # blocks of several sizes, one empty
+    for a, b in zip(starts, starts[1:], strict=False):
+        h.on_points(points[a:b])
+    by_hand = {k: BoundedSeries(k, "loop", capacity=4) for k in dict.fromkeys(keys)}
+    for key, step, value, time, tokens in points:
+        by_hand[key].add(value, step, tokens, time)
+    assert list(h.series) == list(by_hand) and h.version == len(points)
+    for key, s in by_hand.items():
+        got = h.series[key]
+        assert s.epoch > 0 or key != "loss"
+        assert repr(got.describe()) == repr(s.describe())
+        assert repr(got.columns()) == repr(s.columns())  # NaN and -0.0 compared as written
+        assert got.count == s.count

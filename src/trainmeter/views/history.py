@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import finite as _number
-from ..snapread import get_number
 
 #: The x axes a series can be drawn against.
 AXES = ("step", "tokens", "flops", "time")
@@ -74,7 +73,10 @@ SNAPSHOT_COMPLEMENTS: dict[str, tuple[tuple[str, ...], str, str]] = {
 
 
 def _dig(snap: dict[str, Any], path: tuple[str, ...]) -> float | None:
-    """The number at `path`; a "*" sums that level's values (None if none are numbers)."""
+    """The number at `path`; a "*" sums that level's values (None if none are numbers).
+
+    The rule `History.on_snapshot` follows, walked there in line (a call a level costs more
+    than the walk); tests/views/test_history.py holds the two equal on odd shapes."""
     node: Any = snap
     for i, part in enumerate(path):
         if part == "*":
@@ -108,16 +110,21 @@ _DRAWN = _table(SNAPSHOT_SERIES, False) + _table(SNAPSHOT_COMPLEMENTS, True)
 
 def _by_key(
     drawn: list[tuple[str, str, tuple[str, ...], bool, str, str]],
-) -> tuple[tuple[str, tuple[tuple[str, tuple[str, ...], bool, bool, str, str], ...]], ...]:
-    """`drawn` cut into runs of one snapshot key: (key, ((name, path, star, complement, unit,
-    label), ...)). A snapshot is then looked up once per key, and a path without "*" is walked
-    in line rather than through `_dig`. Runs, not groups: the series keep `drawn`'s order (the
-    order they are created in, which `dump()` shows)."""
-    runs: list[tuple[str, list[tuple[str, tuple[str, ...], bool, bool, str, str]]]] = []
+) -> tuple[tuple[str, tuple[tuple[str, tuple[str, ...], Any, bool, str, str], ...]], ...]:
+    """`drawn` cut into runs of one snapshot key: (key, ((name, before, after, complement,
+    unit, label), ...)), so a snapshot is looked up once per key and its paths are walked in
+    line rather than through `_dig`: `before` is the path up to a "*", `after` the path after
+    it (None without one: the number is at `before`). Runs, not groups: the series keep
+    `drawn`'s order (the order they are created in, which `dump()` shows)."""
+    runs: list[tuple[str, list[tuple[str, tuple[str, ...], Any, bool, str, str]]]] = []
     for key, name, path, complement, unit, label in drawn:
         if not runs or runs[-1][0] != key:
             runs.append((key, []))
-        runs[-1][1].append((name, path, "*" in path, complement, unit, label))
+        if path.count("*") > 1:
+            raise ValueError(f"{name}: at most one '*' a path")
+        at = path.index("*") if "*" in path else len(path)
+        after = path[at + 1 :] if at < len(path) else None
+        runs[-1][1].append((name, path[:at], after, complement, unit, label))
     return tuple((key, tuple(entries)) for key, entries in runs)
 
 
@@ -204,6 +211,49 @@ class BoundedSeries:
         self.hi.append(value)
         self.last.append(value)
         count.append(1)
+
+    def add_run(self, points: list[tuple[Any, ...]], i: int) -> int:
+        """`add` for each of `points` from `i` on while their key is `points[i]`'s (the
+        engine's point tuples: key, step, value, time, tokens); returns the index after them.
+
+        The same steps as `add`, with the bucket lists held in locals across the run: a block
+        of the loop's values (most of them one series, most filling a bucket already open)
+        costs one call rather than one a point."""
+        key = points[i][0]
+        n = len(points)
+        span, capacity = self.span, self.capacity
+        count, lo, hi, last = self.count, self.lo, self.hi, self.last
+        steps, tokens_of, times = self.step, self.tokens, self.time
+        j = i
+        while j < n:
+            name, step, value, time, tokens = points[j]
+            if name != key:
+                break
+            j += 1
+            b = len(count) - 1
+            if b >= 0 and count[b] < span:
+                if value < lo[b]:
+                    lo[b] = value
+                if value > hi[b]:
+                    hi[b] = value
+                last[b] = value
+                count[b] += 1
+                steps[b], tokens_of[b], times[b] = step, tokens, time
+                continue
+            if b + 1 >= capacity:  # all full: as in `add`, the point opens a bucket after
+                self._merge()
+                span = self.span
+                count, lo, hi, last = self.count, self.lo, self.hi, self.last
+                steps, tokens_of, times = self.step, self.tokens, self.time
+            steps.append(step)
+            tokens_of.append(tokens)
+            times.append(time)
+            lo.append(value)
+            hi.append(value)
+            last.append(value)
+            count.append(1)
+        self.points += j - i
+        return j
 
     def _merge(self) -> None:
         """Halve the buckets: each pair becomes one (x and last of the later, min and max of both)."""
@@ -292,13 +342,17 @@ class History:
         if origin is not None:
             self.t0 = origin
         series_of = self.series
-        for key, step, value, time, tokens in points:
+        i, n = 0, len(points)
+        while i < n:
+            key, step, value, time, tokens = points[i]
             series = series_of.get(key)
-            if series is None:
+            if series is None:  # a new series (or one past `max_series`, dropped)
                 self.add(key, "loop", value, step, tokens, time)
-            else:
-                series.add(value, step, tokens, time)
-                self.version += 1
+                i += 1
+            else:  # the run of points of this key that starts here
+                j = series.add_run(points, i)
+                self.version += j - i
+                i = j
 
     def on_snapshot(self, snap: dict[str, Any], now: float | None = None) -> None:
         """Resync the cursor on the engine's counts and add a point to each system series."""
@@ -313,7 +367,8 @@ class History:
             self.flops_per_token = _number(fpt.get("value"))
             conv = fpt.get("convention")
             self.flops_convention = conv if isinstance(conv, str) else None
-        elapsed = get_number(snap, "time.elapsed_s")
+        clock = snap.get("time")  # `get_number(snap, "time.elapsed_s")` without the dotted path
+        elapsed = _number(clock.get("elapsed_s")) if isinstance(clock, dict) else None
         if now is not None and _number(now) is not None:
             if self.t0 is None and elapsed is not None:
                 self.t0 = float(now) - elapsed
@@ -326,18 +381,16 @@ class History:
             top = snap.get(key)
             if top is None:
                 continue
-            for name, path, star, complement, unit, label in entries:
-                if star:
-                    value = _dig(top, path)
-                    if value is None:
+            for name, before, after, complement, unit, label in entries:
+                node = top  # `_dig` in line: walk the path, then the same number rule
+                for part in before:
+                    if not isinstance(node, dict):
+                        node = None
+                        break
+                    node = node.get(part)
+                if after is None:  # the number at the path
+                    if node is None:  # absent here: most of a snapshot's misses
                         continue
-                else:  # `_dig` in line: walk the path, then the same number rule
-                    node = top
-                    for part in path:
-                        if not isinstance(node, dict):
-                            node = None
-                            break
-                        node = node.get(part)
                     kind = type(node)
                     if kind is float:
                         if node - node != 0.0:
@@ -349,6 +402,31 @@ class History:
                         value = _number(node)
                         if value is None:
                             continue
+                else:  # a "*": the sum of the numbers at `after` in each of this level's values
+                    if not isinstance(node, dict):
+                        continue
+                    numbers = []
+                    for item in node.values():
+                        if not isinstance(item, dict):
+                            continue
+                        for part in after:
+                            if not isinstance(item, dict):
+                                item = None
+                                break
+                            item = item.get(part)
+                        kind = type(item)
+                        if kind is float:
+                            if item - item == 0.0:
+                                numbers.append(item)
+                        elif kind is int and -_EXACT <= item <= _EXACT:
+                            numbers.append(float(item))
+                        else:
+                            item = _number(item)
+                            if item is not None:
+                                numbers.append(item)
+                    if not numbers:
+                        continue
+                    value = sum(numbers)
                 if complement:
                     value = 1.0 - value
                 series = series_of.get(name)
