@@ -55,6 +55,21 @@ torch = pytest.importorskip("torch")
 #: compared without `id()`, and the token tensor's `dim` and `numel` read once per tensor.
 BUDGET = {"tokens": 10, "float": 9, "hand": 18}
 
+#: Attributes of torch tensors the agent reads in one steady step of each loop: each is a C
+#: getter of torch's, which the profiler does not see as a call but which costs what a call
+#: does (about 50 ns each here: torch asks at every read whether a `__torch_function__`
+#: override applies). Counted by a TorchFunctionMode active for the counted steps (every getter
+#: dispatches to it while it is on) and kept when the read is made in the agent's frames.
+#: - tokens (a new slice each step): its `dtype` and `_version` (2);
+#: - tokens_same (the same token tensor each step, `run_all.py --only hooks`' call): its
+#:   `_version` alone (1: the batch kept from the last step is known by identity; its dtype
+#:   and size are not read again). Its calls: the tokens loop's 10 less `dim` and `numel`: 8;
+#: - float (the same `x` each step): `requires_grad` and `_version` (2);
+#: - hand: the same two, and the output's `grad_fn` where the step signal hooks it (3).
+#: On 6 December (main 2ac8301): 2, 2, 3 and 4 (the kept batch's `dtype` read at every call).
+READS = {"tokens": 2, "tokens_same": 1, "float": 2, "hand": 3}
+BUDGET["tokens_same"] = 8
+
 #: The float loop with one blocking `torch.distributed.all_reduce` a step in a group of two
 #: ranks (gloo): the float step's 9; the collectives probe's step listener (the guard `call`,
 #: `_on_step`, `last_step_t`, `deque.append`: 4); the timed collective (its wrapper, `len`,
@@ -70,7 +85,8 @@ COUNTED_STEPS = 40
 
 def _float_loop(collective: list[bool]) -> Callable[[], None]:
     """A fixed training step of an MLP fed floats; with `collective[0]` set, one `all_reduce`
-    (gloo) after it, as a data-parallel loop has (the process group must be up by then)."""
+    (gloo) after it, as a data-parallel loop has (the process group must be up by then). (Each
+    loop takes a switch its child may turn on for a second round.)"""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 8))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -88,15 +104,17 @@ def _float_loop(collective: list[bool]) -> Callable[[], None]:
     return step
 
 
-def _tokens_loop(collective: list[bool]) -> Callable[[], None]:
-    """A language model's step: token ids in, next-token loss, SGD."""
+def _tokens_loop(same: list[bool]) -> Callable[[], None]:
+    """A language model's step: token ids in (a new slice of `ids` each step; with `same[0]`
+    set, one tensor every step), next-token loss, SGD."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Embedding(32, 8), torch.nn.Linear(8, 32))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     ids = torch.randint(0, 32, (4, 8))
+    fixed = ids[:, :-1].clone()
 
     def step() -> None:
-        logits = model(ids[:, :-1])
+        logits = model(fixed if same[0] else ids[:, :-1])
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 32), ids[:, 1:].reshape(-1))
         loss.backward()
         opt.step()
@@ -195,6 +213,34 @@ def _count(step: Callable[[], None]) -> list[int]:
     return counts
 
 
+def _count_reads(step: Callable[[], None]) -> list[int]:
+    """The tensor attributes the agent reads in each of COUNTED_STEPS steps (see `READS`): a
+    TorchFunctionMode sees every getter while it is on; a read made in a frame of the
+    `trainmeter` package is the agent's."""
+    from torch.overrides import TorchFunctionMode
+
+    import trainmeter
+
+    package = os.path.dirname(trainmeter.__file__)
+    now = [0]
+
+    class Reads(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            if getattr(func, "__name__", None) == "__get__" and sys._getframe(
+                1
+            ).f_code.co_filename.startswith(package):
+                now[0] += 1
+            return func(*args, **(kwargs or {}))
+
+    counts: list[int] = []
+    for _ in range(COUNTED_STEPS):
+        now[0] = 0
+        with Reads():
+            step()
+        counts.append(now[0])
+    return counts
+
+
 def _child(tmp: str, loop: str, rank: int) -> dict[str, Any]:
     """In a fork: one loop counted. The float loop's two ranks also count it with one more
     step listener (the counter must see it), then with one collective a step in a group of two
@@ -210,7 +256,15 @@ def _child(tmp: str, loop: str, rank: int) -> dict[str, Any]:
     from trainmeter.agent.probes import steps
 
     out: dict[str, Any] = {"plain": _count(step), "root": type(steps.root()).__name__}
+    out["reads"] = _count_reads(step)
     out["steps"] = steps.step_count()
+    if loop == "tokens":  # then the same token tensor every step
+        collective[0] = True
+        for _ in range(WARM_STEPS):
+            step()
+        out["same"] = _count(step)
+        out["same_reads"] = _count_reads(step)
+        out["steps"] = steps.step_count()
     if loop != "float":
         return out
     steps.step_listeners.append(lambda n: None)
@@ -290,12 +344,32 @@ def _steady(counts: list[int]) -> int:
 def test_a_steady_step_costs_the_agent_at_most_its_budget(counted, loop: str) -> None:
     got = counted[loop]
     assert got["root"] == "Sequential"  # the agent found the model and counts it
-    # every step counted (the float loop's ranks also ran the listener and collective rounds)
-    every = 2 * WARM_STEPS + 3 * COUNTED_STEPS if loop == "float" else WARM_STEPS + COUNTED_STEPS
-    assert got["steps"] == every
+    # every step counted (the float loop's ranks also ran the listener and collective rounds,
+    # the tokens loop its round on one tensor; each loop its round counting reads)
+    rounds = {"float": (2, 4), "tokens": (2, 4)}.get(loop, (1, 2))
+    assert got["steps"] == rounds[0] * WARM_STEPS + rounds[1] * COUNTED_STEPS
     assert _steady(got["plain"]) <= BUDGET[loop], got["plain"]
     # anything else a step sometimes does stays rare: at most a few of the counted steps
     assert sum(c > BUDGET[loop] for c in got["plain"]) <= 2, got["plain"]
+
+
+def test_the_same_token_tensor_each_step_costs_at_most_its_budget(counted) -> None:
+    got = counted["tokens"]["same"]
+    assert _steady(got) <= BUDGET["tokens_same"], got
+    assert sum(c > BUDGET["tokens_same"] for c in got) <= 2, got
+
+
+@pytest.mark.parametrize("loop", [*LOOPS, "tokens_same"])
+def test_a_steady_step_reads_at_most_its_budget_of_tensor_attributes(counted, loop: str) -> None:
+    got = counted["tokens"]["same_reads"] if loop == "tokens_same" else counted[loop]["reads"]
+    assert _steady(got) <= READS[loop], got
+    assert sum(c > READS[loop] for c in got) <= 2, got
+
+
+def test_the_read_count_sees_a_read_the_agent_makes(counted) -> None:
+    """The reads counter is not blind: the first steps of a new tensor each step read its dtype
+    and version (`tokens`), one tensor kept from step to step only its version."""
+    assert _steady(counted["tokens"]["reads"]) == _steady(counted["tokens"]["same_reads"]) + 1
 
 
 def test_a_step_with_a_collective_costs_the_agent_at_most_its_budget(counted) -> None:

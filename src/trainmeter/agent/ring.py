@@ -81,6 +81,10 @@ RARE_STATE = struct.Struct("<qqq")  # side, bytes used, entries: one write, the 
 KEY_LEN = struct.Struct("<H")
 TOTALS = struct.Struct("<qqqqdq")  # tokens, real, real_missing, micro, t, steps
 TOTALS_AT = 5 * 8  # H_TOKENS
+#: the totals' last three (micro, t, steps): all a step changes while no token tensor was seen
+#: (tokens, real and real_missing stay what they were, 0 or a forked parent's)
+STEP_TOTALS = struct.Struct("<qdq")
+STEP_TOTALS_AT = 8 * 8  # H_MICRO
 
 # header indices (int64 each)
 H_MAGIC = 0

@@ -39,8 +39,10 @@ Totals = namedtuple("Totals", "steps tokens real real_missing micro t")
 
 _monotonic = time.monotonic  # these three: what `commit` calls (`steps._after_step` too)
 _pack_totals = ring_module.TOTALS.pack_into
+_pack_step = ring_module.STEP_TOTALS.pack_into  # no tokens seen: micro, t, steps alone
 _unpack_totals = ring_module.TOTALS.unpack_from
 _TOTALS_AT = ring_module.TOTALS_AT
+_STEP_AT = ring_module.STEP_TOTALS_AT
 
 state.sent = Totals(0, 0, 0, 0, 0, 0.0)
 
@@ -83,7 +85,10 @@ def commit() -> None:
     s.n_steps = n = s.n_steps + 1
     # the one publication: a single C call, steps last in memory (see agent.ring)
     s.t = t = _monotonic()
-    _pack_totals(s.hdr, _TOTALS_AT, s.n_tokens, s.n_real, s.n_missing, micro, t, n)
+    if s.any_tokens:
+        _pack_totals(s.hdr, _TOTALS_AT, s.n_tokens, s.n_real, s.n_missing, micro, t, n)
+    else:  # the token counts are unchanged (only a token tensor moves them, and sets any_tokens)
+        _pack_step(s.hdr, _STEP_AT, micro, t, n)
     if step_listeners:
         for listener in tuple(step_listeners):
             call(listener, n)

@@ -83,7 +83,7 @@ _NO_RESULT = object()
 _commit = step_totals.commit
 # what `step_totals.commit` calls: `_after_step` writes it out
 _monotonic, _pack_totals = step_totals._monotonic, step_totals._pack_totals
-_TOTALS_AT = step_totals._TOTALS_AT
+_pack_step, _TOTALS_AT, _STEP_AT = step_totals._pack_step, step_totals._TOTALS_AT, step_totals._STEP_AT
 
 
 def capture_next(box: list[Any]) -> None:
@@ -431,7 +431,10 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
             s.last_ver = -1
             s.n_steps = n = s.n_steps + 1
             s.t = t = _monotonic()
-            _pack_totals(s.hdr, _TOTALS_AT, s.n_tokens, s.n_real, s.n_missing, micro, t, n)
+            if s.any_tokens:
+                _pack_totals(s.hdr, _TOTALS_AT, s.n_tokens, s.n_real, s.n_missing, micro, t, n)
+            else:
+                _pack_step(s.hdr, _STEP_AT, micro, t, n)
             if step_listeners:
                 for listener in tuple(step_listeners):
                     call(listener, n)
