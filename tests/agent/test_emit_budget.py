@@ -14,9 +14,9 @@ checked by their sum), none for each value.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from typing import Any
+
+from tests.call_events import events
 
 from trainmeter.agent import ring
 from trainmeter.agent import sender as sender_module
@@ -40,32 +40,14 @@ SHIPPED = 8000
 FLUSH_BUDGET = 600
 
 
-def _events(action: Callable[..., Any], **kwargs: Any) -> list[tuple[str, str]]:
-    """(event, function name) of `action(**kwargs)` and every call it makes on this thread."""
-    seen: list[tuple[str, str]] = []
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call":
-            seen.append((event, frame.f_code.co_name))
-        elif event == "c_call":
-            seen.append((event, getattr(arg, "__name__", repr(arg))))
-
-    sys.setprofile(profile)
-    try:
-        action(**kwargs)
-    finally:
-        sys.setprofile(None)
-    return seen[:-1] if seen and seen[-1] == ("c_call", "setprofile") else seen
-
-
 def _metrics(records: list[dict[str, Any]], key: str) -> list[float]:
     return [r["d"]["value"] for r in records if r["kind"] == "metric" and r["d"]["key"] == key]
 
 
 def test_a_steady_emit_is_one_frame_and_four_c_calls(collector) -> None:
     emit(train_loss=0.25, lr=0.1)  # the first call: the sender, its thread, the ring, the keys
-    assert _events(emit, train_loss=0.5) == ONE_KEY
-    assert _events(emit, train_loss=0.75, lr=0.2) == TWO_KEYS
+    assert events(emit, train_loss=0.5) == ONE_KEY
+    assert events(emit, train_loss=0.75, lr=0.2) == TWO_KEYS
     # and the counted calls did their work: every value arrives, in order, with its step
     got = collector.records()
     assert _metrics(got, "train_loss") == [0.25, 0.5, 0.75]
@@ -78,15 +60,15 @@ def test_the_steady_path_steps_aside_for_anything_it_does_not_cover(collector) -
     ring: each goes through the outbox's checked path (more calls), and the value comes out
     exactly as before."""
     emit(x=1.0)
-    assert len(_events(emit, y=2.0)) > len(ONE_KEY)  # a new key: its id is made
-    assert len(_events(emit, x=3)) > len(ONE_KEY)  # an int: read as a number
+    assert len(events(emit, y=2.0)) > len(ONE_KEY)  # a new key: its id is made
+    assert len(events(emit, x=3)) > len(ONE_KEY)  # an int: read as a number
     emit(x=float("inf"), y=4.0)  # skipped with one warning, y goes through
     the_ring = ring.current()
     assert the_ring is not None
     the_ring.tail -= ring.CAPACITY  # as if a whole ring of values were unshipped
     emit(x=5.0)  # refused and counted, not written over what tm may still need
     the_ring.tail += ring.CAPACITY
-    assert _events(emit, x=6.0) == ONE_KEY  # steady again
+    assert events(emit, x=6.0) == ONE_KEY  # steady again
     got = collector.records()
     assert _metrics(got, "x") == [1.0, 3.0, 6.0]
     assert _metrics(got, "y") == [2.0, 4.0]
@@ -109,7 +91,7 @@ def test_shipping_costs_calls_per_window_not_per_value(collector) -> None:
         emit(x=float(i))
     sender = sender_module.get_sender()
     assert sender is not None
-    calls = _events(sender.flush)
+    calls = events(sender.flush)
     assert len(calls) <= FLUSH_BUDGET, f"{len(calls)} calls to ship {SHIPPED} values"
     collector.receive_now()
     assert _metrics(collector.all(), "x") == [0.0] + [float(i) for i in range(SHIPPED)]

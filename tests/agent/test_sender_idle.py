@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import _thread
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.call_events import events
 
 from trainmeter.agent import sender as sender_module
 from trainmeter.agent.probes import memory, step_totals
@@ -112,24 +112,6 @@ def test_an_idle_sender_wakes_twice_a_second_not_twenty_times(idle_sender) -> No
     assert step_totals.step_listeners == [step_totals._wake_on_step]
 
 
-def _events(action: Callable[..., Any], **kwargs: Any) -> list[tuple[str, str]]:
-    """(event, function name) of the Python and C calls `action(**kwargs)` makes."""
-    seen: list[tuple[str, str]] = []
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call":
-            seen.append((event, frame.f_code.co_name))
-        elif event == "c_call":
-            seen.append((event, getattr(arg, "__name__", repr(arg))))
-
-    sys.setprofile(profile)
-    try:
-        action(**kwargs)
-    finally:
-        sys.setprofile(None)
-    return seen[:-1] if seen and seen[-1] == ("c_call", "setprofile") else seen
-
-
 def test_a_value_brings_the_tick_back_at_once_and_emit_is_steady_again(
     idle_sender, collector
 ) -> None:
@@ -140,7 +122,7 @@ def test_a_value_brings_the_tick_back_at_once_and_emit_is_steady_again(
 
     def values() -> None:
         emit(x=1.0)  # the checked path: hot was cleared; it wakes the sender
-        steady.append(_events(emit, x=2.0))  # the steady call again
+        steady.append(events(emit, x=2.0))  # the steady call again
 
     bell.at(10.0, values)
     sender._run()
