@@ -15,9 +15,53 @@ from typing import Any
 REASON = "not a finite number: an input was too large for it (overflow)"
 
 
+#: msgspec's MessagePack encoder, made on the first check (`tm`'s start pays nothing for it);
+#: False where msgspec cannot be imported (every check is then the walk).
+_encode: Any = None
+
+
+def _encoder() -> Any:
+    global _encode
+    try:
+        import msgspec
+
+        _encode = msgspec.msgpack.Encoder().encode
+    except ImportError:  # a dependency, but the walk below needs nothing
+        _encode = False
+    return _encode
+
+
+def _maybe_not_finite(obj: Any) -> bool:
+    """False when no float in `obj` can be infinite or NaN; True when one may be, or when this
+    cannot tell. Checked in C: MessagePack writes every float as 0xcb and its 8 IEEE 754 bytes,
+    big-endian, and an infinity or a NaN is a float whose 11 exponent bits are all ones, so its
+    first two bytes are 7f or ff, then f0 or more. Those three bytes found anywhere (inside a
+    string or in another value's bytes) answer True and the walk decides. An object it cannot
+    encode (a float subclass such as numpy's, an integer past 64 bits) answers True as well. About 25k instructions for a sample's 110 values, the walk 90k."""
+    encode = _encode if _encode is not None else _encoder()
+    if encode is False:
+        return True
+    try:
+        data = encode(obj)
+    except Exception:  # noqa: BLE001 - anything it cannot encode: the walk decides
+        return True
+    find, last = data.find, len(data) - 3  # 0xcb may also be a byte of another value
+    for lead in (b"\xcb\x7f", b"\xcb\xff"):
+        i = find(lead)
+        while i >= 0:
+            if i > last or data[i + 2] >= 0xF0:
+                return True
+            i = find(lead, i + 1)
+    return False
+
+
 def all_finite(obj: Any) -> bool:
     """Whether every float in `obj` (nested dicts and lists) is finite: the common answer, found
-    without building a path for every container (a snapshot is checked at each look)."""
+    without building a path for every container (a snapshot is checked at each look), and
+    first without a Python step per value (`_maybe_not_finite`: a replay checks 2,000 samples).
+    The walk answers wherever that cannot rule an infinity or a NaN out."""
+    if not _maybe_not_finite(obj):
+        return True
     stack = [obj]
     pop, push = stack.pop, stack.append
     while stack:

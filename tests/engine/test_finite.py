@@ -1,0 +1,87 @@
+"""`all_finite` answers as the walk does, whatever its C check (`_maybe_not_finite`) saw first.
+
+The check encodes the object as MessagePack and looks for a float's bytes with every exponent
+bit set; anything else (those bytes inside a string or another number, a type it cannot encode)
+sends it to the walk. So on every object the answer must be the walk's: these build nested
+dicts and lists of floats at the edges (the largest finite ones, infinities, NaNs of both signs),
+integers, bools, strings holding the very bytes looked for, tuples, float subclasses."""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+from typing import Any
+
+from trainmeter.engine import finite
+from trainmeter.engine.finite import all_finite, finite_only
+
+
+def _walk(obj: Any) -> bool:
+    """The walk alone: the answer `all_finite` gave before its C check."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        for value in item.values() if type(item) is dict else item:
+            if type(value) is float:
+                if not math.isfinite(value):
+                    return False
+            elif type(value) in (dict, list):
+                stack.append(value)
+    return True
+
+
+class Sub(float):
+    """A float subclass (numpy's float64 is one): the walk skips it, msgspec cannot encode it."""
+
+
+EDGES = [
+    0.0, -0.0, 1.0, 1.7976931348623157e308, -1.7976931348623157e308, 5e-324, 1e308,
+    math.inf, -math.inf, math.nan, -math.nan, struct.unpack(">d", b"\x7f\xf0\x00\x00\x00\x00\x00\x01")[0],
+]
+OTHERS = [
+    0, 1, -1, 2**63 - 1, 2**64 - 1, 2**70, True, None, "", "\xcb\x7f\xf0", "x" * 40,
+    b"\xcb\x7f\xf0", (math.inf,), Sub(math.inf), Sub(1.0),
+]
+
+
+def _build(rng: random.Random, depth: int) -> Any:
+    def leaf() -> Any:
+        return rng.choice(EDGES) if rng.random() < 0.4 else rng.choice(OTHERS)
+
+    n = rng.randrange(0, 6)
+    items = [_build(rng, depth - 1) if depth and rng.random() < 0.3 else leaf() for _ in range(n)]
+    if rng.random() < 0.5:
+        return items
+    return {f"k{i}": v for i, v in enumerate(items)}
+
+
+def test_the_answer_is_the_walks_on_random_objects() -> None:
+    rng = random.Random(30)
+    answers = {True: 0, False: 0}
+    for _ in range(5000):
+        obj = _build(rng, 3)
+        want = _walk(obj)
+        assert all_finite(obj) is want, obj
+        answers[want] += 1
+    assert min(answers.values()) > 500  # both answers were asked for
+
+
+def test_the_bytes_looked_for_anywhere_else_leave_it_to_the_walk() -> None:
+    # an int64 whose bytes hold 0xcb 0x7f 0xf0, and one that ends in 0xcb 0x7f (the search
+    # must not read past the end), beside finite floats: finite, by the walk
+    inside = int.from_bytes(b"\x00\xcb\x7f\xf0\x00\x00\x00\x00", "big")
+    at_end = int.from_bytes(b"\x00\x00\x00\x00\x00\x00\xcb\x7f", "big")
+    for obj in ({"a": inside, "b": 1.5}, [2.0, at_end], {"s": "\udccb"}, [1.7976931348623157e308]):
+        assert finite._maybe_not_finite(obj) in (True, False)
+        assert all_finite(obj) is True
+    assert finite._maybe_not_finite({"a": inside}) is True  # seen, then the walk decided
+    assert finite._maybe_not_finite([1.0, {"x": [0.5, 3.0]}, "text"]) is False
+
+
+def test_finite_only_still_names_each_replaced_path() -> None:
+    snap = {"a": 1.0, "b": {"c": [1.0, math.inf]}, "d": math.nan}
+    absent: dict[str, str] = {}
+    assert finite_only(snap, absent) == 2
+    assert snap == {"a": 1.0, "b": {"c": [1.0, None]}, "d": None}
+    assert set(absent) == {"b.c.1", "d"}
