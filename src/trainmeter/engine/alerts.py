@@ -25,6 +25,8 @@ already logged. The thresholds:
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
+from operator import itemgetter
 from typing import Any
 
 from .formulas import by_gpu
@@ -38,22 +40,65 @@ STUCK_FACTOR = 10.0
 STUCK_MIN_S = 60.0
 MFU_OVER_OFU = 0.05
 THROTTLE_WORDS = ("thermal", "power")
+_TIME = itemgetter(0)
 
 
 class DataWindow:
-    """Rank 0's cumulative data-wait seconds at each step record, over a trailing window."""
+    """Rank 0's cumulative data-wait seconds at each step record, over a trailing window.
+
+    The rule: after each point is added, the oldest is dropped while the second oldest is at
+    least `DATA_WINDOW_S` older than the new one (two always stay). Only `share` reads the
+    window (a snapshot's alert), so a step record only appends its point (`step`, or the
+    engine's feed appending to `points` itself and calling `trim` once `limit` are held), and
+    the rule is applied to the points added since the last trim when read or when `limit`
+    is reached: the same points as after each one (tests/engine/test_data_window.py), without
+    a queue operation and a comparison per step record of a replay."""
+
+    #: Points added between two trims, at most (memory stays bounded).
+    TRIM_EVERY = 256
 
     def __init__(self) -> None:
-        self.points: deque[tuple[float, float]] = deque()
+        self.points: list[tuple[float, float]] = []
+        self.trimmed = 0  # points[:trimmed] are the rule's own; those after wait for `trim`
+        self.limit = self.TRIM_EVERY  # `trim` once the list holds this many
 
     def step(self, t: float, cumulative_data_s: float) -> None:
         points = self.points
         points.append((t, cumulative_data_s))
-        while len(points) > 2 and points[1][0] <= t - DATA_WINDOW_S:
-            points.popleft()
+        if len(points) >= self.limit:
+            self.trim()
+
+    def trim(self) -> None:
+        """Apply the rule to the points added since the last trim, in their order.
+
+        The rule drops from the front while the second point is old enough for the newest
+        point's horizon; when the last point added is the latest of those added (a log in
+        order), the horizons before it were earlier, so what they dropped is a prefix of what
+        its horizon drops, and one pass with it gives the same points. Else each added point's
+        horizon is applied in turn, as the rule does."""
+        points = self.points
+        n, start = len(points), self.trimmed
+        front = 0
+        if start < n:
+            newest = points[-1][0]
+            if max(map(_TIME, islice(points, start, None))) <= newest:
+                horizon = newest - DATA_WINDOW_S
+                while n - front > 2 and points[front + 1][0] <= horizon:
+                    front += 1
+            else:
+                for j in range(start, n):
+                    horizon = points[j][0] - DATA_WINDOW_S
+                    while j + 1 - front > 2 and points[front + 1][0] <= horizon:
+                        front += 1
+            if front:
+                del points[:front]
+        self.trimmed = len(points)
+        self.limit = self.trimmed + self.TRIM_EVERY
 
     def share(self) -> tuple[float, float, float] | None:
         """(share of the window spent waiting for data, window seconds, window end t)."""
+        if len(self.points) > self.trimmed:
+            self.trim()
         if len(self.points) < 2:
             return None
         (t0, c0), (t1, c1) = self.points[0], self.points[-1]

@@ -147,19 +147,31 @@ class Engine:
     def feed_many(self, records: list[Any]) -> None:
         """`feed` each record in order: a dict, or a typed record of the common kinds
         (`runlog/typed.py`: `kind`, `t`, `rank`, `src` and `d`'s fields as attributes, already
-        checked: `t` a finite number, counts whole; a sampler's reading with `d` a dict). Both go through the same handlers below
-        (`_step`, `_metric`, `_phase`): the typed one only skips the dict lookups. A replay feeds
-        millions: the kind is told apart here and its handler called with the fields, one call
-        a record, the run's latest time and the count kept in locals while no dict comes."""
-        feed, step, metric, phase = self.feed, self._step, self._metric, self._phase
-        handlers = self._handlers
+        checked: `t` a finite number, counts whole, numbers finite, strings str; a sampler's
+        reading with `d` a dict). A replay feeds millions, so the typed step, metric and phase
+        are taken here, in line, with what stays the same from one record to the next read
+        once a block (the parts, their methods, the clock rank, whether the clock's window is
+        the clock rank's): only a dict record (a hello, a fact...) can change those, and they
+        are read again after each. The state is the one `feed` of the same records leaves: the
+        same calls into the parts, in the same order (`_step`, `_metric` and `_phase` say
+        the rules; a step of another rank, or of the clock rank once its window is no longer
+        the clock's, goes through `_step` itself). The run's latest time and the count are
+        kept in locals while no dict comes."""
+        feed, step, phase_get = self.feed, self._step, self.ledger.phase_s.get
+        handlers, rank_model, ranks = self._handlers, self.rank_model, self.ranks
+        ledger_step, ledger_phase = self.ledger.step, self.ledger.phase
+        clock_step, add = self.clock.step_values, self.series.add
+        data_window = self.data_window
+        data_points = data_window.points
         t_last, started, typed = self.t_last, self._started, 0
+        clock_rank, mirrored = rank_model.clock_rank, ranks.clock is not None
         for record in records:
             if type(record) is dict:
                 self.t_last, self.records = t_last, self.records + typed
                 typed = 0
                 feed(record)
                 t_last, started = self.t_last, self._started
+                clock_rank, mirrored = rank_model.clock_rank, ranks.clock is not None
                 continue
             typed += 1
             try:
@@ -170,12 +182,42 @@ class Engine:
                     self._started = started = True
                     self.t0 = t
                 kind, d = record.kind, record.d
-                if kind == _STEP:
-                    step(record.rank or 0, t, d.k, d.tokens, d.real_tokens, d.n)
-                elif kind == _METRIC:
-                    metric(record.rank or 0, t, d.key, d.value, d.via, record.src, d.step)
-                elif kind == _PHASE:
-                    phase(record.rank, t, d.name, d.s, d.n)
+                if kind == _STEP:  # `_step`, the clock rank's written out
+                    r = record.rank or 0
+                    if r != clock_rank or not mirrored:
+                        step(r, t, d.k, d.tokens, d.real_tokens, d.n)
+                        continue
+                    ledger_step(t)
+                    clock_step(t, d.k, d.tokens, d.real_tokens, d.n)
+                    data_points.append((t, phase_get("data", 0.0)))  # `DataWindow.step`
+                    if len(data_points) >= data_window.limit:
+                        data_window.trim()
+                elif kind == _METRIC:  # `_metric`: a typed value is an int or a finite float
+                    value = d.value
+                    if type(value) is int:
+                        value = float(value)  # (past a float's range: raises, as `_metric`)
+                    elif value is None or value - value != 0.0:
+                        continue
+                    key = d.key
+                    if key is None:
+                        continue
+                    via = d.via
+                    step_of = d.step
+                    if add(
+                        key, value, via, via == "emit" if via else record.src == "emit",
+                        step_of, record.rank or 0,
+                    ) and self._points is not None:
+                        self._point(key, value, step_of, t)
+                elif kind == _PHASE:  # `_phase`: the seconds an int or a finite float
+                    if (record.rank or 0) != clock_rank:
+                        continue
+                    seconds = d.s
+                    if type(seconds) is not float:
+                        seconds = num(seconds)
+                    name = d.name
+                    if name is not None and seconds is not None and seconds >= 0:
+                        n = d.n
+                        ledger_phase(name, seconds, n if type(n) is int and n > 0 else 1, t)
                 else:  # a sampler's reading: its `d` is the dict its handler reads
                     handlers[kind](record, d, t)
             except Exception:  # noqa: BLE001 - a malformed record must not stop a replay
