@@ -441,11 +441,12 @@ sys.stdin.readline()  # and off: the exit is not counted
 
 
 def callgrind_instructions(
-    argv: list[str], env: dict[str, str], cwd: Path, out: Path
+    argv: list[str], env: dict[str, str], cwd: Path, out: Path, keep: Path | None = None
 ) -> tuple[int, int] | None:
     """(instructions of the whole process, of its main thread) between the script's READY and
     END lines. Callgrind runs the rest (torch's import: ten billion instructions, the exit)
-    uninstrumented; `callgrind_control -i on/off` turns counting on and off."""
+    uninstrumented; `callgrind_control -i on/off` turns counting on and off. With `keep`, the
+    callgrind files are copied there (per function: `callgrind_annotate`)."""
     proc = subprocess.Popen(
         ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
          f"--callgrind-out-file={out}", *argv],
@@ -472,6 +473,9 @@ def callgrind_instructions(
         summary = next((int(line.split()[1]) for line in text.splitlines() if line.startswith("totals:")), 0)
         if thread == "1":
             main = summary
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, keep / path.name)
         path.unlink()
     if total is None or main is None:
         print(f"  ! callgrind failed: {err[-300:]}", file=sys.stderr)

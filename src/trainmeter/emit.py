@@ -45,12 +45,15 @@ def emit(**values: Any) -> None:
         # The steady call, in this one frame: the sender's `hot` ring (set by the outbox once
         # the sender, its thread and this process's ring are in place; cleared by whatever
         # ends one of them), a known key, a finite float, a number below the ring's `limit`:
-        # one clock read, one dict look-up, one number, one `pack_into`. Anything else (the
-        # first call, a new key, a NumPy number or a tensor, a full ring, outside `tm`) takes
-        # the outbox's checked path, which does what this did before it existed.
-        sender = _sender_module._sender
-        ring = None if sender is None else sender.hot
+        # one clock read, one number, one `pack_into`. Anything else (the first call, a new
+        # key, a NumPy number or a tensor, a full ring, outside `tm`) takes the outbox's
+        # checked path, which does what this did before it existed.
+        try:
+            ring = _sender_module._sender.hot  # None.hot: outside tm, or not yet started
+        except AttributeError:
+            ring = None
         if ring is None:
+            sender = _sender_module._sender
             if sender is None or sender.quiet:
                 sender = _get_sender()
                 if sender is None:
@@ -58,22 +61,47 @@ def emit(**values: Any) -> None:
             _put(sender, values, _steps.n_steps, _monotonic(), _skip)
             return
         t = _monotonic()
-        step = _steps.n_steps
-        ids = ring.emit_ids
-        for key in values:
-            value = values[key]
-            kid = ids.get(key)
-            if kid is None or type(value) is not float or value - value != 0.0:
-                _put(sender, {key: value}, step, t, _skip)  # this key alone, checked
-                continue
-            seq = next(ring.seq)
-            try:
-                if seq < ring.limit:
-                    _pack(ring.slots, (seq & _MASK) * _SLOT_BYTES, kid, step, t, value, seq)
-                else:
-                    _put_numbered(ring, seq, kid, key, value, "emit", step, t)
-            except Exception:  # noqa: BLE001 - the number taken must not stay unwritten
-                _put_numbered(ring, seq, -1, key, value, "emit", step, t)  # refused, counted
+        # The last key is taken out of the keyword dictionary (fresh, ours alone) without the
+        # iterator a loop makes: alone (the common call), it is the one written below; with
+        # others, they go first, each the same way, in the order given, and it goes last.
+        key, value = values.popitem()
+        if values:
+            step = _steps.n_steps
+            ids = ring.emit_ids
+            for other in values:
+                number = values[other]
+                try:
+                    kid = ids[other]
+                except KeyError:  # a new key (or one the key table refused): checked
+                    _put(_sender_module._sender, {other: number}, step, t, _skip)
+                    continue
+                if type(number) is not float or number - number != 0.0:
+                    _put(_sender_module._sender, {other: number}, step, t, _skip)  # checked
+                    continue
+                seq = next(ring.seq)
+                try:
+                    if seq < ring.limit:
+                        _pack(ring.slots, (seq & _MASK) * _SLOT_BYTES, kid, step, t, number, seq)
+                    else:
+                        _put_numbered(ring, seq, kid, other, number, "emit", step, t)
+                except Exception:  # noqa: BLE001 - the number taken must not stay unwritten
+                    _put_numbered(ring, seq, -1, other, number, "emit", step, t)  # counted
+        try:
+            kid = ring.emit_ids[key]
+        except KeyError:  # a new key (or one the key table refused): the checked path
+            _put(_sender_module._sender, {key: value}, _steps.n_steps, t, _skip)
+            return
+        if type(value) is not float or value - value != 0.0:
+            _put(_sender_module._sender, {key: value}, _steps.n_steps, t, _skip)
+            return
+        seq = next(ring.seq)
+        try:
+            if seq < ring.limit:
+                _pack(ring.slots, (seq & _MASK) * _SLOT_BYTES, kid, _steps.n_steps, t, value, seq)
+            else:
+                _put_numbered(ring, seq, kid, key, value, "emit", _steps.n_steps, t)
+        except Exception:  # noqa: BLE001 - the number taken must not stay unwritten
+            _put_numbered(ring, seq, -1, key, value, "emit", _steps.n_steps, t)  # counted
     except Exception:  # noqa: BLE001 - promise 1: never raise into the training loop
         return
 

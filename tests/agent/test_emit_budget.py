@@ -3,9 +3,11 @@
 Timing `emit` in a test would be noise on a shared machine; counting is not: `sys.setprofile`
 sees every Python function entered and every C function called, the same on every machine. The
 steady call (a known key, a finite float, the sender and the ring in place) is one Python frame,
-`emit` itself, and four C calls: the clock, the key's id, the value's number, the slot's
-`pack_into`. A second key adds its three. On 6 December (before issue 30) the same call entered
-`put_emitted` as well (a second frame, with the ring looked up and checked again there).
+`emit` itself, and four C calls: the clock, the key taken out of the keyword dictionary
+(`popitem`), the value's number, the slot's `pack_into`. A second key adds two (its id is a
+subscript, not a call). On 6 December (before issue 30) the same call entered `put_emitted` as
+well (a second frame, with the ring looked up and checked again there); until issue 30's emit2
+the key's id was a `dict.get` call for each key, and two keys made seven C calls.
 
 The sender's side is counted per datagram, not per value: a flush that ships thousands of values
 makes a few dozen calls for each window of the ring it reads (the numbers read in one C call and
@@ -22,17 +24,19 @@ from trainmeter.agent import ring
 from trainmeter.agent import sender as sender_module
 from trainmeter.emit import emit
 
-#: The steady `emit(train_loss=x)`: emit's frame, then the clock, the key's id (`dict.get`),
-#: the number (`next` on the ring's counter) and the write (`Struct.pack_into`).
+#: The steady `emit(train_loss=x)`: emit's frame, then the clock, the key and its value out of
+#: the keyword dictionary (`dict.popitem`: no iterator), the number (`next` on the ring's
+#: counter) and the write (`Struct.pack_into`). The key's id is a subscript: no call.
 ONE_KEY = [
     ("call", "emit"),
     ("c_call", "monotonic"),
-    ("c_call", "get"),
+    ("c_call", "popitem"),
     ("c_call", "next"),
     ("c_call", "pack_into"),
 ]
-#: `emit(train_loss=x, lr=y)`: the clock once, then the key's three for each key.
-TWO_KEYS = ONE_KEY + [("c_call", "get"), ("c_call", "next"), ("c_call", "pack_into")]
+#: `emit(train_loss=x, lr=y)`: the clock and the last key's `popitem` once, then the number and
+#: the write for each key (train_loss first: the order given).
+TWO_KEYS = ONE_KEY[:3] + [("c_call", "next"), ("c_call", "pack_into")] * 2
 
 #: Calls the sender thread's flush may make to ship `SHIPPED` values: 362 today (5 datagrams of
 #: a few windows each), 319 on 6 December; one call a value would be thousands.
