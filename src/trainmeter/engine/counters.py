@@ -52,6 +52,11 @@ _NUMERIC = frozenset((*_ROW_FIELDS, "window_s", "measured_peak_flops"))
 _RUNGS = ("gpu_util", "sm_active", "tensor_active")
 
 
+#: The types whose equal values print the same (`GpuCounters.layout`): 1, 1.0 and True are
+#: equal, 0.0 and -0.0 too, so a value of any other type counts as changed each time.
+_PLAIN = frozenset((str, int, type(None)))
+
+
 class _Gpu:
     """One sampled GPU's running state. What only the latest row gives (`rungs`, `row`) is
     made from it when read (a sample or a snapshot, about once a second of a replay's run
@@ -115,9 +120,18 @@ class GpuCounters:
         self.devices: dict[Any, dict[str, Any]] = {}
         self.samples = 0
         self._gpus: dict[Any, _Gpu] = {}
+        self._every_memo: list[_Gpu] = []  # `_every`
+        self._covered_memo: tuple[tuple[Any, int], list[_Gpu]] | None = None  # `_covered`
         self.throttle: dict[Any, tuple[list[str], float]] = {}
         self.measured_peaks: dict[Any, tuple[float, str | None]] = {}
         self.energy = EnergyMeter()
+        #: grows when what `devices.section` reads of the sampled GPUs changes (`devices`,
+        #: `selected_by`, `versions`, `measured_peaks`), not with every row that repeats them:
+        #: a sample reuses the GPUs' part (their names, count and peak) while it stays
+        self.layout = 0
+        #: ident -> its row's (name, index, uuid); `layout` moves when one changes
+        self._device_keys: dict[Any, tuple[Any, Any, Any]] = {}
+        self._versions_items: tuple[tuple[Any, Any], ...] = ()
 
     def sample(self, t: float, d: dict[str, Any]) -> None:
         if "unavailable" in d:
@@ -125,10 +139,19 @@ class GpuCounters:
             return
         self.unavailable = None
         self.samples += 1
-        if isinstance(d.get("selected_by"), str):
-            self.selected_by = d["selected_by"]
-        if isinstance(d.get("versions"), dict):
-            self.versions = dict(d["versions"])
+        by = d.get("selected_by")
+        if isinstance(by, str) and (by != self.selected_by or type(by) is not str):
+            self.selected_by = by
+            self.layout += 1
+        versions = d.get("versions")
+        if isinstance(versions, dict):
+            items = tuple(versions.items())  # in order: the snapshot prints them so
+            if items != self._versions_items or not _PLAIN.issuperset(
+                map(type, versions.values())
+            ):
+                self.versions = dict(versions)
+                self._versions_items = items
+                self.layout += 1
         gpm = d.get("gpm_unavailable")
         self.gpm_unavailable = str(gpm) if gpm else None
         for row in d.get("gpus") or []:
@@ -139,7 +162,14 @@ class GpuCounters:
         index, uuid, name = row.get("index"), row.get("uuid"), row.get("name")
         ident = uuid or index
         label = str(index if index is not None else uuid)
-        self.devices[ident] = {"name": name, "index": index, "uuid": uuid}
+        key = (name, index, uuid)
+        if (  # a repeated row leaves them (the GPUs' part of a sample is then reused)
+            key != self._device_keys.get(ident) or type(index) is not int
+            or type(name) is not str or type(uuid) is not str
+        ):
+            self._device_keys[ident] = key
+            self.devices[ident] = {"name": name, "index": index, "uuid": uuid}
+            self.layout += 1
         state = self._gpus.get(ident)
         if state is None:
             state = self._gpus[ident] = _Gpu(label)
@@ -184,7 +214,10 @@ class GpuCounters:
         peak = get("measured_peak_flops")
         if peak is not None:
             source = row.get("measured_peak_source")
-            self.measured_peaks[ident] = (peak, source if isinstance(source, str) else None)
+            entry = (peak, source if isinstance(source, str) else None)
+            if entry != self.measured_peaks.get(ident) or not peak:  # 0.0 and -0.0
+                self.measured_peaks[ident] = entry
+                self.layout += 1
         self.energy.read(ident, label, row.get("energy_j"))
 
     def tensor_clocks(self) -> dict[str, float | None]:
@@ -195,9 +228,28 @@ class GpuCounters:
             for g in self._gpus.values()
         }
 
+    def _every(self) -> list[_Gpu]:
+        """Every sampled GPU by label, sorted again only when one was added (a GPU, once
+        sampled, stays): a replay's samples read it 2,000 times."""
+        every = self._every_memo
+        if len(every) != len(self._gpus):
+            every = sorted(self._gpus.values(), key=lambda g: formulas.by_gpu((g.label, 0)))
+            self._every_memo = every
+        return every
+
     def _covered(self, covered: list[Any] | None) -> list[_Gpu]:
-        idents = self._gpus if covered is None else [i for i in covered if i in self._gpus]
-        return sorted((self._gpus[i] for i in idents), key=lambda g: formulas.by_gpu((g.label, 0)))
+        """The sampled GPUs among `covered` (None: every one) by label, sorted again only when
+        a GPU was added or `covered` changed."""
+        if covered is None:
+            return self._every()
+        key = (tuple(covered), len(self._gpus))
+        memo = self._covered_memo
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        idents = [i for i in covered if i in self._gpus]
+        gpus = sorted((self._gpus[i] for i in idents), key=lambda g: formulas.by_gpu((g.label, 0)))
+        self._covered_memo = (key, gpus)
+        return gpus
 
     def section(
         self,
@@ -228,7 +280,7 @@ class GpuCounters:
             return
         top = {} if mfu is None else {"mfu": mfu}
         labels = {g.label for g in gpus}
-        every = sorted(self._gpus.values(), key=lambda g: formulas.by_gpu((g.label, 0)))
+        every = self._every()
         per_gpu = {g.label: {**g.rungs, **(top if g.label in labels else {})} for g in every}
         covered = [g.rungs for g in gpus]  # each GPU's latest rungs, read once
         mean: dict[str, float] = {}
@@ -255,10 +307,10 @@ class GpuCounters:
         value = sum(g.ofu.value for g in counted) / len(counted)  # type: ignore[misc]
         comparable = all(g.comparable for g in counted)
         labels = [g.label for g in counted]
-        entry: dict[str, Any] = dict(
-            value=value, convention="counters", source="measured",
-            comparable_with_mfu=comparable, gpus=labels,
-        )
+        entry: dict[str, Any] = {
+            "value": value, "convention": "counters", "source": "measured",
+            "comparable_with_mfu": comparable, "gpus": labels,
+        }
         if not comparable:
             entry["note"] = (
                 "scaled to the max SM clock: the spec states no tensor clock for the dense "
@@ -274,10 +326,10 @@ class GpuCounters:
             )
         else:
             observed = sum(g.spec_peak * g.ofu_seconds for g in counted)  # type: ignore[operator]
-            out.values["flops_observed"] = dict(
-                value=observed, convention="counters", gpus=labels,
-                note="approximate: counts recompute and padding too",
-            )
+            out.values["flops_observed"] = {
+                "value": observed, "convention": "counters", "gpus": labels,
+                "note": "approximate: counts recompute and padding too",
+            }
             if detail:
                 out.explain["flops_observed"] = _explain_observed(counted, observed)
         mfu_value = mfu.get("value")
@@ -286,9 +338,9 @@ class GpuCounters:
         elif not comparable:
             out.absent["mfu_ofu_gap"] = "OFU is not comparable: no tensor clock in the spec"
         else:
-            out.values["mfu_ofu_gap"] = dict(
-                value=value - mfu_value, ofu="counters", mfu=mfu.get("convention")
-            )
+            out.values["mfu_ofu_gap"] = {
+                "value": value - mfu_value, "ofu": "counters", "mfu": mfu.get("convention"),
+            }
 
     def _intensity(
         self,
@@ -305,26 +357,27 @@ class GpuCounters:
         dram = sum(drams) / len(drams) if drams else None  # type: ignore[arg-type]
         mfu_value = mfu.get("value")
         hbm = (peak or {}).get("hbm_bytes_per_s")
-        needs = (
-            (peak is None, f"no dense peak: {peak_reason}"),
-            (not hbm, "needs the card's memory bandwidth in the spec table"),
-            (mfu_value is None, f"needs MFU under a chosen convention: {mfu_reason or 'none chosen'}"),
-            (
-                dram is None,
-                self.unavailable or self.gpm_unavailable or "needs a DRAM-activity sample",
-            ),
-            (dram is not None and dram <= 0, "the DRAM was idle over the window"),
-        )
-        for unmet, why in needs:
-            if unmet:
-                out.absent["arithmetic_intensity"] = why
-                return
+        # the first unmet need is the reason, worded only once found (a sample asks each time)
+        why: str | None = None
+        if peak is None:
+            why = f"no dense peak: {peak_reason}"
+        elif not hbm:
+            why = "needs the card's memory bandwidth in the spec table"
+        elif mfu_value is None:
+            why = f"needs MFU under a chosen convention: {mfu_reason or 'none chosen'}"
+        elif dram is None:
+            why = self.unavailable or self.gpm_unavailable or "needs a DRAM-activity sample"
+        elif dram <= 0:
+            why = "the DRAM was idle over the window"
+        if why is not None:
+            out.absent["arithmetic_intensity"] = why
+            return
         peak_flops = peak["bf16_dense_flops"]  # type: ignore[index]
         value = formulas.arithmetic_intensity(peak_flops / hbm, mfu_value, dram)  # type: ignore[arg-type, operator]
-        out.values["arithmetic_intensity"] = dict(
-            value=value, unit="FLOP/byte", convention=mfu.get("convention"),
-            note="aggregate over the sampling window, not per kernel",
-        )
+        out.values["arithmetic_intensity"] = {
+            "value": value, "unit": "FLOP/byte", "convention": mfu.get("convention"),
+            "note": "aggregate over the sampling window, not per kernel",
+        }
         if not detail:
             return
         labels = ", ".join(g.label for g in gpus)

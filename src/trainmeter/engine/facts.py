@@ -84,6 +84,11 @@ class FactStore:
         if best is None or rank(src) <= rank(best.source):
             self._best[key] = fact
 
+    def touch(self) -> None:
+        """Something read beside the facts by what is derived from them moved (the engine's
+        device facts, kept apart: a sample's GPU part): derive it all again."""
+        self.version += 1
+
     def derived(self, key: str, compute: Any, inputs: Any = None) -> Any:
         """`compute()`, kept in `memo` under `key` until the next statement (or until `inputs`,
         what it reads besides the facts, differ): what follows from the facts (the shape,

@@ -222,6 +222,45 @@ def section(facts: FactStore, tokens_seen: float | None) -> Section:
     return out
 
 
+def sample_section(facts: FactStore, tokens_seen: float | None) -> Section:
+    """`section`'s values and absent reasons, for `Engine.sample` (which hands on neither its
+    explanation nor its warnings): all but flops_spent follow from the facts and the registry
+    alone, so they are worked out once per version of them and the same entries are given
+    again (a replay takes 2,000 samples); flops_spent, the tokens times FLOPs per token, each
+    call."""
+    fpt, reason, conventions, conv_formulas = facts.derived(
+        "model.sample", lambda: _sample_base(facts), flops.generation()
+    )
+    out = Section()
+    if fpt is None:
+        out.absent["flops_per_token"] = reason
+        out.absent["flops_spent"] = f"needs FLOPs per token: {reason}"
+    else:
+        out.values["flops_per_token"] = fpt
+        if fpt["value"] is None:
+            out.absent["flops_spent"] = "no convention chosen: declare --convention " + "|".join(
+                flops.names()
+            )
+        elif tokens_seen is None:
+            out.absent["flops_spent"] = "needs the tokens seen, which are not counted"
+        else:
+            out.values["flops_spent"] = fpt["value"] * tokens_seen
+    if conventions is not None:
+        out.values["conventions"] = conventions
+    out.values["convention_formulas"] = conv_formulas
+    return out
+
+
+def _sample_base(
+    facts: FactStore,
+) -> tuple[dict[str, Any] | None, str | None, dict[str, float] | None, dict[str, str]]:
+    """What `section` gives that does not move with the tokens: (the flops_per_token entry or
+    None with its reason, the conventions, their formulas)."""
+    fpt, reason = choose(facts)
+    shape = shape_of(facts)
+    return fpt, reason, all_conventions(shape) if shape is not None else None, formulas()
+
+
 def expression(shape: ModelShape, conv: str) -> str:
     """The convention's formula over only the symbols this shape uses (a plain dense model
     reads 6 * (N - E) + 12 * L * d * T)."""

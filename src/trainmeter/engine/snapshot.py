@@ -336,6 +336,7 @@ class Engine:
             if isinstance(dev, dict):
                 ident = (record.get("rank") or 0, dev.get("uuid") or dev.get("index"))
                 self.devices[ident] = dev
+                self.facts.touch()  # what is derived from the devices too is derived again
         elif isinstance(key, str):
             self.facts.offer(key, d.get("value"), d.get("source"), d.get("note"))
             if key in ("dp", "tokens_per_step"):
@@ -540,7 +541,10 @@ class Engine:
         )
         p.tokens_seen = pace.values.get("tokens_seen")
         p.tps = pace.values.get("tokens_per_s")
-        p.model = model = model_flops.section(facts, p.tokens_seen)
+        p.model = model = (
+            model_flops.section(facts, p.tokens_seen) if detail
+            else model_flops.sample_section(facts, p.tokens_seen)
+        )
         p.fpt = fpt = model.values.get("flops_per_token")
         p.fpt_reason = model.absent.get("flops_per_token") or model.absent.get("flops_spent")
         if not progress:
@@ -566,8 +570,17 @@ class Engine:
 
     def _devices(self, p: _Parts, detail: bool = True, energy: bool = True) -> None:
         """The GPUs and their peak, MFU, the GPU counters and energy (`detail` False: without
-        their explanations, for `sample`)."""
-        p.gpus = gpus = devices.section(self.facts, self.devices, self.gpu, self.cards.spec)
+        their explanations, for `sample`, whose GPU part is made again only after what it reads
+        moved: a fact or a device fact (`FactStore.version`), the sampled GPUs' names,
+        selection, versions or measured peaks (`GpuCounters.layout`))."""
+        facts, gpu = self.facts, self.gpu
+        p.gpus = gpus = devices.section(facts, self.devices, gpu, self.cards.spec) if detail else (
+            facts.derived(
+                "sample.devices",
+                lambda: devices.section(facts, self.devices, gpu, self.cards.spec),
+                gpu.layout,
+            )
+        )
         p.utilization = utilization = mfu.section(
             flops_per_token=p.fpt,
             flops_reason=p.fpt_reason,

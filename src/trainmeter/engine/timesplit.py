@@ -46,13 +46,16 @@ def _part(
     name: str, label: str, seconds: float | None, measured: bool, n: int | None = None
 ) -> dict[str, Any]:
     """One slice of the wall time; `n` (occurrences) only for a measured phase."""
-    part: dict[str, Any] = dict(name=name, label=label, s=seconds, measured=measured)
+    part: dict[str, Any] = {"name": name, "label": label, "s": seconds, "measured": measured}
     if n is not None and measured:
         part["n"] = n
     return part
 
 
 class TimeLedger:
+    #: `_layout`'s last answer and what it was worked out from
+    _layout_memo: tuple[Any, Any] | None = None
+
     def __init__(self) -> None:
         self.t_start: float | None = None
         self.t_end: float | None = None
@@ -109,6 +112,48 @@ class TimeLedger:
             )
         return None
 
+    def _layout(
+        self, probes: set[str], world_size: int
+    ) -> tuple[list[str], str | None, list[tuple[str, str, bool, str | None]], list[str], str]:
+        """What of the split follows from the probes, the job's size and which phases were seen
+        at all, not from their seconds: (the measured phases, why the data wait is not
+        measured, each phase part's name, label, whether measured and its reason, the labels
+        of those not measured, the compute part's label). Worked out again only when one of
+        those moved: a replay's samples ask 2,000 times."""
+        phase_n = self.phase_n
+        key = (
+            frozenset(probes), world_size < 2,
+            *[not phase_n.get(name) for name, _, _ in MEASURED_PARTS],
+        )
+        memo = self._layout_memo
+        if memo is not None and memo[0] == key:
+            return memo[1]  # type: ignore[no-any-return]
+        data_reason = self._data_measured(probes)
+        names = [
+            name
+            for name, probe, _ in MEASURED_PARTS
+            if probe in probes and (name != "data" or data_reason is None)
+        ]
+        layout: list[tuple[str, str, bool, str | None]] = []
+        for name, probe, label in MEASURED_PARTS:
+            if name == "comm" and name not in names and world_size < 2:
+                continue  # one process: nobody to wait for
+            reason: str | None = None
+            if name not in names:
+                reason = data_reason if name == "data" and data_reason else (
+                    f"the {probe} probe did not attach"
+                )
+            elif not phase_n.get(name):
+                reason = NONE_SEEN[name]
+            layout.append((name, label, name in names, reason))
+        unmeasured = [label for _, label, is_measured, _ in layout if not is_measured]
+        compute_label = "Compute"
+        if unmeasured:
+            compute_label += " and the rest (includes " + ", ".join(unmeasured).lower() + ")"
+        answer = (names, data_reason, layout, unmeasured, compute_label)
+        self._layout_memo = (key, answer)
+        return answer
+
     def _split(
         self,
         t_last: float,
@@ -139,14 +184,9 @@ class TimeLedger:
         # the training window lies inside the run, whatever a step record claimed
         first = min(max(first, self.t_start), end)
         window_end = min(last if finished else max(end, last), end)
-        data_reason = self._data_measured(probes)
+        names, data_reason, layout, unmeasured, compute_label = self._layout(probes, world_size)
         if data_reason is not None:
             absent["time.data"] = data_reason
-        names = [
-            name
-            for name, probe, _ in MEASURED_PARTS
-            if probe in probes and (name != "data" or data_reason is None)
-        ]
         measured = {name: self.phase_s.get(name, 0.0) for name in names}
         before = sum(self.before.get(name, 0.0) for name in names)
         after = sum(self.tail.get(name, 0.0) for name in names) if finished else 0.0
@@ -159,27 +199,20 @@ class TimeLedger:
             if name in measured
         }
         parts = [_part("startup", "Startup and compile", startup, True)]
-        for name, probe, label in MEASURED_PARTS:
-            if name == "comm" and name not in measured and world_size < 2:
-                continue  # one process: nobody to wait for
-            part = _part(name, label, measured.get(name), name in measured, self.phase_n.get(name, 0))
-            if name not in measured:
-                part["reason"] = data_reason if name == "data" and data_reason else (
-                    f"the {probe} probe did not attach"
-                )
-            elif not self.phase_n.get(name):
-                part["reason"] = NONE_SEEN[name]
+        phase_n = self.phase_n
+        for name, label, is_measured, reason in layout:
+            part = {"name": name, "label": label, "s": measured.get(name), "measured": is_measured}
+            if is_measured:
+                part["n"] = phase_n.get(name, 0)
+            if reason is not None:
+                part["reason"] = reason
             parts.append(part)
-        unmeasured = [p["label"] for p in parts if not p["measured"]]
-        compute_label = "Compute"
-        if unmeasured:
-            compute_label += " and the rest (includes " + ", ".join(unmeasured).lower() + ")"
         parts.append(_part("compute", compute_label, compute, False))
         if finished:
             tail = max(end - window_end - after, 0.0)
             parts.append(_part("after", "After the last step", tail, True))
         split["parts"] = parts
-        split["remainder_includes"] = unmeasured
+        split["remainder_includes"] = list(unmeasured)
         if elapsed > 0:
             goodput = min((compute + sum(in_steps_rest.values())) / elapsed, 1.0)  # a share
             split["goodput"] = goodput
