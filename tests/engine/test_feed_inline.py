@@ -97,6 +97,11 @@ def _log(rng: random.Random) -> list[bytes]:
     t = 1.0
     for i in range(1, 1500):
         t += rng.choice([0.05, 0.1, 0.1, 0.3]) if i % 400 else 70.0  # a stall now and then
+        if i == 300:  # the counts change mid-run: records count by those of their time
+            lines.append(_line(t, "fact", {"key": "dp", "value": 4, "source": "detected"}))
+        if i == 700:
+            lines.append(_line(t, "fact", {"key": "tokens_per_step", "value": 3000,
+                                           "source": "emitted"}, 0, "emit"))
         if i == 200:  # the clock rank's own hello, late: the clock moves from rank 1 to 0
             lines.append(_line(t, "hello", {"world_size": 2, "local_rank": 0, "rank": 0,
                                             "probes": probes}))
@@ -150,4 +155,7 @@ def test_a_block_feed_of_typed_records_is_a_feed_of_each_dict(seed: int) -> None
     assert (blocks.records, blocks.ignored) == (each.records, each.ignored)
     assert blocks.ignored > 0  # the values past a float's range
     assert blocks.data_window.points == each.data_window.points
+    assert blocks.clock.tokens_seen == each.clock.tokens_seen
+    assert blocks.snapshot(now=1e4)["tokens_counted"] == "declared"
     assert blocks.ledger.phase_s == each.ledger.phase_s and blocks.ledger.tail == each.ledger.tail
+

@@ -234,6 +234,8 @@ class RateWindow:
                 recent.append(last)
         t_prev, steps, tokens_sum, padded_sum = last
         anchor = recent[-1][0] if recent else None
+        row = rows[-1] if rows else None
+        b_steps, b_tokens, b_seconds = row if row is not None else (0, 0.0, 0.0)
         for t, k, tokens, padded in it:
             if t < t_prev:
                 t = t_prev  # a record out of order adds its amounts at the latest time
@@ -249,16 +251,19 @@ class RateWindow:
                 seconds = t - t_prev
                 if seconds > 0:
                     exact.append((seconds / k, k))
-                if rows and fill < size:
-                    row = rows[-1]
-                    row[0] += k
-                    row[1] += tokens
-                    row[2] += seconds
+                if row is not None and fill < size:  # the last block's sums, kept in locals
+                    b_steps += k
+                    b_tokens += tokens
+                    b_seconds += seconds
                     fill += 1
                 else:
+                    if row is not None:
+                        row[0], row[1], row[2] = b_steps, b_tokens, b_seconds
                     blocks.fill = fill
                     blocks.add(k, tokens, seconds)
                     rows, size, fill = blocks.blocks, blocks.size, blocks.fill
+                    row = rows[-1]
+                    b_steps, b_tokens, b_seconds = row
             n += 1
             t_prev = t
             if anchor is None or t - anchor >= GRAIN_S:
@@ -266,6 +271,8 @@ class RateWindow:
                 anchor = t
         self.records = n
         self.last = (t_prev, steps, tokens_sum, padded_sum)
+        if row is not None:
+            row[0], row[1], row[2] = b_steps, b_tokens, b_seconds
         blocks.fill = fill
         horizon = anchor - SPAN_S  # type: ignore[operator]
         while len(recent) > 1 and recent[1][0] <= horizon:

@@ -146,17 +146,14 @@ class Engine:
 
     def feed_many(self, records: list[Any]) -> None:
         """`feed` each record in order: a dict, or a typed record of the common kinds
-        (`runlog/typed.py`: `kind`, `t`, `rank`, `src` and `d`'s fields as attributes, already
-        checked: `t` a finite number, counts whole, numbers finite, strings str; a sampler's
-        reading with `d` a dict). A replay feeds millions, so the typed step, metric and phase
-        are taken here, in line, with what stays the same from one record to the next read
-        once a block (the parts, their methods, the clock rank, whether the clock's window is
-        the clock rank's): only a dict record (a hello, a fact...) can change those, and they
-        are read again after each. The state is the one `feed` of the same records leaves: the
-        same calls into the parts, in the same order (`_step`, `_metric` and `_phase` say
+        (`runlog/typed.py`: `d`'s fields as attributes, checked: `t` finite, counts whole and
+        in range, numbers finite, strings str; a sampler's reading with `d` a dict). A replay
+        feeds millions: the typed step, metric and phase are taken here, in line, with what
+        only a dict record (a hello, a fact) can change read once a block and again after each
+        dict (the parts, the clock rank, whether the clock's window is that rank's). The same
+        calls into the parts in the same order as `feed` (`_step`, `_metric` and `_phase` say
         the rules; a step of another rank, or of the clock rank once its window is no longer
-        the clock's, goes through `_step` itself). The run's latest time and the count are
-        kept in locals while no dict comes."""
+        the clock's, goes through `_step`)."""
         feed, step, phase_get = self.feed, self._step, self.ledger.phase_s.get
         handlers, rank_model, ranks = self._handlers, self.rank_model, self.ranks
         ledger_step, ledger_phase = self.ledger.step, self.ledger.phase

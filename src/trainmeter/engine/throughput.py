@@ -70,18 +70,24 @@ class StepClock:
         return self._interval
 
     def fold(self) -> None:
-        """Fold the waiting records into the window and the record interval, in their order."""
+        """Fold the waiting records into the window and the record interval, in their order
+        (the interval's moving average updated in line: `MovingAverage.update` of each gap to
+        a later record)."""
         raw, self._raw = self._raw, []
         self._window.add_many(raw)
-        prev = self._raw_t
-        gaps = []
+        interval = self._interval
+        prev, seen, skip, alpha = self._raw_t, interval.seen, interval.skip, interval.alpha
+        average, previous = interval.value, interval.previous
         for entry in raw:
             t = entry[0]
             if prev is not None and t > prev:
-                gaps.append(t - prev)
+                seen += 1
+                if seen > skip:
+                    previous = average
+                    average = t - prev if average is None else average + alpha * (t - prev - average)
             prev = t
         self._raw_t = prev
-        self._interval.update_many(gaps)
+        interval.seen, interval.value, interval.previous = seen, average, previous
 
     def step(self, t: float, d: dict[str, Any]) -> None:
         self.step_values(t, d.get("k"), d.get("tokens"), d.get("real_tokens"), d.get("n"))
