@@ -278,21 +278,36 @@ class GpuCounters:
         if not self._gpus:
             out.absent["ladder"] = "no GPU sample yet (tm samples NVML once a second)"
             return
+        # plain loops, no comprehension: each is a call of its own (a replay asks 2,000 times)
         top = {} if mfu is None else {"mfu": mfu}
-        labels = {g.label for g in gpus}
         every = self._every()
-        per_gpu = {g.label: {**g.rungs, **(top if g.label in labels else {})} for g in every}
-        covered = [g.rungs for g in gpus]  # each GPU's latest rungs, read once
+        per_gpu: dict[str, dict[str, float]] = {}
+        rows: dict[str, dict[str, Any]] = {}
+        got: dict[str, list[float]] = {}  # rung -> the covered GPUs' values, in their order
+        covers: list[str] = []
+        if gpus is every:  # every GPU covered (the common case)
+            for g in every:
+                rungs = g.rungs
+                per_gpu[g.label] = {**rungs, **top}
+                rows[g.label] = dict(g.row)
+        else:
+            labels = {g.label for g in gpus}
+            for g in every:
+                per_gpu[g.label] = {**g.rungs, **(top if g.label in labels else {})}
+                rows[g.label] = dict(g.row)
+        for g in gpus:
+            covers.append(g.label)
+            for rung, value in g.rungs.items():
+                got.setdefault(rung, []).append(value)
         mean: dict[str, float] = {}
         for rung in LADDER:
-            got = [rungs[rung] for rungs in covered if rung in rungs]
-            if got:
-                mean[rung] = sum(got) / len(got)
+            values = got.get(rung)
+            if values:
+                mean[rung] = sum(values) / len(values)
         out.values["ladder"] = {
-            "gpus": per_gpu, "mean": {**mean, **top}, "mfu": mfu,
-            "covers": [g.label for g in gpus],
+            "gpus": per_gpu, "mean": {**mean, **top}, "mfu": mfu, "covers": covers,
         }
-        out.values["gpus"] = {g.label: dict(g.row) for g in every}
+        out.values["gpus"] = rows
 
     def _ofu(self, out: Section, gpus: list[_Gpu], mfu: dict[str, Any], detail: bool) -> None:
         counted = [g for g in gpus if g.ofu.value is not None]

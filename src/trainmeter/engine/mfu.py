@@ -51,24 +51,25 @@ def section(
         out.absent["mfu"] = "the GPU count is unknown"
         return out
     peak_flops = peak["bf16_dense_flops"]
-
-    def util(per_token: float) -> float:
-        return mfu_of(per_token, tokens_per_s, n_gpus, peak_flops)  # type: ignore[arg-type]
-
-    entry: dict[str, Any] = dict(
-        convention=flops_per_token["convention"], n_gpus=n_gpus, peak=peak["name"],
-        peak_label=peak["label"], peak_source=peak["source"],
-    )
+    per_s, whole = tokens_per_s, n_gpus * peak_flops  # `formulas.mfu`, in line: no call a value
+    entry: dict[str, Any] = {
+        "convention": flops_per_token["convention"], "n_gpus": n_gpus, "peak": peak["name"],
+        "peak_label": peak["label"], "peak_source": peak["source"],
+    }
     if flops_per_token["value"] is None:
-        entry["range"] = [util(flops_per_token["range"][0]), util(flops_per_token["range"][1])]
+        low, high = flops_per_token["range"][0], flops_per_token["range"][1]
+        entry["range"] = [low * per_s / whole, high * per_s / whole]
     else:
-        entry["value"] = util(flops_per_token["value"])
+        entry["value"] = flops_per_token["value"] * per_s / whole
         if detail:
             out.explain["mfu"] = _explain(
                 entry, flops_per_token, tokens_per_s, n_gpus, n_gpus_source, peak
             )
     if shape is not None:
-        entry["by_convention"] = {k: util(v) for k, v in all_conventions(shape).items()}
+        by_convention = {}
+        for name, per_token in all_conventions(shape).items():
+            by_convention[name] = per_token * per_s / whole
+        entry["by_convention"] = by_convention
     _precision(entry, precision, peak, flops_per_token, tokens_per_s, n_gpus)
     out.values["mfu"] = entry
     return out

@@ -28,6 +28,7 @@ MEASURED_PARTS = (
     ("eval", "eval", "Eval"),
     ("comm", "collectives", "Waiting for other ranks"),
 )
+_PHASES = tuple(name for name, _, _ in MEASURED_PARTS)
 #: Parts inside the steps: counted as training time in goodput (past the first step).
 IN_STEPS = ("data", "comm")
 
@@ -54,7 +55,7 @@ def _part(
 
 class TimeLedger:
     #: `_layout`'s last answer and what it was worked out from
-    _layout_memo: tuple[Any, Any] | None = None
+    _layout_memo: tuple[Any, frozenset[str], Any] | None = None
 
     def __init__(self) -> None:
         self.t_start: float | None = None
@@ -121,13 +122,10 @@ class TimeLedger:
         of those not measured, the compute part's label). Worked out again only when one of
         those moved: a replay's samples ask 2,000 times."""
         phase_n = self.phase_n
-        key = (
-            frozenset(probes), world_size < 2,
-            *[not phase_n.get(name) for name, _, _ in MEASURED_PARTS],
-        )
+        key = (world_size < 2, *map(bool, map(phase_n.get, _PHASES)))  # which were seen
         memo = self._layout_memo
-        if memo is not None and memo[0] == key:
-            return memo[1]  # type: ignore[no-any-return]
+        if memo is not None and memo[0] == key and memo[1] == probes:
+            return memo[2]  # type: ignore[no-any-return]
         data_reason = self._data_measured(probes)
         names = [
             name
@@ -151,7 +149,7 @@ class TimeLedger:
         if unmeasured:
             compute_label += " and the rest (includes " + ", ".join(unmeasured).lower() + ")"
         answer = (names, data_reason, layout, unmeasured, compute_label)
-        self._layout_memo = (key, answer)
+        self._layout_memo = (key, frozenset(probes), answer)
         return answer
 
     def _split(
@@ -187,17 +185,28 @@ class TimeLedger:
         names, data_reason, layout, unmeasured, compute_label = self._layout(probes, world_size)
         if data_reason is not None:
             absent["time.data"] = data_reason
-        measured = {name: self.phase_s.get(name, 0.0) for name in names}
-        before = sum(self.before.get(name, 0.0) for name in names)
-        after = sum(self.tail.get(name, 0.0) for name in names) if finished else 0.0
+        # plain loops, no comprehension (each is a call of its own; a replay asks 2,000 times),
+        # each sum from 0 in the names' order, as `sum` adds
+        phase_s, before_s, tail_s = self.phase_s, self.before, self.tail
+        measured: dict[str, float] = {}
+        before: float = 0
+        after: float = 0
+        total: float = 0
+        for name in names:
+            seconds = measured[name] = phase_s.get(name, 0.0)
+            total = total + seconds
+            before = before + before_s.get(name, 0.0)
+            if finished:
+                after = after + tail_s.get(name, 0.0)
+        if not finished:
+            after = 0.0
         startup = max(first - self.t_start - before, 0.0)
-        compute = max(window_end - first - (sum(measured.values()) - before - after), 0.0)
-        in_steps_rest = {  # the waits a step needs, past the first step: training time
-            name: max(measured[name] - self.before.get(name, 0.0) - (
-                self.tail.get(name, 0.0) if finished else 0.0), 0.0)
-            for name in IN_STEPS
-            if name in measured
-        }
+        compute = max(window_end - first - (total - before - after), 0.0)
+        in_steps_rest: dict[str, float] = {}  # the waits a step needs, past the first step
+        for name in IN_STEPS:
+            if name in measured:
+                in_steps_rest[name] = max(measured[name] - before_s.get(name, 0.0) - (
+                    tail_s.get(name, 0.0) if finished else 0.0), 0.0)
         parts = [_part("startup", "Startup and compile", startup, True)]
         phase_n = self.phase_n
         for name, label, is_measured, reason in layout:
@@ -214,7 +223,10 @@ class TimeLedger:
         split["parts"] = parts
         split["remainder_includes"] = list(unmeasured)
         if elapsed > 0:
-            goodput = min((compute + sum(in_steps_rest.values())) / elapsed, 1.0)  # a share
+            rest: float = 0
+            for seconds in in_steps_rest.values():
+                rest = rest + seconds
+            goodput = min((compute + rest) / elapsed, 1.0)  # a share
             split["goodput"] = goodput
             if detail:
                 out.explain["goodput"] = _explain_goodput(goodput, compute, elapsed, in_steps_rest)
