@@ -310,7 +310,23 @@ class GpuCounters:
         out.values["gpus"] = rows
 
     def _ofu(self, out: Section, gpus: list[_Gpu], mfu: dict[str, Any], detail: bool) -> None:
-        counted = [g for g in gpus if g.ofu.value is not None]
+        # one loop, no comprehension (each is a call of its own; a replay asks 2,000 times);
+        # the sums from 0 in the GPUs' order, as `sum` adds
+        counted: list[_Gpu] = []
+        labels: list[str] = []
+        total: float = 0
+        comparable = True
+        unknown: _Gpu | None = None  # the first GPU counted without a datasheet peak
+        for g in gpus:
+            ofu = g.ofu.value
+            if ofu is not None:
+                counted.append(g)
+                labels.append(g.label)
+                total = total + ofu
+                if not g.comparable:
+                    comparable = False
+                if unknown is None and g.spec_peak is None:
+                    unknown = g
         if not counted:
             why = (
                 self.unavailable
@@ -319,9 +335,7 @@ class GpuCounters:
             )
             out.absent.update(ofu=why, flops_observed=why, mfu_ofu_gap=why)
             return
-        value = sum(g.ofu.value for g in counted) / len(counted)  # type: ignore[misc]
-        comparable = all(g.comparable for g in counted)
-        labels = [g.label for g in counted]
+        value = total / len(counted)
         entry: dict[str, Any] = {
             "value": value, "convention": "counters", "source": "measured",
             "comparable_with_mfu": comparable, "gpus": labels,
@@ -334,13 +348,14 @@ class GpuCounters:
         out.values["ofu"] = entry
         if detail:
             out.explain["ofu"] = _explain_ofu(counted, value)
-        unknown = [g for g in counted if g.spec_peak is None]
-        if unknown:
+        if unknown is not None:
             out.absent["flops_observed"] = (
-                f"{unknown[0].name or 'a GPU'} has no datasheet dense peak in the table"
+                f"{unknown.name or 'a GPU'} has no datasheet dense peak in the table"
             )
         else:
-            observed = sum(g.spec_peak * g.ofu_seconds for g in counted)  # type: ignore[operator]
+            observed: float = 0
+            for g in counted:
+                observed = observed + g.spec_peak * g.ofu_seconds  # type: ignore[operator]
             out.values["flops_observed"] = {
                 "value": observed, "convention": "counters", "gpus": labels,
                 "note": "approximate: counts recompute and padding too",
@@ -368,8 +383,14 @@ class GpuCounters:
         detail: bool,
     ) -> None:
         """FLOP per DRAM byte over the window; the first unmet need is the absent reason."""
-        drams = [g.dram.value for g in gpus if g.dram.value is not None]
-        dram = sum(drams) / len(drams) if drams else None  # type: ignore[arg-type]
+        dram_sum: float = 0
+        n_dram = 0
+        for g in gpus:
+            active = g.dram.value
+            if active is not None:
+                dram_sum = dram_sum + active
+                n_dram += 1
+        dram = dram_sum / n_dram if n_dram else None
         mfu_value = mfu.get("value")
         hbm = (peak or {}).get("hbm_bytes_per_s")
         # the first unmet need is the reason, worded only once found (a sample asks each time)

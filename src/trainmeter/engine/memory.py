@@ -111,7 +111,7 @@ class MemoryState:
         return out
 
     def section(self) -> Section:
-        if not self.ranks:
+        if not self.by_rank or not self.ranks:  # the first test: no record, no rank to sort
             return Section(
                 absent={
                     "memory": "no memory reading from the training process (no agent, the "

@@ -196,10 +196,6 @@ def section(
     if clock.last_n is not None:
         out.values["step_index"] = clock.last_n
     window = clock.rate_window(finished)
-    too_few = (
-        f"needs three step reports from rank {clock_rank} (the first interval is warm-up, "
-        f"up to {WARMUP} on a longer run)"
-    )
     tps = window.rate(window.tokens) if window is not None and clock.records else None
     if tps and tokens_known:
         out.values["tokens_per_s"] = tps
@@ -216,14 +212,14 @@ def section(
     elif not tokens_known:
         out.absent["tokens_per_s"] = no_tokens
     else:
-        out.absent["tokens_per_s"] = too_few
+        out.absent["tokens_per_s"] = _too_few(clock_rank)
     step_time = window.step_time() if window is not None else None
     if step_time:
         out.values["step_time_s"] = step_time
         if detail:
             out.explain["step_time_s"] = _explain_step_time(window, step_time, clock_rank)  # type: ignore[arg-type]
     else:
-        out.absent["step_time_s"] = too_few
+        out.absent["step_time_s"] = _too_few(clock_rank)
     if not detail:
         return out
     if window is not None and window.seconds > 0:
@@ -240,6 +236,14 @@ def section(
     elif world_size > 1:
         out.absent["ranks"] = "needs three step reports from each of two ranks or more"
     return out
+
+
+def _too_few(clock_rank: int) -> str:
+    """Why there is no rate yet (worded when needed: a sample asks each time)."""
+    return (
+        f"needs three step reports from rank {clock_rank} (the first interval is warm-up, "
+        f"up to {WARMUP} on a longer run)"
+    )
 
 
 def _window_entry(window: Window, clock: StepClock, tokens_known: bool) -> dict[str, Any]:
