@@ -48,12 +48,9 @@ def emit(**values: Any) -> None:
         # one clock read, one number, one `pack_into`. Anything else (the first call, a new
         # key, a NumPy number or a tensor, a full ring, outside `tm`) takes the outbox's
         # checked path, which does what this did before it existed.
-        try:
-            ring = _sender_module._sender.hot  # None.hot: outside tm, or not yet started
-        except AttributeError:
-            ring = None
+        sender = _sender_module._sender  # None outside tm: no exception to raise and catch
+        ring = None if sender is None else sender.hot
         if ring is None:
-            sender = _sender_module._sender
             if sender is None or sender.quiet:
                 sender = _get_sender()
                 if sender is None:
@@ -73,10 +70,10 @@ def emit(**values: Any) -> None:
                 try:
                     kid = ids[other]
                 except KeyError:  # a new key (or one the key table refused): checked
-                    _put(_sender_module._sender, {other: number}, step, t, _skip)
+                    _put(sender, {other: number}, step, t, _skip)
                     continue
                 if type(number) is not float or number - number != 0.0:
-                    _put(_sender_module._sender, {other: number}, step, t, _skip)  # checked
+                    _put(sender, {other: number}, step, t, _skip)  # checked
                     continue
                 seq = next(ring.seq)
                 try:
@@ -89,10 +86,10 @@ def emit(**values: Any) -> None:
         try:
             kid = ring.emit_ids[key]
         except KeyError:  # a new key (or one the key table refused): the checked path
-            _put(_sender_module._sender, {key: value}, _steps.n_steps, t, _skip)
+            _put(sender, {key: value}, _steps.n_steps, t, _skip)
             return
         if type(value) is not float or value - value != 0.0:
-            _put(_sender_module._sender, {key: value}, _steps.n_steps, t, _skip)
+            _put(sender, {key: value}, _steps.n_steps, t, _skip)
             return
         seq = next(ring.seq)
         try:
