@@ -1,6 +1,6 @@
 """Instructions one sampled snapshot of a replay costs (`Engine.sample` with the history's keys).
 
-    PYTHONHASHSEED=0 .venv/bin/python benchmarks/sample_instructions.py [--steps 20000]
+    PYTHONHASHSEED=0 .venv/bin/python benchmarks/sample_instructions.py [--steps 20000] [--src DIR]
 
 The benchmark's log (`run_all.write_log`) is replayed twice under callgrind, counting only the
 replay (decode, recorder, engine, the final snapshot): once with ~2,000 samples handed to an
@@ -45,6 +45,8 @@ print("SAMPLES", Null.samples, file=sys.stderr)
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20000)
+    parser.add_argument("--src", help="count this trainmeter instead (another tree's src/), "
+                        "for a before and after on one machine")
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         sys.exit("valgrind (callgrind) is not installed")
@@ -53,7 +55,7 @@ def main() -> int:
         (cwd / "loop.py").write_text(LOOP)
         log = cwd / "events.jsonl"
         run_all.write_log(log, args.steps)
-        env = run_all.clean_env(PYTHONHASHSEED="0")
+        env = run_all.clean_env(PYTHONHASHSEED="0", **({"PYTHONPATH": args.src} if args.src else {}))
         counts = {}
         for snapshots in (2000, 1):
             got = run_all.callgrind_instructions(
