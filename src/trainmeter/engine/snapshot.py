@@ -51,6 +51,13 @@ _RUN_FIELDS = ("name", "argv", "tm_version", "hostname", "unix_time", "python")
 #: The keys the budget's part gives a snapshot (`budget.section`).
 _BUDGET_KEYS = frozenset(("progress", "eta_s"))
 _STEP, _METRIC, _PHASE = payloads.STEP.name, payloads.METRIC.name, payloads.PHASE.name
+#: The typed record classes of a step, a metric and a phase (`runlog/typed.py`), learned from
+#: the first record of each `Engine.feed_many` sees (`_typed_other`): the engine does not
+#: import the decoder's types.
+_CLASSES: list[Any] = [None, None, None]
+#: and the samplers' reading classes, each with its kind (their `d` is the handler's dict)
+_SAMPLER_KINDS: dict[type, str] = {}
+_SAMPLERS = frozenset((payloads.SAMPLE_GPU.name, payloads.SAMPLE_HOST.name, payloads.SAMPLE_NODE.name))
 
 
 def _spec_lookup(name: str) -> Any:
@@ -162,8 +169,10 @@ class Engine:
         data_points = data_window.points
         t_last, started, typed = self.t_last, self._started, 0
         clock_rank, mirrored = rank_model.clock_rank, ranks.clock is not None
+        (step_cls, metric_cls, phase_cls), sampler_kinds = _CLASSES, _SAMPLER_KINDS  # by class
         for record in records:
-            if type(record) is dict:
+            cls = type(record)
+            if cls is dict:
                 self.t_last, self.records = t_last, self.records + typed
                 typed = 0
                 feed(record)
@@ -178,8 +187,8 @@ class Engine:
                 if not started:
                     self._started = started = True
                     self.t0 = t
-                kind, d = record.kind, record.d
-                if kind == _STEP:  # `_step`, the clock rank's written out
+                d = record.d
+                if cls is step_cls:  # `_step`, the clock rank's written out
                     r = record.rank or 0
                     if r != clock_rank or not mirrored:
                         step(r, t, d.k, d.tokens, d.real_tokens, d.n)
@@ -189,7 +198,7 @@ class Engine:
                     data_points.append((t, phase_get("data", 0.0)))  # `DataWindow.step`
                     if len(data_points) >= data_window.limit:
                         data_window.trim()
-                elif kind == _METRIC:  # `_metric`: a typed value is an int or a finite float
+                elif cls is metric_cls:  # `_metric`: a typed value is an int or a finite float
                     value = d.value
                     if type(value) is int:
                         value = float(value)  # (past a float's range: raises, as `_metric`)
@@ -205,7 +214,7 @@ class Engine:
                         step_of, record.rank or 0,
                     ) and self._points is not None:
                         self._point(key, value, step_of, t)
-                elif kind == _PHASE:  # `_phase`: the seconds an int or a finite float
+                elif cls is phase_cls:  # `_phase`: the seconds an int or a finite float
                     if (record.rank or 0) != clock_rank:
                         continue
                     seconds = d.s
@@ -215,11 +224,34 @@ class Engine:
                     if name is not None and seconds is not None and seconds >= 0:
                         n = d.n
                         ledger_phase(name, seconds, n if type(n) is int and n > 0 else 1, t)
-                else:  # a sampler's reading: its `d` is the dict its handler reads
-                    handlers[kind](record, d, t)
+                elif cls in sampler_kinds:  # a sampler's reading: `d` the dict its handler reads
+                    handlers[sampler_kinds[cls]](record, d, t)
+                elif self._typed_other(record, cls, d, t):  # a class not seen yet
+                    step_cls, metric_cls, phase_cls = _CLASSES  # learned
             except Exception:  # noqa: BLE001 - a malformed record must not stop a replay
                 self.ignored += 1
         self.t_last, self.records = t_last, self.records + typed
+
+    def _typed_other(self, record: Any, cls: type, d: Any, t: float) -> bool:
+        """A typed record `feed_many` does not know by its class: a sampler's reading goes to
+        its handler (False; its class and kind are learned); the first step, metric or phase record of a class goes through
+        `_step`, `_metric` or `_phase` (the rules `feed_many` writes out), and its class is
+        learned (True: `feed_many` takes the next ones in line). A class is told apart by one
+        `is`; its `kind`, a class attribute read through the instance, cost more."""
+        kind = record.kind
+        if kind == _STEP:
+            self._step(record.rank or 0, t, d.k, d.tokens, d.real_tokens, d.n)
+        elif kind == _METRIC:
+            self._metric(record.rank or 0, t, d.key, d.value, d.via, record.src, d.step)
+        elif kind == _PHASE:
+            self._phase(record.rank, t, d.name, d.s, d.n)
+        else:
+            self._handlers[kind](record, d, t)
+            if kind in _SAMPLERS:
+                _SAMPLER_KINDS[cls] = kind
+            return False
+        _CLASSES[(_STEP, _METRIC, _PHASE).index(kind)] = cls
+        return True
 
     def _on_step(self, record: dict[str, Any], d: dict[str, Any], t: float) -> None:
         get = d.get
