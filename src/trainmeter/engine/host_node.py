@@ -38,9 +38,14 @@ class HostSeries:
             out["cpu_cores"] = cores
         self.latest = out
 
+    def values(self) -> dict[str, Any]:
+        """`section`'s values alone (a replay's samples hand on nothing else)."""
+        return {"host": dict(self.latest)} if self.latest else {}
+
     def section(self) -> Section:
-        if self.latest:
-            return Section(values={"host": dict(self.latest)})
+        values = self.values()
+        if values:
+            return Section(values=values)
         return Section(absent={"host": "no process-tree sample yet"})
 
     def _cores(self, t: float, cpu_s: float | None) -> float | None:
@@ -126,8 +131,13 @@ class NodeSeries:
             self._latest = node
         return self._latest
 
-    def section(self) -> Section:
+    def values(self) -> dict[str, Any]:
+        """`section`'s values alone (a replay's samples hand on nothing else)."""
         latest = self.latest
-        if latest:
-            return Section(values={"node": dict(latest)})
+        return {"node": dict(latest)} if latest else {}
+
+    def section(self) -> Section:
+        values = self.values()
+        if values:
+            return Section(values=values)
         return Section(absent={"node": "no node sample yet"})

@@ -58,6 +58,9 @@ _CLASSES: list[Any] = [None, None, None]
 #: and the samplers' reading classes, each with its kind (their `d` is the handler's dict)
 _SAMPLER_KINDS: dict[type, str] = {}
 _SAMPLERS = frozenset((payloads.SAMPLE_GPU.name, payloads.SAMPLE_HOST.name, payloads.SAMPLE_NODE.name))
+#: The part a sample leaves out (the budget, energy: `sample`'s `keys`), one for every sample:
+#: read, never changed
+_NOTHING = Section()
 
 
 def _spec_lookup(name: str) -> Any:
@@ -547,11 +550,12 @@ class Engine:
         # the parts' values as `Section.merge` takes them (the first part to give a key keeps
         # it); their absent reasons, explanations and warnings are not handed on
         snap: dict[str, Any] = {}
-        for part in (
-            p.pace, p.model, p.progress, p.utilization, p.counters, p.energy, p.gpus.section,
-            self.host.section(), self.node.section(), p.memory, p.time_split,
+        for values in (
+            p.pace.values, p.model.values, p.progress.values, p.utilization.values,
+            p.counters.values, p.energy.values, p.gpus.section.values, self.host.values(),
+            self.node.values(), p.memory.values, p.time_split.values,
         ):
-            for key, value in part.values.items():
+            for key, value in values.items():
                 if key not in snap and (keys is None or key in keys):
                     snap[key] = value
         untokened = samples.no_tokens(self.clock, p.tokens_seen)  # as `_insight` says it
@@ -577,7 +581,7 @@ class Engine:
         p.fpt = fpt = model.values.get("flops_per_token")
         p.fpt_reason = model.absent.get("flops_per_token") or model.absent.get("flops_spent")
         if not progress:
-            p.progress = Section()
+            p.progress = _NOTHING
             return
         p.progress = budget.section(
             facts,
@@ -631,7 +635,7 @@ class Engine:
         )
         p.energy = self.gpu.energy.section(
             gpus.covered, p.tokens_seen, self.gpu.unavailable, detail
-        ) if energy else Section()
+        ) if energy else _NOTHING
         p.memory = self.memory.section()
 
     def _accounts(self, p: _Parts, now: float | None) -> None:
