@@ -11,7 +11,11 @@ from __future__ import annotations
 import math
 import random
 import struct
+import sys
 from typing import Any
+
+import msgspec
+import pytest
 
 from trainmeter.engine import finite
 from trainmeter.engine.finite import all_finite, finite_only
@@ -29,6 +33,15 @@ def _walk(obj: Any) -> bool:
             elif type(value) in (dict, list):
                 stack.append(value)
     return True
+
+
+@pytest.fixture(autouse=True)
+def _msgspec_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a replay, whose decoding imported msgspec: the C check is on (`finite` itself
+    never imports it)."""
+    monkeypatch.setitem(sys.modules, "msgspec", msgspec)
+    monkeypatch.setattr(finite, "_encode", None)
+    assert finite._encoder()
 
 
 class Sub(float):
@@ -85,3 +98,16 @@ def test_finite_only_still_names_each_replaced_path() -> None:
     assert finite_only(snap, absent) == 2
     assert snap == {"a": 1.0, "b": {"c": [1.0, None]}, "d": None}
     assert set(absent) == {"b.c.1", "d"}
+
+
+def test_a_live_tm_without_msgspec_does_not_import_it_to_check(monkeypatch) -> None:
+    """A live `tm` has not imported msgspec: the check walks rather than import it (~19 ms on
+    tm's start and on its end after the child's exit), and takes it up once it is imported."""
+    monkeypatch.delitem(sys.modules, "msgspec")
+    monkeypatch.setattr(finite, "_encode", None)
+    assert all_finite({"a": [1.0, 2.0], "b": {"c": 3.0}}) is True
+    assert all_finite({"a": [1.0, math.inf]}) is False
+    assert "msgspec" not in sys.modules
+    assert finite._maybe_not_finite([1.0]) is True  # the walk decides
+    monkeypatch.setitem(sys.modules, "msgspec", msgspec)
+    assert finite._maybe_not_finite([1.0]) is False  # the C check, now msgspec is there

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from typing import Any
 
 REASON = "not a finite number: an input was too large for it (overflow)"
@@ -20,18 +21,23 @@ REASON = "not a finite number: an input was too large for it (overflow)"
 #: A regular expression: one search, not a `bytes.find` for each of the two leads.
 _NOT_FINITE = re.compile(rb"\xcb[\x7f\xff][\xf0-\xff]")
 
-#: msgspec's MessagePack encoder, made on the first check (`tm`'s start pays nothing for it);
-#: False where msgspec cannot be imported (every check is then the walk).
+#: msgspec's MessagePack encoder, made on the first check after msgspec was imported; False
+#: where msgspec cannot be imported (every check is then the walk).
 _encode: Any = None
 
 
 def _encoder() -> Any:
+    """The encoder, or None while msgspec is not imported yet: this module never imports it.
+    A replay has it (its typed decoding); a live `tm` does not, and importing it at the first
+    check (~19 ms with the typing_extensions it pulls in) put that time on `tm`'s start-up and
+    its end after the child's exit, for a check that costs a live `tm` one walk a second."""
     global _encode
+    msgspec = sys.modules.get("msgspec")
+    if msgspec is None:
+        return None
     try:
-        import msgspec
-
         _encode = msgspec.msgpack.Encoder().encode
-    except ImportError:  # a dependency, but the walk below needs nothing
+    except (AttributeError, ImportError):  # a msgspec without MessagePack: the walk alone
         _encode = False
     return _encode
 
@@ -46,7 +52,7 @@ def _maybe_not_finite(obj: Any) -> bool:
     A sample of ~110 values: ~39k instructions (the encoding 23k, the search 14k), the walk
     90k."""
     encode = _encode if _encode is not None else _encoder()
-    if encode is False:
+    if not encode:  # False, or None: msgspec not imported (yet)
         return True
     try:
         data = encode(obj)
