@@ -33,6 +33,14 @@ TM_NOT_BEFORE_THE_CHILD = {
     "trainmeter.redact": "compiled patterns, at run.start's time",
     "trainmeter.visible": "imported at the first warning",
 }
+#: Not in `tm` at all while it runs an empty script, its end included (its last snapshot, the
+#: summary, the checkpoint): a live run's `tm` never decodes a log.
+TM_NOT_IN_A_RUN = {
+    "msgspec": "a replay's typed decoding; the finiteness check once took it up (~19 ms with "
+    "typing_extensions, inspect, uuid and decimal) at tm's end",
+    "typing_extensions": "msgspec's, and nothing else's",
+    "inspect": "typing_extensions' (8 ms with dis, tokenize, ast)",
+}
 #: Not in a Python the run starts, until its own code asks for them.
 AGENT_NOT_AT_START = {
     "threading": "the sender's thread and the locks are _thread's (3 ms with collections, functools)",
@@ -70,6 +78,25 @@ def test_tm_imports_only_what_starting_the_child_needs(tmp_path: Path) -> None:
     loaded = _run([sys.executable, "-c", BEFORE_THE_CHILD], tm_env(), tmp_path)
     assert "trainmeter.supervisor.launcher" in loaded and "subprocess" in loaded  # it did run
     assert {name for name in TM_NOT_BEFORE_THE_CHILD if name in loaded} == set()
+
+
+@pytest.mark.slow
+def test_tm_running_an_empty_script_imports_no_decoder(tmp_path: Path) -> None:
+    """The whole `tm` process, start to end, read from `-X importtime` (the child does not
+    inherit the flag, and an empty script writes nothing else to stderr)."""
+    (tmp_path / "empty.py").write_text("")
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "trainmeter", "-q", "--no-web", "empty.py"],
+        env=tm_env(), cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    loaded = {
+        line.rsplit("|", 1)[1].strip()
+        for line in out.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "trainmeter.supervisor.ending" in loaded  # it did run to its end
+    assert {name for name in TM_NOT_IN_A_RUN if name in loaded} == set()
 
 
 @pytest.mark.slow
