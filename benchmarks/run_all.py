@@ -513,7 +513,12 @@ def bench_instructions(rows: list[Row], steps: int = 1000) -> None:
             for side, (py, agent_env) in sides.items():
                 for extra, targets in (([], ((1, row), (0, whole))), (["--idle-thread"], ((1, beside),))):
                     counts = {}
-                    for label, env in (("plain", clean_env()), ("agent", clean_env(**agent_env))):
+                    # one hash seed on every run: str hashes (dict and set layouts in torch's
+                    # Python and ours) otherwise move a count by thousands a step run to run
+                    seed = {"PYTHONHASHSEED": "0"}
+                    for label, env in (
+                        ("plain", clean_env(**seed)), ("agent", clean_env(**agent_env, **seed))
+                    ):
                         counts[label] = callgrind_instructions(
                             [py, "loop.py", str(steps), *extra], env, cwd,
                             cwd / f"cg.{side}.{label}{'.t' if extra else ''}",
