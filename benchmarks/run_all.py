@@ -539,11 +539,8 @@ def bench_instructions(rows: list[Row], steps: int = 1000) -> None:
     )
     beside.note = (
         "the same loop with one idle Python thread started before it, with and without each"
-        " agent: glibc's malloc takes its arena lock once a process has a second thread, which"
-        " our sender thread brings to a one-thread CPU loop (~5k instructions a step of torch's"
-        " own allocations) and which a CUDA process, a DataLoader with pinned memory or torch's"
-        " intra-op pool have anyway; here both sides pay it in plain and agent runs alike, so"
-        " the difference is each agent's own work"
+        " agent: each agent's own work where the process has a second thread anyway (a CUDA"
+        " process, a DataLoader with pinned memory, torch's intra-op pool)"
     )
     rows += [row, whole, beside]
 
