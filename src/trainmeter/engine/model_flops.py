@@ -194,28 +194,38 @@ def _whole(x: float) -> float | int:
     return int(x) if float(x).is_integer() else x
 
 
+def _per_token_and_spent(
+    out: Section, fpt: dict[str, Any] | None, reason: str | None, tokens_seen: float | None
+) -> bool:
+    """flops_per_token and flops_spent into `out` (each a value or its absent reason), for
+    `section` and `sample_section` alike; True when FLOPs per token has a number (`section`
+    then explains it)."""
+    if fpt is None:
+        out.absent["flops_per_token"] = reason  # type: ignore[assignment]
+        out.absent["flops_spent"] = f"needs FLOPs per token: {reason}"
+        return False
+    out.values["flops_per_token"] = fpt
+    if fpt["value"] is None:
+        out.absent["flops_spent"] = "no convention chosen: declare --convention " + "|".join(
+            flops.names()
+        )
+        return False
+    if tokens_seen is None:
+        out.absent["flops_spent"] = "needs the tokens seen, which are not counted"
+    else:
+        out.values["flops_spent"] = fpt["value"] * tokens_seen
+    return True
+
+
 def section(facts: FactStore, tokens_seen: float | None) -> Section:
     """flops_per_token, flops_spent, conventions, convention_formulas."""
     out = Section()
     fpt, reason = choose(facts, out.warnings)
     shape = shape_of(facts)
-    if fpt is None:
-        out.absent["flops_per_token"] = reason  # type: ignore[assignment]
-        out.absent["flops_spent"] = f"needs FLOPs per token: {reason}"
-    else:
-        out.values["flops_per_token"] = fpt
-        if fpt["value"] is None:
-            out.absent["flops_spent"] = "no convention chosen: declare --convention " + "|".join(
-                flops.names()
-            )
-        else:
-            out.explain["flops_per_token"] = facts.derived(
-                "flops_per_token.explain", lambda: _explain(facts, fpt, shape), flops.generation()
-            )
-            if tokens_seen is None:
-                out.absent["flops_spent"] = "needs the tokens seen, which are not counted"
-            else:
-                out.values["flops_spent"] = fpt["value"] * tokens_seen
+    if _per_token_and_spent(out, fpt, reason, tokens_seen):
+        out.explain["flops_per_token"] = facts.derived(
+            "flops_per_token.explain", lambda: _explain(facts, fpt, shape), flops.generation()
+        )
     if shape is not None:
         out.values["conventions"] = all_conventions(shape)
     out.values["convention_formulas"] = formulas()
@@ -232,19 +242,7 @@ def sample_section(facts: FactStore, tokens_seen: float | None) -> Section:
         "model.sample", lambda: _sample_base(facts), flops.generation()
     )
     out = Section()
-    if fpt is None:
-        out.absent["flops_per_token"] = reason
-        out.absent["flops_spent"] = f"needs FLOPs per token: {reason}"
-    else:
-        out.values["flops_per_token"] = fpt
-        if fpt["value"] is None:
-            out.absent["flops_spent"] = "no convention chosen: declare --convention " + "|".join(
-                flops.names()
-            )
-        elif tokens_seen is None:
-            out.absent["flops_spent"] = "needs the tokens seen, which are not counted"
-        else:
-            out.values["flops_spent"] = fpt["value"] * tokens_seen
+    _per_token_and_spent(out, fpt, reason, tokens_seen)
     if conventions is not None:
         out.values["conventions"] = conventions
     out.values["convention_formulas"] = conv_formulas
