@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import socket
 import sys
 import tempfile
@@ -115,7 +114,7 @@ def main() -> None:
     parser.add_argument("--kinds", default=",".join(KINDS) + ",floor")
     parser.add_argument("--keep", type=Path, default=None)
     args = parser.parse_args()
-    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+    if not run_all.have_callgrind():
         sys.exit("valgrind (callgrind) is not installed")
     with tempfile.TemporaryDirectory(prefix="tm-bench-emit-cg-") as tmp:
         cwd = Path(tmp)

@@ -20,7 +20,6 @@ a few hundred shows where the timed row drowns it. A benchmark, not a test: noth
 from __future__ import annotations
 
 import argparse
-import shutil
 import socket
 import sys
 import tempfile
@@ -86,7 +85,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=4000)
     parser.add_argument("--peer", action="store_true", help="the peer's mechanism beside ours")
     args = parser.parse_args()
-    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+    if not run_all.have_callgrind():
         sys.exit("valgrind (callgrind) is not installed")
     sides = ["ours"] + (["peer"] if args.peer and run_all.have_peer() else [])
     with tempfile.TemporaryDirectory(prefix="tm-bench-mech-") as tmp:

@@ -440,6 +440,11 @@ sys.stdin.readline()  # and off: the exit is not counted
 """
 
 
+def have_callgrind() -> bool:
+    """valgrind and callgrind_control both installed: every instruction count needs them."""
+    return shutil.which("valgrind") is not None and shutil.which("callgrind_control") is not None
+
+
 def callgrind_instructions(
     argv: list[str], env: dict[str, str], cwd: Path, out: Path, keep: Path | None = None
 ) -> tuple[int, int] | None:
@@ -491,7 +496,7 @@ def bench_instructions(rows: list[Row], steps: int = 1000) -> None:
     whole process and for its training thread alone (the sender thread's work runs on its own
     clock, 20 times a second, which callgrind's fifty-fold slowdown turns into many ticks a
     step: that part is not a count per step, and it grows with the machine's load)."""
-    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+    if not have_callgrind():
         print("  ! valgrind not installed: no instruction counts", file=sys.stderr)
         return
     row = Row("agent instructions per optimizer step, training thread (callgrind)", "instr/step", "≤ 0.15")

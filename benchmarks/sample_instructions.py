@@ -14,7 +14,6 @@ instructions with `PYTHONHASHSEED=0`. A benchmark, not a test: nothing here asse
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -48,7 +47,7 @@ def main() -> int:
     parser.add_argument("--src", help="count this trainmeter instead (another tree's src/), "
                         "for a before and after on one machine")
     args = parser.parse_args()
-    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+    if not run_all.have_callgrind():
         sys.exit("valgrind (callgrind) is not installed")
     with tempfile.TemporaryDirectory(prefix="tm-bench-sample-") as tmp:
         cwd = Path(tmp)
