@@ -43,6 +43,9 @@ class ObserverSet:
     def __init__(self, observers: list[Any], warn: Warn) -> None:
         self.observers = list(observers)
         self.warn = warn
+        #: `reads()`'s answer, and the list and length it was worked out for (a replay asks at
+        #: each of its ~2,000 samples; the union copied every key each time)
+        self._reads: tuple[frozenset[str] | None, list[Any], int] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.observers)
@@ -62,6 +65,7 @@ class ObserverSet:
         name = getattr(obs, "name", type(obs).__name__)
         if obs in self.observers:
             self.observers.remove(obs)
+        self._reads = None
         self.warn(f"view:{name}", f"the {name} view failed and is off: {exc!r}")
 
     def points(self, points: list[tuple[Any, ...]], origin: float | None) -> None:
@@ -74,13 +78,20 @@ class ObserverSet:
 
     def reads(self) -> frozenset[str] | None:
         """The snapshot keys the observers read (their `reads`, together), or None when one
-        of them does not say (it is given every key): a replay's samples compose only those."""
-        keys: frozenset[str] = frozenset()
-        for obs in self.observers:
+        of them does not say (it is given every key): a replay's samples compose only those.
+        Worked out again only when the observers may have changed (one dropped, the list
+        replaced or of another length): an observer's `reads` is fixed."""
+        memo, observers = self._reads, self.observers
+        if memo is not None and memo[1] is observers and memo[2] == len(observers):
+            return memo[0]
+        keys: frozenset[str] | None = frozenset()
+        for obs in observers:
             got = getattr(obs, "reads", None)
             if not isinstance(got, frozenset):
-                return None
-            keys |= got
+                keys = None
+                break
+            keys = keys | got  # type: ignore[operator]
+        self._reads = (keys, observers, len(observers))
         return keys
 
     def finish(self, snap: dict[str, Any]) -> None:
