@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -245,3 +246,49 @@ def test_a_block_of_points_fills_the_buckets_as_one_add_a_point():
         assert repr(got.describe()) == repr(s.describe())
         assert repr(got.columns()) == repr(s.columns())  # NaN and -0.0 compared as written
         assert got.count == s.count
+
+
+def test_the_written_out_walk_adds_what_dig_reads_on_random_shapes():
+    """`on_snapshot`'s walk is compiled from the tables (`_compile_walk`: a level shared by
+    several series walked once): on random snapshots (each path's levels present, missing, not
+    a dict, or an odd number; "*" levels of mixed items), fed three to a history so the series
+    exist after the first, every series takes exactly the points `_dig` reads, in order."""
+    import random
+
+    from trainmeter.views.history import _DRAWN, _dig
+
+    odd = [0.5, -0.0, 7, 2**60, True, None, "3", math.nan, -math.inf, [2.0], 1e308]
+
+    def shape(path: tuple[str, ...], rng: random.Random) -> Any:
+        roll = rng.random()
+        if roll < 0.15:
+            return rng.choice(odd)  # a leaf where a level was due (or the number itself)
+        if not path:
+            return rng.choice(odd)
+        node: dict[str, Any] = {}
+        if path[0] == "*":
+            for i in range(rng.randint(0, 3)):
+                node[str(i)] = shape(path[1:], rng) if rng.random() < 0.8 else rng.choice(odd)
+        elif roll > 0.25:
+            node[path[0]] = shape(path[1:], rng)
+        if rng.random() < 0.3:
+            node["other"] = 1.0
+        return node
+
+    for seed in range(60):
+        rng = random.Random(seed)
+        h = History()
+        expected: dict[str, list[float]] = {}
+        for _ in range(3):
+            snap: dict[str, Any] = {}
+            for key, _name, path, _c, _u, _l in _DRAWN:
+                if key not in snap and rng.random() < 0.85:
+                    snap[key] = shape(path, rng)
+            for key, name, path, complement, _unit, _label in _DRAWN:
+                value = _dig(snap, (key, *path))
+                if value is not None:
+                    expected.setdefault(name, []).append(1.0 - value if complement else value)
+            h.on_snapshot(snap)
+        got = {name: list(s.last) for name, s in h.series.items()}
+        assert list(got) == list(expected) and repr(got) == repr(expected), seed
+        assert h.version == sum(map(len, expected.values())), seed
