@@ -148,3 +148,35 @@ def test_each_ranks_step_time_is_its_own_records_window_while_the_clock_moves(mo
                 checked += 1
     assert checked == 16
     assert engine.ranks.clock is (engine.clock if moves in ((), (0,)) else None)
+
+
+def test_trailing_starts_where_the_steady_window_would_have_it():
+    """`RateWindow.trailing` reads the steady window's start from `head` itself (no Window for
+    it): on random runs, short ones included, its window is the one taken through `steady`."""
+    import random
+
+    from trainmeter.engine.rate import SPAN_S, RateWindow, Window
+
+    def by_steady(w: RateWindow) -> Window | None:
+        steady = w.steady()
+        if steady is None or w.last is None:
+            return None
+        recent, horizon = w.recent, w.last[0] - SPAN_S
+        while len(recent) > 1 and recent[1][0] <= horizon:
+            recent.popleft()
+        first = recent[0]
+        if first[0] <= horizon and first[0] > steady.start_t:
+            return Window("trailing", first, w.last)
+        return Window("trailing", w.head[w.warmup], w.last)
+
+    def fields(x: Window | None) -> tuple | None:
+        return None if x is None else (x.kind, x.start_t, x.end_t, x.steps, x.tokens,
+                                       x.padded, x.seconds)
+
+    for seed in range(40):
+        rng = random.Random(seed)
+        w, t = RateWindow(), 0.0
+        for _ in range(rng.randint(0, 400)):
+            t += rng.choice((0.0, 0.01, 0.3, 2.0, 45.0))
+            w.add(t, rng.randint(1, 3), 100.0, 120.0)
+            assert fields(w.trailing()) == fields(by_steady(w)), seed

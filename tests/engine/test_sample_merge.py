@@ -67,3 +67,21 @@ def test_the_samples_keys_keep_the_snapshots_order(name: str) -> None:
         for keys in (None, WANTED):
             sample = engine.sample(now=now, keys=keys)
             assert list(sample) == [k for k in snap if k in sample], (name, i, keys)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_a_sample_for_the_historys_keys_is_the_whole_sample_cut_to_them(name: str) -> None:
+    """The history's keys (`History.reads`: ofu, the ladder, the rows, but not flops_observed,
+    mfu_ofu_gap or arithmetic_intensity, which the GPU counters then leave out): the same
+    values, in the same order, as the sample of every key cut to them."""
+    from trainmeter.views.history import History
+
+    engine = b.Engine()
+    for i, record in enumerate(RUNS[name]):
+        engine.feed(record)
+        if i % 5 and i != len(RUNS[name]) - 1:
+            continue
+        now = record["t"] + 0.1
+        every = engine.sample(now=now)
+        some = engine.sample(now=now, keys=History.reads)
+        assert repr(some) == repr({k: v for k, v in every.items() if k in History.reads})

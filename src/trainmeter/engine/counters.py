@@ -50,6 +50,8 @@ _ROW_FIELDS = (
 #: and a measured peak. The others (index, uuid, name, energy, throttle) are read on their own.
 _NUMERIC = frozenset((*_ROW_FIELDS, "window_s", "measured_peak_flops"))
 _RUNGS = ("gpu_util", "sm_active", "tensor_active")
+#: What `GpuCounters.section` gives beyond the ladder, the rows and OFU, from them
+_DERIVED = frozenset(("flops_observed", "mfu_ofu_gap", "arithmetic_intensity"))
 
 
 #: The types whose equal values print the same (`GpuCounters.layout`): 1, 1.0 and True are
@@ -260,15 +262,20 @@ class GpuCounters:
         peak: dict[str, Any] | None,
         peak_reason: str | None,
         detail: bool = True,
+        keys: frozenset[str] | None = None,
     ) -> Section:
         """ladder, gpus, ofu, flops_observed, mfu_ofu_gap, arithmetic_intensity (`detail`
-        False: their explanations left out, for `Engine.sample`)."""
+        False: their explanations left out, for `Engine.sample`; `keys`: the sample's readers'
+        keys, None for all: flops_observed, mfu_ofu_gap and arithmetic_intensity, which
+        nothing else here reads, are worked out only when one of them is wanted)."""
         out = Section()
         gpus = self._covered(covered)
         mfu = mfu or {}
         self._ladder(out, gpus, mfu.get("value"))
-        self._ofu(out, gpus, mfu, detail)
-        self._intensity(out, gpus, mfu, mfu_reason, peak, peak_reason, detail)
+        rest = keys is None or not keys.isdisjoint(_DERIVED)
+        self._ofu(out, gpus, mfu, detail, rest)
+        if rest:
+            self._intensity(out, gpus, mfu, mfu_reason, peak, peak_reason, detail)
         return out
 
     def _ladder(self, out: Section, gpus: list[_Gpu], mfu: float | None) -> None:
@@ -309,7 +316,11 @@ class GpuCounters:
         }
         out.values["gpus"] = rows
 
-    def _ofu(self, out: Section, gpus: list[_Gpu], mfu: dict[str, Any], detail: bool) -> None:
+    def _ofu(
+        self, out: Section, gpus: list[_Gpu], mfu: dict[str, Any], detail: bool,
+        rest: bool = True,
+    ) -> None:
+        """ofu; and with `rest`, flops_observed and mfu_ofu_gap (which follow from it)."""
         # one loop, no comprehension (each is a call of its own; a replay asks 2,000 times);
         # the sums from 0 in the GPUs' order, as `sum` adds
         counted: list[_Gpu] = []
@@ -348,6 +359,8 @@ class GpuCounters:
         out.values["ofu"] = entry
         if detail:
             out.explain["ofu"] = _explain_ofu(counted, value)
+        if not rest:
+            return
         if unknown is not None:
             out.absent["flops_observed"] = (
                 f"{unknown.name or 'a GPU'} has no datasheet dense peak in the table"

@@ -47,7 +47,7 @@ _ZERO_BIN = -(10**9)  # the bin of a zero duration
 class Window:
     """Sums over one window of step records: `start_t`..`end_t`, `steps`, `tokens`, `padded`."""
 
-    __slots__ = ("kind", "start_t", "end_t", "steps", "tokens", "padded")
+    __slots__ = ("kind", "start_t", "end_t", "steps", "tokens", "padded", "seconds")
 
     def __init__(self, kind: str, start: tuple, end: tuple) -> None:
         self.kind = kind
@@ -55,16 +55,16 @@ class Window:
         self.steps = end[1] - start[1]
         self.tokens = end[2] - start[2]
         self.padded = end[3] - start[3]
-
-    @property
-    def seconds(self) -> float:
-        return self.end_t - self.start_t
+        #: end_t - start_t, once (a property read four times a sample was a call each)
+        self.seconds: float = self.end_t - self.start_t
 
     def rate(self, amount: float) -> float | None:
-        return amount / self.seconds if self.seconds > 0 else None
+        seconds = self.seconds
+        return amount / seconds if seconds > 0 else None
 
     def step_time(self) -> float | None:
-        return self.seconds / self.steps if self.steps > 0 and self.seconds > 0 else None
+        seconds = self.seconds
+        return seconds / self.steps if self.steps > 0 and seconds > 0 else None
 
 
 class Durations:
@@ -293,17 +293,23 @@ class RateWindow:
         return Window("steady", self.head[self.warmup], self.last)
 
     def trailing(self) -> Window | None:
-        """The last `SPAN_S` seconds of records, or the steady window while that is shorter."""
-        steady = self.steady()
-        if steady is None or self.last is None:
+        """The last `SPAN_S` seconds of records, or the steady window while that is shorter.
+        The steady window's start read from `head` as `steady` takes it (no Window made for
+        it: a replay's samples ask 2,000 times)."""
+        last, records = self.last, self.records
+        if records < 3 or last is None:
             return None
-        recent, horizon = self.recent, self.last[0] - SPAN_S
+        warmup = records - 2  # `warmup`, the builtins written out: max(min(WARMUP, n - 2), 1)
+        if warmup > WARMUP:
+            warmup = WARMUP
+        start = self.head[warmup]  # (records >= 3: at least 1)
+        recent, horizon = self.recent, last[0] - SPAN_S
         while len(recent) > 1 and recent[1][0] <= horizon:
             recent.popleft()  # the horizon only moves on: these can never start a window again
         first = recent[0]
-        if first[0] <= horizon and first[0] > steady.start_t:
-            return Window("trailing", first, self.last)
-        return Window("trailing", self.head[self.warmup], self.last)
+        if first[0] <= horizon and first[0] > start[0]:
+            return Window("trailing", first, last)
+        return Window("trailing", start, last)
 
     def spread(self) -> dict[str, Any] | None:
         """The steady window's step-time quantiles and blocks (None before three records)."""

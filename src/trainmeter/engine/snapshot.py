@@ -543,7 +543,7 @@ class Engine:
         composed. Every key kept is the same number either way."""
         p = _Parts(self.no_agent(), self.ledger.t_end is not None, self.shape())
         self._pace(p, detail=False, progress=keys is None or not keys.isdisjoint(_BUDGET_KEYS))
-        self._devices(p, detail=False, energy=keys is None or "energy" in keys)
+        self._devices(p, detail=False, energy=keys is None or "energy" in keys, keys=keys)
         p.time_split = self.ledger.section(
             self.t_last, now, self.probes, p.no_agent, self.world_size, detail=False
         )
@@ -597,11 +597,15 @@ class Engine:
             finished=p.finished,
         )
 
-    def _devices(self, p: _Parts, detail: bool = True, energy: bool = True) -> None:
+    def _devices(
+        self, p: _Parts, detail: bool = True, energy: bool = True,
+        keys: frozenset[str] | None = None,
+    ) -> None:
         """The GPUs and their peak, MFU, the GPU counters and energy (`detail` False: without
         their explanations, for `sample`, whose GPU part is made again only after what it reads
         moved: a fact or a device fact (`FactStore.version`), the sampled GPUs' names,
-        selection, versions or measured peaks (`GpuCounters.layout`))."""
+        selection, versions or measured peaks (`GpuCounters.layout`); `keys`: a sample's, the
+        counters' values no reader reads left out)."""
         facts, gpu = self.facts, self.gpu
         p.gpus = gpus = devices.section(facts, self.devices, gpu, self.cards.spec) if detail else (
             facts.derived(
@@ -627,7 +631,7 @@ class Engine:
         p.mfu_reason = utilization.absent.get("mfu")
         p.counters = self.gpu.section(
             gpus.covered, mfu=p.mfu, mfu_reason=p.mfu_reason, peak=gpus.peak,
-            peak_reason=gpus.peak_reason, detail=detail,
+            peak_reason=gpus.peak_reason, detail=detail, keys=keys,
         )
         p.energy = self.gpu.energy.section(
             gpus.covered, p.tokens_seen, self.gpu.unavailable, detail
