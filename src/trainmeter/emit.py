@@ -34,71 +34,76 @@ if TYPE_CHECKING:
 _warned: set[str] = set()
 _monotonic = time.monotonic
 _pack = _layout.SLOT.pack_into
-_SLOT_BYTES = _layout.SLOT_BYTES
-_MASK = _layout.CAPACITY - 1
 
 
 def emit(**values: Any) -> None:
     """Record named numbers for this run: series such as `train_loss`, or facts such as
     `tokens_per_step`. A no-op outside `tm`."""
     try:
-        # The steady call, in this one frame: the sender's `hot` ring (set by the outbox once
-        # the sender, its thread and this process's ring are in place; cleared by whatever
-        # ends one of them), a known key, a finite float, a number below the ring's `limit`:
-        # one clock read, one number, one `pack_into`. Anything else (the first call, a new
-        # key, a NumPy number or a tensor, a full ring, outside `tm`) takes the outbox's
-        # checked path, which does what this did before it existed.
-        sender = _sender_module._sender  # None outside tm: no exception to raise and catch
-        ring = None if sender is None else sender.hot
-        if ring is None:
+        # The steady call, in this one frame: the live sender's `hot` ring (`emit_hot`: set by
+        # the outbox once the sender, its thread and this process's ring are in place; cleared
+        # by whatever ends one of them), a known key, a finite float, a number below the ring's
+        # `limit`: one `next()` for the number, its slot's offset and the clock, one
+        # `pack_into`. Anything else (the first call, a new key, a NumPy number or a tensor, a
+        # full ring, outside `tm`) takes the outbox's checked path, which does what this did
+        # before it existed.
+        hot = _sender_module.emit_hot
+        if hot is None:
+            sender = _sender_module._sender  # None outside tm: nothing to look up
             if sender is None or sender.quiet:
                 sender = _get_sender()
                 if sender is None:
                     return
             _put(sender, values, _steps.n_steps, _monotonic(), _skip)
             return
-        t = _monotonic()
+        ids, stamped, mm, ring = hot
         # The last key is taken out of the keyword dictionary (fresh, ours alone) without the
         # iterator a loop makes: alone (the common call), it is the one written below; with
         # others, they go first, each the same way, in the order given, and it goes last.
         key, value = values.popitem()
-        if values:
+        if values:  # several keys: all of them in the order given (this last), one time
+            t = _monotonic()
             step = _steps.n_steps
-            ids = ring.emit_ids
-            for other in values:
-                number = values[other]
+            values[key] = value
+            for key in values:
+                value = values[key]
                 try:
-                    kid = ids[other]
+                    kid = ids[key]
                 except KeyError:  # a new key (or one the key table refused): checked
-                    _put(sender, {other: number}, step, t, _skip)
+                    _put(ring.owner, {key: value}, step, t, _skip)
                     continue
-                if type(number) is not float or number - number != 0.0:
-                    _put(sender, {other: number}, step, t, _skip)  # checked
+                if type(value) is not float or value - value:
+                    _put(ring.owner, {key: value}, step, t, _skip)  # checked
                     continue
-                seq = next(ring.seq)
+                at, seq = next(ring.numbers)
                 try:
                     if seq < ring.limit:
-                        _pack(ring.slots, (seq & _MASK) * _SLOT_BYTES, kid, step, t, number, seq)
+                        _pack(mm, at, kid, step, t, value, seq)
                     else:
-                        _put_numbered(ring, seq, kid, other, number, "emit", step, t)
+                        _put_numbered(ring, seq, kid, key, value, "emit", step, t)
                 except Exception:  # noqa: BLE001 - the number taken must not stay unwritten
-                    _put_numbered(ring, seq, -1, other, number, "emit", step, t)  # counted
+                    _put_numbered(ring, seq, -1, key, value, "emit", step, t)  # counted
+            return
+        # One key. One `try` for the id and the write (a `try` costs a jump over its handlers
+        # where its body does not end in a return: two bytecodes), so the handlers tell apart
+        # what they catch by type: a KeyError is a new key (nothing else in it raises one), any
+        # other exception came from writing the number taken (the checked write below catches
+        # its own).
         try:
-            kid = ring.emit_ids[key]
+            kid = ids[key]
+            if type(value) is float and not value - value:  # a float, not inf - inf or nan
+                at, seq, t = next(stamped)
+                if seq < ring.limit:
+                    return _pack(mm, at, kid, _steps.n_steps, t, value, seq)
+                try:  # at or past the limit: the checked write (rare)
+                    return _put_numbered(ring, seq, kid, key, value, "emit", _steps.n_steps, t)
+                except Exception:  # noqa: BLE001 - the number taken must not stay unwritten
+                    return _put_numbered(ring, seq, -1, key, value, "emit", _steps.n_steps, t)
         except KeyError:  # a new key (or one the key table refused): the checked path
-            _put(sender, {key: value}, _steps.n_steps, t, _skip)
-            return
-        if type(value) is not float or value - value != 0.0:
-            _put(sender, {key: value}, _steps.n_steps, t, _skip)
-            return
-        seq = next(ring.seq)
-        try:
-            if seq < ring.limit:
-                _pack(ring.slots, (seq & _MASK) * _SLOT_BYTES, kid, _steps.n_steps, t, value, seq)
-            else:
-                _put_numbered(ring, seq, kid, key, value, "emit", _steps.n_steps, t)
+            return _put(ring.owner, {key: value}, _steps.n_steps, _monotonic(), _skip)
         except Exception:  # noqa: BLE001 - the number taken must not stay unwritten
-            _put_numbered(ring, seq, -1, key, value, "emit", _steps.n_steps, t)  # counted
+            return _put_numbered(ring, seq, -1, key, value, "emit", _steps.n_steps, t)  # counted
+        _put(ring.owner, {key: value}, _steps.n_steps, _monotonic(), _skip)  # not a float: checked
     except Exception:  # noqa: BLE001 - promise 1: never raise into the training loop
         return
 

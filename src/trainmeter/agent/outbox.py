@@ -75,7 +75,7 @@ def put_for(sender: Any, key: str, value: float, via: str, step: int | None, t: 
     kid = ring.keys.get((via, key))
     if kid is None:
         kid = ring.key_id(key, via)
-    put_numbered(ring, next(ring.seq), kid, key, value, via, step, t)
+    put_numbered(ring, next(ring.numbers)[1], kid, key, value, via, step, t)
     if sender.idle:  # a backed-off sender: its tick comes back for this value (`Sender.wake`)
         sender.wake()
 
@@ -90,7 +90,7 @@ def put_numbered(
     step: int | None,
     t: float,
 ) -> None:
-    """Write the value numbered `seq` (just taken from `ring.seq`) into its slot, or count why
+    """Write the value numbered `seq` (just taken from `ring.numbers`) into its slot, or count why
     it cannot be: the checked write, for every number at or above `ring.limit` (`emit` writes
     below it without a check)."""
     if kid < 0 or seq - ring.tail >= _CAPACITY:
@@ -126,6 +126,7 @@ def put_emitted(
         and sender._thread is not None
         and _registered_for is sender
         and not sender.quiet
+        and sender._hot is not ring  # `hot` is a property: set once, not read on every call
     ):
         sender.hot = ring
     for key, value in values.items():
@@ -145,7 +146,7 @@ def put_emitted(
                 kid = ring.key_id(key, "emit")
                 if kid >= 0:
                     ring.emit_ids[key] = kid
-            put_numbered(ring, next(ring.seq), kid, key, number, "emit", step, t)
+            put_numbered(ring, next(ring.numbers)[1], kid, key, number, "emit", step, t)
         except Exception:  # noqa: BLE001 - promise 1: this key is lost to us, not the others
             skip(key)
     if sender.idle:

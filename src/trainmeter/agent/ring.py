@@ -48,6 +48,7 @@ import mmap
 import os
 import stat
 import struct
+import time
 
 from .. import records
 from . import sender as sender_module
@@ -63,7 +64,9 @@ LAYOUT = 4  # 2: H_RESERVED, and nothing read or written past it; 3: the rare re
 # 4: H_SOCKET_ONLY, H_IMAGE
 HEADER_BYTES = 4096
 KEYS_BYTES = 1 << 16
-SLOT = struct.Struct("<iqddq")  # key id, step (-1: none), t, value, seq (written last)
+#: key id, step (-1: none), t, value, seq (written last); "2d", the same bytes as "dd", is one
+#: code for the struct module to loop over: 13 instructions less a `pack_into`
+SLOT = struct.Struct("<iq2dq")
 SLOT_BYTES = SLOT.size
 _iter_slots = SLOT.iter_unpack
 _FIRST_WINDOW = 64  # slots the sender reads at once at first (an idle ring: 2 KiB copied)
@@ -206,8 +209,28 @@ class Ring:
         self.emit_ids: dict[str, int] = {}  # emit's own look-up: by key alone
         self.key_names: list[tuple[str, str]] = []
         self.keys_sent = 0  # key table entries `tm` was sent (with the values' datagrams)
-        # numbered from 1, so a never-written (zero) slot can never pass for a value
-        self.seq = itertools.count(1)  # next(): atomic under the GIL, so threads never share one
+        # Values are numbered from 1, so a never-written (zero) slot can never pass for a value.
+        # A number comes with its slot's offset in `mm` (SLOTS_AT + (number & mask) * SLOT_BYTES)
+        # from one `next()` on a zip: the counter and the offsets advance together in C, atomic
+        # under the GIL, so two threads never share a number and an offset always goes with its
+        # own. Every taker goes through a zip over these two (never the counter alone), or the
+        # offsets would fall out of step. Two ints made in C, not computed by the caller with
+        # `&` and `*` (two more ints and four bytecodes a value).
+        count = itertools.count(1)
+        offsets = itertools.chain(
+            range(SLOTS_AT + SLOT_BYTES, RARE_AT, SLOT_BYTES),  # the first lap: from number 1
+            itertools.chain.from_iterable(itertools.repeat(range(SLOTS_AT, RARE_AT, SLOT_BYTES))),
+        )
+        #: next(): (offset, number) of a new value
+        self.numbers = zip(offsets, count, strict=False)  # both endless
+        #: What `emit`'s steady call reads, in one tuple (`sender.emit_hot` while the ring is
+        #: hot): its key ids, a zip whose next() is (offset, number, time.monotonic()) for its
+        #: one value (the clock read in the same C call: a builtin without arguments is a
+        #: generic call in 3.11's interpreter), the mapping, and the ring. Not attributes of
+        #: their own: past 28 or so an instance's attributes lose 3.11's fast lookup.
+        clock = itertools.starmap(time.monotonic, itertools.repeat(()))
+        stamped = zip(offsets, count, clock, strict=False)
+        self.emit_path = (self.emit_ids, stamped, self.mm, self)
         #: numbers below this one may be written without a check: min(room, tail + CAPACITY),
         #: kept by whoever moves either (`tail`'s setter, `grow`). Both only grow, so a value
         #: computed from a stale reading of the other (two threads) is lower than the truth,

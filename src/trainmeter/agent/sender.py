@@ -128,11 +128,7 @@ class Sender:
         #: neither a step record nor such a value is lost when undelivered: `tm` takes the
         #: steps from the totals and counts the values from the header
         self.has_ring = False
-        #: Set by the outbox: the ring `emit` may write into without checking anything else (this
-        #: sender live, its thread started, the outbox hooked in, the ring this process's and
-        #: this sender's). Whatever ends one of those clears it (going quiet, a fork, a new
-        #: ring), and `emit` takes its checked path until the outbox sets it again
-        self.hot: Any = None
+        self._hot: Any = None  # `hot`
         #: The thread is backed off (waits up to `IDLE_CAP_S`): `wake` brings its tick back
         self.idle = False
         self._found = 0  # datagrams queued for shipping, ever: a tick that queues none is idle
@@ -236,6 +232,25 @@ class Sender:
         interval, then (backed off: the tick after `IDLE_TICKS` empty ones, which set the flags,
         shipped nothing either) `IDLE_CAP_S`."""
         return self.interval if empty <= IDLE_TICKS else max(self.interval, IDLE_CAP_S)
+
+    @property
+    def hot(self) -> Any:
+        """The ring `emit` may write into without checking anything else (this sender live, its
+        thread started, the outbox hooked in, the ring this process's and this sender's), or
+        None. Set by the outbox; whatever ends one of those clears it (going quiet, backing
+        off, a fork, a new ring), and `emit` takes its checked path until the outbox sets it
+        again. `emit` reads it as the module's `emit_hot`, kept here: one global read, with
+        no sender to look up and test first."""
+        return self._hot
+
+    @hot.setter
+    def hot(self, ring: Any) -> None:
+        global emit_hot
+        self._hot = ring
+        if ring is not None and self is _sender:
+            emit_hot = ring.emit_path
+        elif emit_hot is not None and emit_hot[-1].owner is self:
+            emit_hot = None
 
     def _back_off(self) -> None:
         """Nothing came for `IDLE_TICKS` ticks: from now on whatever brings work wakes the thread.
@@ -583,17 +598,21 @@ def _held_lock() -> _thread.LockType:
 
 _sender: Sender | None = None
 _sender_checked = False
+#: What `emit`'s steady call reads: the `emit_path` of the live sender's `hot` ring (its key
+#: ids, numbers with their time, mapping, the ring itself), or None (`Sender.hot`)
+emit_hot: tuple[dict[str, int], Any, Any, Any] | None = None
 
 
 def get_sender() -> Sender | None:
     """The process's sender, or None outside `tm` or once the supervisor is gone."""
-    global _sender, _sender_checked
+    global _sender, _sender_checked, emit_hot
     if not _sender_checked:
         _sender_checked = True
         path = os.environ.get(SOCKET_ENV)
         if path:
             _sender = Sender(path)
             atexit.register(_sender.flush_at_exit)
+            emit_hot = None  # a ring an earlier sender left hot (a test's) is not this one's
     if _sender is not None and _sender.quiet:
         return None
     return _sender
