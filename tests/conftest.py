@@ -7,12 +7,16 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+T = TypeVar("T")
 
 
 def tm_env(**extra: str) -> dict[str, str]:
@@ -49,6 +53,18 @@ def run_tm(args: list[str], cwd: Path, timeout: float = 240, **kwargs) -> subpro
         timeout=timeout,
         **kwargs,
     )
+
+
+def together(*calls: Callable[[], T]) -> list[T]:
+    """Each call on its own thread, at once; their results in order (the first error raised).
+
+    For a test's independent processes (its run under the agent and the same program without
+    it, two runs it compares): each is mostly one process on one core, so on the suite's 2-core
+    box two at a time take about the time of one. Only for runs whose assertions do not time
+    anything against the other's (counts, exact losses, records)."""
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(call) for call in calls]
+        return [future.result() for future in futures]
 
 
 def run_dirs(cwd: Path) -> list[Path]:
@@ -88,6 +104,7 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 PROCESS_STARTERS = (
     "run_tm(", "start_tm(", "tm_cli(", "run_agent(", "run_tiny_lm(", "subprocess.", "Popen(",
     ".run_code(", "spawn(", "os.fork(", "bare_venv", "old_python", "example_run", "Screen(",
+    "run_pair(", "run_tiny_lm_pair(", " together(",
 )
 
 

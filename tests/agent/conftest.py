@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import together
 from tests.socket_collector import SocketCollector
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,3 +118,24 @@ def run_agent(
 
 def run_tiny_lm(cwd: Path, *flags: str, agent: bool = True, **env: str) -> AgentRun:
     return run_agent(["python", str(SCRIPTS / "tiny_lm.py"), *flags], cwd, agent=agent, **env)
+
+
+def run_pair(
+    argv: list[str], cwd: Path, *, agent_pythonpath: str = "", **extra_env: str
+) -> tuple[AgentRun, AgentRun]:
+    """`argv` under the agent and the same command without it, at once (two processes on the
+    box's two cores: the time of one); the plain run in `cwd/plain`, so that what a program
+    writes to its working directory (a checkpoint) is never written by both at the same time.
+    `agent_pythonpath` goes to the agent's run alone (a test's sitecustomize that breaks it)."""
+    plain_cwd = cwd / "plain"
+    plain_cwd.mkdir(exist_ok=True)
+    run, plain = together(
+        lambda: run_agent(argv, cwd, extra_pythonpath=agent_pythonpath, **extra_env),
+        lambda: run_agent(argv, plain_cwd, agent=False, **extra_env),
+    )
+    return run, plain
+
+
+def run_tiny_lm_pair(cwd: Path, *flags: str, **kw: str) -> tuple[AgentRun, AgentRun]:
+    """`tiny_lm.py FLAGS` under the agent and without it, at once (see run_pair)."""
+    return run_pair(["python", str(SCRIPTS / "tiny_lm.py"), *flags], cwd, **kw)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import sys
 import textwrap
 
-from conftest import run_agent, run_tiny_lm
+from tests.conftest import together
+
+from conftest import run_agent, run_tiny_lm_pair
 
 
 def test_python_c_without_torch_says_hello_and_exits_normally(workdir):
@@ -74,10 +76,13 @@ def test_armed_taps_are_not_probes_until_their_tracker_is_imported(workdir):
 
 
 def test_disable_and_no_socket_send_nothing(workdir):
-    run = run_agent(["python", "-c", "import torch; print('ok')"], workdir, TRAINMETER_DISABLE="1")
-    assert run.rc == 0 and run.stdout.strip() == "ok" and run.records == []
     check = "import sys; print('trainmeter.agent.probes.steps' in sys.modules)"
-    outside = run_agent(["python", "-c", "import torch; " + check], workdir, agent=False)
+    run, outside = together(
+        lambda: run_agent(["python", "-c", "import torch; print('ok')"], workdir,
+                          TRAINMETER_DISABLE="1"),
+        lambda: run_agent(["python", "-c", "import torch; " + check], workdir, agent=False),
+    )
+    assert run.rc == 0 and run.stdout.strip() == "ok" and run.records == []
     assert outside.rc == 0 and outside.stdout.strip() == "False"
 
 
@@ -113,8 +118,7 @@ def _breaking_site(workdir, target: str, attribute: str) -> str:
 
 def test_a_probe_that_raises_warns_once_and_the_run_goes_on(workdir):
     site = _breaking_site(workdir, "trainmeter.agent.probes.model", "count_params")
-    run = run_tiny_lm(workdir, "--steps", "4", extra_pythonpath=site)
-    plain = run_tiny_lm(workdir, "--steps", "4", agent=False)
+    run, plain = run_tiny_lm_pair(workdir, "--steps", "4", agent_pythonpath=site)
     assert run.rc == 0, run.stderr
     warnings = [line for line in run.stderr.splitlines() if line.startswith("trainmeter:")]
     assert warnings == ["trainmeter: model off: RuntimeError('injected failure'); the run goes on"]
@@ -126,8 +130,7 @@ def test_a_probe_that_raises_warns_once_and_the_run_goes_on(workdir):
 
 def test_the_hot_path_probe_failing_turns_itself_off(workdir):
     site = _breaking_site(workdir, "trainmeter.agent.probes.tokens", "find")
-    run = run_tiny_lm(workdir, "--steps", "4", "--accum", "2", extra_pythonpath=site)
-    plain = run_tiny_lm(workdir, "--steps", "4", "--accum", "2", agent=False)
+    run, plain = run_tiny_lm_pair(workdir, "--steps", "4", "--accum", "2", agent_pythonpath=site)
     assert run.rc == 0, run.stderr
     warnings = [line for line in run.stderr.splitlines() if line.startswith("trainmeter:")]
     assert len(warnings) == 2 and warnings[0].startswith("trainmeter: steps off: RuntimeError")

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SCRIPTS, run_agent
+from conftest import SCRIPTS, run_pair
 
 
 def _run(workdir, name):
-    run = run_agent(["python", str(SCRIPTS / f"{name}.py")], workdir)
-    plain = run_agent(["python", str(SCRIPTS / f"{name}.py")], workdir, agent=False)
+    run, plain = run_pair(["python", str(SCRIPTS / f"{name}.py")], workdir)
     assert run.rc == 0 and plain.rc == 0, run.stderr + plain.stderr
     assert run.losses() and run.losses() == plain.losses()
     return run

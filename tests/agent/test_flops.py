@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SCRIPTS, run_agent, run_tiny_lm
+from conftest import SCRIPTS, run_agent, run_tiny_lm, run_tiny_lm_pair
 
 PER_TOKEN = 30720.0
 
@@ -39,7 +39,7 @@ def _graphs(run) -> list[str]:
 )
 def test_counted_flops_for_a_compiled_model_or_a_reason(workdir, how):
     flags = ("--steps", "4", *how, "--dropout", "0.1")
-    run = run_tiny_lm(workdir, *flags)
+    run, plain = run_tiny_lm_pair(workdir, *flags)
     assert run.rc == 0, run.stderr
     facts = run.facts()
     if "counted_unavailable" in facts:
@@ -47,7 +47,6 @@ def test_counted_flops_for_a_compiled_model_or_a_reason(workdir, how):
     else:
         assert facts["counted_flops_per_token"] == PER_TOKEN
         assert "fake-tensor" in run.fact_records("counted_flops_per_token")[0]["d"]["note"]
-    plain = run_tiny_lm(workdir, *flags, agent=False)
     # same losses (dropout included: the fake count drew no random numbers), and the agent's
     # hooks made dynamo compile no extra graph
     assert run.losses() == plain.losses()

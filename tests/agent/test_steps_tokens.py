@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import run_agent, run_tiny_lm
+from conftest import run_pair, run_tiny_lm, run_tiny_lm_pair
 
 
 def test_gradient_accumulation_counts_steps_micro_and_tokens(workdir):
@@ -56,8 +56,7 @@ def test_a_repeated_step_without_forward_counts_once_and_breaks_nothing(workdir)
     # for the root again and finds the same model inside its next call (this once raised a
     # TypeError from torch calling our hook without its keyword arguments)
     flags = ("--steps", "4", "--accum", "2", "--double-step", "--mask")
-    run = run_tiny_lm(workdir, *flags)
-    plain = run_tiny_lm(workdir, *flags, agent=False)
+    run, plain = run_tiny_lm_pair(workdir, *flags)
     assert run.rc == 0, run.stderr
     assert "trainmeter:" not in run.stderr
     assert run.losses() == plain.losses() and len(run.losses()) == 8
@@ -81,8 +80,7 @@ def test_losses_are_bit_identical_with_and_without_the_agent(workdir):
         "--ckpt-every",
         "3",
     )
-    with_agent = run_tiny_lm(workdir, *flags)
-    without = run_tiny_lm(workdir, *flags, agent=False)
+    with_agent, without = run_tiny_lm_pair(workdir, *flags)  # each writes its ckpt3.pt
     assert with_agent.rc == without.rc == 0, with_agent.stderr
     assert with_agent.kind("step") and not without.records
     # the counted-FLOPs window (step 3) lies inside these losses
@@ -98,8 +96,7 @@ def test_a_root_compiled_in_place_is_counted_without_touching_its_graph(workdir)
     # printed dynamo warnings (`int(mask.sum())`, `time.monotonic` traced in our hooks).
     flags = ("--steps", "4", "--accum", "2", "--compile-in-place", "eager", "--fullgraph")
     flags += ("--mask", "--double-step")
-    run = run_tiny_lm(workdir, *flags)
-    plain = run_tiny_lm(workdir, *flags, agent=False)
+    run, plain = run_tiny_lm_pair(workdir, *flags)
     assert run.rc == plain.rc == 0, run.stderr
     assert run.stderr == ""
     assert run.losses() == plain.losses() and len(run.losses()) == 8
@@ -141,8 +138,7 @@ def test_a_compiled_optimizer_step_is_left_alone_and_said_so(workdir):
     # there, and the agent says so once instead of reporting nothing silently.
     script = workdir / "compiled_step.py"
     script.write_text(COMPILED_STEP)
-    run = run_agent(["python", str(script)], workdir)
-    plain = run_agent(["python", str(script)], workdir, agent=False)
+    run, plain = run_pair(["python", str(script)], workdir)
     assert run.rc == plain.rc == 0, run.stderr
     assert run.losses() == plain.losses() and len(run.losses()) == 4
     ours = [line for line in run.stderr.splitlines() if line.startswith("trainmeter:")]

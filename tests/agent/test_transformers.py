@@ -13,6 +13,7 @@ counted on the full square as in `titan`: 12 * L * d * T = 12 * 2 * 16 * 8 = 307
 from __future__ import annotations
 
 import pytest
+from tests.conftest import together
 
 from conftest import SCRIPTS, run_agent
 
@@ -21,7 +22,11 @@ pytest.importorskip("transformers")
 
 @pytest.mark.slow
 def test_tiny_gpt2(workdir):
-    run = run_agent(["python", str(SCRIPTS / "hf_gpt2.py"), str(workdir / "saved")], workdir)
+    run, plain = together(  # each saves to its own directory
+        lambda: run_agent(["python", str(SCRIPTS / "hf_gpt2.py"), str(workdir / "saved")], workdir),
+        lambda: run_agent(["python", str(SCRIPTS / "hf_gpt2.py"), str(workdir / "plain")], workdir,
+                          agent=False),
+    )
     assert run.rc == 0, run.stderr
     truth = run.truth()
     facts = run.facts()
@@ -35,7 +40,4 @@ def test_tiny_gpt2(workdir):
     assert n == 1 and s > 0
     assert (workdir / "saved" / "model.safetensors").exists()
     assert facts["counted_flops_per_token"] == 46080
-    plain = run_agent(
-        ["python", str(SCRIPTS / "hf_gpt2.py"), str(workdir / "plain")], workdir, agent=False
-    )
     assert len(run.losses()) == 4 and run.losses() == plain.losses()

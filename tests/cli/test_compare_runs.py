@@ -5,13 +5,16 @@ over the same two runs, and the bad inputs of the run commands."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from trainmeter.views.format import si
 
-from ..conftest import run_dirs
+from ..conftest import default_signals, run_dirs, tm_env
 from .conftest import SCRIPTS, tm_cli
 
 pytestmark = pytest.mark.slow
@@ -19,13 +22,27 @@ STEPS = 16
 SLEEP_MS = 10  # x 8 samples a batch: 80 ms of data wait a step
 
 
+def _args(name: str, sleep_ms: int) -> list[str]:
+    return ["-q", "--name", name, str(SCRIPTS / "loader_lm.py"), "--steps", str(STEPS),
+            "--sleep-ms", str(sleep_ms)]
+
+
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The two runs at once (each is one process on one of the box's two cores; the data wait
+    is a sleep, not CPU). The slow one starts once the quick one's run directory exists, so the
+    quick one is listed first (directories sort by their start second, then by name)."""
     cwd = tmp_path_factory.mktemp("compare")
-    for name, sleep in (("quick-loader", 0), ("slow-loader", SLEEP_MS)):
-        result = tm_cli(["-q", "--name", name, str(SCRIPTS / "loader_lm.py"), "--steps",
-                         str(STEPS), "--sleep-ms", str(sleep)], cwd=cwd)
-        assert result.returncode == 0, result.stderr
+    quick = subprocess.Popen([sys.executable, "-m", "trainmeter", *_args("quick-loader", 0)],
+                             cwd=cwd, env=tm_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    deadline = time.monotonic() + 60
+    while not run_dirs(cwd) and quick.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    slow = tm_cli(_args("slow-loader", SLEEP_MS), cwd=cwd)
+    _, quick_err = quick.communicate(timeout=240)
+    assert quick.returncode == 0, quick_err
+    assert slow.returncode == 0, slow.stderr
     return cwd
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..conftest import read_events
+from ..conftest import read_events, run_tm, tm_env, together
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
@@ -46,6 +46,26 @@ def run_plain(workdir: Path, args: list[str], env: dict[str, str], timeout: floa
         timeout=timeout,
     )
     return Ran(done)
+
+
+def run_pair(
+    workdir: Path, script: str, args: list[str], tm_args: list[str],
+    env: dict[str, str] | None = None,
+) -> tuple[Ran, Ran]:
+    """`python SCRIPT ARGS` run plainly and `tm TM_ARGS SCRIPT ARGS` beside it, at once (two
+    processes on the box's two cores: the time of one). The plain run works in `workdir/plain`
+    on its own copy of the script, so what the trackers write beside it (wandb, tb, mlruns,
+    lightning_logs, hf_out) never meets the run under `tm`, which works in `workdir`."""
+    env = env or tm_env()
+    plain_dir = workdir / "plain"
+    plain_dir.mkdir(exist_ok=True)
+    copy_script(plain_dir, script)
+    copy_script(workdir, script)
+    plain, under = together(
+        lambda: run_plain(plain_dir, [script, *args], env),
+        lambda: Ran(run_tm([*tm_args, script, *args], workdir, env=env)),
+    )
+    return plain, under
 
 
 def metric_records(run_dir: Path, via: str | None = None) -> list[dict]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import latest_summary, run_dirs, run_tm, tm_env
-from .conftest import Ran, copy_script, metric_records, run_plain
+from ..conftest import latest_summary, run_dirs
+from .conftest import metric_records, run_pair
 
 pytest.importorskip("transformers")
 pytest.importorskip("accelerate")  # Trainer needs it with PyTorch
@@ -36,13 +36,13 @@ FLOPS_PER_TOKEN = {
 
 
 def test_gpt2_under_trainer(workdir: Path) -> None:
-    copy_script(workdir, "hf_gpt2.py")
-    plain = run_plain(workdir, ["hf_gpt2.py"], tm_env()).check().answer
+    ran, under = run_pair(workdir, "hf_gpt2.py", [], ["--no-web"])
+    plain = ran.check().answer
     # the script's own count agrees with the hand count above
     assert (plain["n_params"], plain["n_embedding_params"]) == (N, E)
     assert (plain["n_layers"], plain["d_model"], plain["seq_len"]) == (L, D, T)
 
-    answer = Ran(run_tm(["--no-web", "hf_gpt2.py"], workdir)).check().answer
+    answer = under.check().answer
     # promise 1: the same losses and the same final weights, to the last bit
     assert answer["losses"] == plain["losses"]
     assert answer["weights"] == plain["weights"]

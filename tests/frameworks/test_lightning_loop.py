@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import latest_summary, read_events, run_dirs, run_tm, tm_env
-from .conftest import Ran, copy_script, metric_records, run_plain
+from ..conftest import latest_summary, read_events, run_dirs, run_tm
+from .conftest import Ran, copy_script, metric_records, run_pair
 
 pytest.importorskip("lightning")
 
@@ -15,9 +15,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_lightning_self_log(workdir: Path) -> None:
-    copy_script(workdir, "lightning_lm.py")
-    plain = run_plain(workdir, ["lightning_lm.py"], tm_env()).check().answer
-    answer = Ran(run_tm(["--no-web", "lightning_lm.py"], workdir)).check().answer
+    ran, under = run_pair(workdir, "lightning_lm.py", [], ["--no-web"])
+    plain = ran.check().answer
+    answer = under.check().answer
     assert answer["losses"] == plain["losses"]  # bit-identical, step by step
     assert answer["weights"] == plain["weights"]
 

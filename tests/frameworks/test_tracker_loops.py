@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import latest_summary, read_events, run_dirs, run_tm, tm_env
-from .conftest import Ran, copy_script, metric_records, run_plain
+from ..conftest import latest_summary, read_events, run_dirs, tm_env
+from .conftest import metric_records, run_pair
 
 pytestmark = pytest.mark.slow
 
@@ -19,10 +19,10 @@ MODULES = {"wandb": "wandb", "tensorboard": "tensorboard", "mlflow": "mlflow"}
 @pytest.mark.parametrize("tracker", ["wandb", "tensorboard", "mlflow"])
 def test_tracker_loop(workdir: Path, tracker: str) -> None:
     pytest.importorskip(MODULES[tracker])
-    copy_script(workdir, "tracker_loop.py")
     env = tm_env(WANDB_SILENT="true", WANDB_MODE="offline", MLFLOW_ALLOW_FILE_STORE="true")
-    plain = run_plain(workdir, ["tracker_loop.py", tracker], env).check().answer
-    under = Ran(run_tm(["--no-web", "tracker_loop.py", tracker], workdir, env=env)).check()
+    ran, under = run_pair(workdir, "tracker_loop.py", [tracker], ["--no-web"], env)
+    plain = ran.check().answer
+    under.check()
     assert under.answer["losses"] == plain["losses"]
     assert under.answer["weights"] == plain["weights"]
 
@@ -42,9 +42,8 @@ def test_tracker_loop(workdir: Path, tracker: str) -> None:
 def test_no_tap_leaves_the_tracker_alone(workdir: Path) -> None:
     """`tm --no-tap`: the loop runs the same, and no tapped value reaches the log."""
     pytest.importorskip("tensorboard")
-    copy_script(workdir, "tracker_loop.py")
-    plain = run_plain(workdir, ["tracker_loop.py", "tensorboard"], tm_env()).check().answer
-    under = Ran(run_tm(["--no-web", "--no-tap", "tracker_loop.py", "tensorboard"], workdir))
+    ran, under = run_pair(workdir, "tracker_loop.py", ["tensorboard"], ["--no-web", "--no-tap"])
+    plain = ran.check().answer
     assert under.check().answer == plain
     run_dir = run_dirs(workdir)[-1]
     assert metric_records(run_dir) == []
