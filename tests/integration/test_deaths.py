@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import default_signals, latest_summary, read_events, run_dirs, run_tm, tm_env
+from tests.conftest import (
+    default_signals,
+    latest_summary,
+    read_events,
+    run_dirs,
+    run_tm,
+    tm_env,
+    together,
+)
 from tests.engine.snapshot_keys import undocumented
 
 pytestmark = pytest.mark.slow
@@ -46,9 +54,12 @@ def _runs_status(cwd: Path) -> str:
 
 
 def _same_death(mode: str, cwd: Path, **env: str) -> tuple[subprocess.CompletedProcess, str, dict]:
-    """Run `dies.py mode` plain and under tm; assert promise 1; return tm's run, end line, summary."""
-    plain = _plain([DIES, mode], cwd, _env(**env))
-    ours = run_tm(["--no-web", DIES, mode], cwd, env=_env(**env))
+    """Run `dies.py mode` plain and under tm, at once (it writes nothing to its directory);
+    assert promise 1; return tm's run, end line, summary."""
+    plain, ours = together(
+        lambda: _plain([DIES, mode], cwd, _env(**env)),
+        lambda: run_tm(["--no-web", DIES, mode], cwd, env=_env(**env)),
+    )
     child_err, mine = _ours(ours.stderr)
     status = plain.returncode if plain.returncode >= 0 else 128 - plain.returncode  # as a shell
     assert ours.returncode == status

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 
 import pytest
 
-from ..conftest import EXAMPLES, latest_summary, run_dirs, run_tm
+from ..conftest import EXAMPLES, latest_summary, run_dirs, run_tm, together
 
 pytestmark = pytest.mark.slow
 
@@ -17,14 +18,31 @@ STEPS = 40
 
 
 @pytest.fixture(scope="module")
-def example_run(tmp_path_factory):
+def both_runs(tmp_path_factory):
+    """The example under `tm` and, at once, the same example without it (one process each on
+    the box's two cores), in directories of their own; the plain run's result and report path."""
     cwd = tmp_path_factory.mktemp("example")
+    plain_cwd = tmp_path_factory.mktemp("plain")
     report = cwd / "report.json"
-    result = run_tm(
-        [str(EXAMPLES / "tiny_gpt.py"), "--steps", str(STEPS), "--report", str(report)], cwd=cwd
+    plain_report = plain_cwd / "plain.json"
+    result, plain = together(
+        lambda: run_tm(
+            [str(EXAMPLES / "tiny_gpt.py"), "--steps", str(STEPS), "--report", str(report)],
+            cwd=cwd,
+        ),
+        lambda: subprocess.run(
+            [sys.executable, str(EXAMPLES / "tiny_gpt.py"), "--steps", str(STEPS), "--report",
+             str(plain_report), "--quiet"],
+            cwd=plain_cwd, capture_output=True, text=True, timeout=300,
+        ),
     )
     assert result.returncode == 0, result.stderr
-    return cwd, json.loads(report.read_text()), latest_summary(cwd), result
+    return (cwd, json.loads(report.read_text()), latest_summary(cwd), result), (plain, plain_report)
+
+
+@pytest.fixture(scope="module")
+def example_run(both_runs):
+    return both_runs[0]
 
 
 def _fact(summary: dict, key: str):
@@ -97,16 +115,9 @@ def test_replay_gives_the_same_snapshot(example_run) -> None:
     assert replayed == summary
 
 
-def test_losses_are_bit_identical_with_and_without_tm(example_run, tmp_path) -> None:
-    import subprocess
-
+def test_losses_are_bit_identical_with_and_without_tm(example_run, both_runs) -> None:
     _, truth, _, _ = example_run
-    report = tmp_path / "plain.json"
-    plain = subprocess.run(
-        [sys.executable, str(EXAMPLES / "tiny_gpt.py"), "--steps", str(STEPS), "--report",
-         str(report), "--quiet"],
-        capture_output=True, text=True, timeout=300,
-    )
+    plain, report = both_runs[1]  # run beside the example's run under tm
     assert plain.returncode == 0, plain.stderr
     assert json.loads(report.read_text())["losses"] == truth["losses"]
     assert not math.isnan(truth["final_loss"])
