@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..conftest import EXAMPLES, REPO, latest_summary, run_tm, tm_env
+from ..conftest import EXAMPLES, REPO, latest_summary, run_tm, tm_env, together
 from ..engine.snapshot_keys import undocumented
 from ..engine.test_explain import redo
 
@@ -18,14 +18,28 @@ pytestmark = pytest.mark.slow
 FIXTURES = REPO / "tests" / "fixtures" / "nvml"
 
 
-@pytest.fixture(scope="module", params=["h100_sxm_gpm.json", "a100_no_gpm.json"])
-def summary(request, tmp_path_factory):
-    cwd = tmp_path_factory.mktemp(request.param.split(".")[0])
-    env = tm_env(TRAINMETER_FAKE_NVML=str(FIXTURES / request.param))
-    args = ["--budget-steps", "400", "--convention", "megatron", str(EXAMPLES / "tiny_gpt.py")]
-    result = run_tm([*args, "--steps", "60"], cwd=cwd, env=env)
-    assert result.returncode == 0, result.stderr
-    return request.param, latest_summary(cwd)
+FAKES = ["h100_sxm_gpm.json", "a100_no_gpm.json"]
+
+
+@pytest.fixture(scope="module")
+def summaries(tmp_path_factory) -> dict[str, dict]:
+    """The example on each fake, the two runs at once (one process each on the box's two
+    cores; each tm tries the dashboard's ports from 8765 up, so they never share one)."""
+
+    def run(fake: str) -> dict:
+        cwd = tmp_path_factory.mktemp(fake.split(".")[0])
+        env = tm_env(TRAINMETER_FAKE_NVML=str(FIXTURES / fake))
+        args = ["--budget-steps", "400", "--convention", "megatron", str(EXAMPLES / "tiny_gpt.py")]
+        result = run_tm([*args, "--steps", "60"], cwd=cwd, env=env)
+        assert result.returncode == 0, result.stderr
+        return latest_summary(cwd)
+
+    return dict(zip(FAKES, together(*(lambda fake=fake: run(fake) for fake in FAKES)), strict=True))
+
+
+@pytest.fixture(params=FAKES)
+def summary(request, summaries):
+    return request.param, summaries[request.param]
 
 
 def test_every_key_of_a_real_snapshot_is_in_the_table(summary):
