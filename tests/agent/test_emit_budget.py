@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from tests.call_events import events
 
 from trainmeter.agent import ring
@@ -88,9 +89,30 @@ def test_the_steady_path_ends_with_its_sender(collector) -> None:
     emit(x=1.0)
     sender = sender_module.get_sender()
     assert sender is not None and sender.hot is ring.active
+    # what emit reads: the live sender's hot ring, its key ids and its stamped numbers
+    assert sender_module.emit_hot is ring.active.emit_path
     sender.go_quiet()  # the supervisor is gone
-    assert sender.hot is None
+    assert sender.hot is None and sender_module.emit_hot is None
     assert emit(x=2.0) is None  # nothing written, nothing raised
+
+
+def test_a_new_sender_never_finds_an_earlier_ones_ring_hot(
+    collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`emit_hot` belongs to the live sender: one made after another (a test's, as here) that
+    never went quiet starts with none, so emit cannot write into the earlier one's ring."""
+    emit(x=1.0)
+    earlier = sender_module.get_sender()
+    assert earlier is not None and sender_module.emit_hot is not None
+    monkeypatch.setattr(sender_module, "_sender", None)
+    monkeypatch.setattr(sender_module, "_sender_checked", False)
+    later = sender_module.get_sender()
+    try:
+        assert later is not earlier and sender_module.emit_hot is None
+        earlier.hot = ring.active  # the earlier sender, no longer the live one, sets it again
+        assert sender_module.emit_hot is None  # ... and emit does not see it
+    finally:
+        later.go_quiet()
 
 
 def test_shipping_costs_calls_per_window_not_per_value(collector) -> None:
