@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import copy
 import pickle
+import sys
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
+from torch.nn.modules import module as nn_module  # noqa: E402
 
 from trainmeter.agent.probes import step_signal, step_state, steps  # noqa: E402
 
@@ -232,3 +236,172 @@ def test_the_steady_post_hook_commits_a_step_exactly_as_step_totals_commit_does(
     assert by_hook == by_commit
     assert by_hook[0]["n_steps"] == before["n_steps"] + 1 and by_hook[0]["last_ver"] == -1
     assert by_hook[1].tokens == before["n_tokens"] and by_hook[2] == [before["n_steps"] + 1]
+
+
+def _entered(call: Callable[[], Any]) -> list[str]:
+    """The qualified names of the Python functions entered and the C functions called while
+    `call()` runs."""
+    names: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            names.append(frame.f_code.co_qualname)
+        elif event == "c_call":
+            names.append(getattr(arg, "__qualname__", repr(arg)))
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return names
+
+
+def _root_dispatch(call: Callable[[], Any]) -> list[str]:
+    """What `call()` enters and calls between the root's class `__call__` and `Net.forward`."""
+    names = _entered(call)
+    return names[names.index("_root_call.<locals>.__call__") + 1 : names.index("Net.forward")]
+
+
+def _steady(model: nn.Module, ids: torch.Tensor) -> torch.optim.Optimizer:
+    """Three steps of `model`: adopted, its first iteration watched and done, discovery's global
+    hooks gone."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        _step(model, opt, ids)
+    assert steps.root() is model
+    assert not any(  # nothing hooks a module call anywhere: the test below would not hold
+        (
+            nn_module._global_forward_pre_hooks,
+            nn_module._global_forward_hooks,
+            nn_module._global_backward_pre_hooks,
+            nn_module._global_backward_hooks,
+            model._forward_pre_hooks,
+            model._forward_hooks,
+        )
+    )
+    return opt
+
+
+def test_a_counted_call_with_nothing_hooked_calls_the_forward_in_place_of_torchs_call_impl(probe):
+    """`Module._call_impl` with no hook calls the forward and nothing else, after a frame with six
+    closure cells and a pybind11 call (`_get_tracing_state`): ~6,800 instructions, most of a
+    module call's cost. A counted call makes that test itself and calls the forward: the same
+    forward, the same result, and torch's path for every call that is not counted."""
+    model = Net()
+    ids = torch.randint(0, 16, (3, 5))
+    opt = _steady(model, ids)
+    assert _root_dispatch(lambda: model(ids)) == ["is_dynamo_compiling", "is_grad_enabled"]
+    assert steps.pending_micro() == 1
+    twin = copy.deepcopy(model)  # the same class, not the root: torch's own path
+    assert "Module._call_impl" in _root_dispatch(lambda: twin(ids))
+    assert torch.equal(model(ids), twin(ids))
+    with torch.no_grad():  # not counted: torch's path
+        assert "Module._call_impl" in _root_dispatch(lambda: model(ids))
+    opt.zero_grad()
+    with pytest.raises(TypeError):  # the forward's own error, as torch would raise it
+        model(ids, 1, 2)
+    assert probe()[:2] == (3, 3)
+
+
+def test_hooks_set_on_a_counted_root_at_any_time_run_as_torch_runs_them(probe):
+    """Each kind of hook a user (or DDP, FSDP, a profiler) may put on the root or on every
+    module, registered after the root's calls are counted: from the next call on, that call
+    takes torch's `_call_impl` and the hook runs (a forward hook's result is the call's result);
+    removed, the next call calls the forward again. The counts stay those of the loop."""
+    model = Net()
+    ids = torch.randint(0, 16, (3, 5))
+    opt = _steady(model, ids)
+    seen: list[str] = []
+
+    def note(name: str) -> Callable[..., None]:
+        return lambda *args: seen.append(name)
+
+    def zeroed(module: nn.Module, args: Any, out: torch.Tensor) -> torch.Tensor:
+        seen.append("forward")
+        return out * 0.0
+
+    registrations = {
+        "forward pre": lambda: model.register_forward_pre_hook(note("forward pre")),
+        "forward": lambda: model.register_forward_hook(zeroed),
+        "backward pre": lambda: model.register_full_backward_pre_hook(note("backward pre")),
+        "backward": lambda: model.register_full_backward_hook(note("backward")),
+        "global forward pre": lambda: nn_module.register_module_forward_pre_hook(
+            note("global forward pre")
+        ),
+        "global forward": lambda: nn_module.register_module_forward_hook(note("global forward")),
+        "global backward pre": lambda: nn_module.register_module_full_backward_pre_hook(
+            note("global backward pre")
+        ),
+        "global backward": lambda: nn_module.register_module_full_backward_hook(
+            note("global backward")
+        ),
+    }
+    for name, register in registrations.items():
+        handle = register()
+        try:
+            assert "Module._call_impl" in _root_dispatch(lambda: model(ids))
+            if name == "forward":  # the hook's result is the call's
+                assert model(ids).item() == 0.0 and model(ids).requires_grad
+            _step(model, opt, ids)
+        finally:
+            handle.remove()
+        assert name in seen, name
+        seen.clear()
+        assert "Module._call_impl" not in _root_dispatch(lambda: model(ids))
+        assert not seen, name
+        opt.zero_grad()
+    assert probe()[:2] == (3 + 8, 3 + 8)
+
+
+def test_a_forward_set_on_the_instance_or_a_call_impl_set_on_the_class_is_called(probe):
+    """What torch would call, the counted call calls: a forward put on the instance (Accelerate
+    wraps the forward so), and a `_call_impl` put on the class after the root was adopted (as
+    `torch._dynamo.disable` does to a class)."""
+    model = Net()
+    ids = torch.randint(0, 16, (3, 5))
+    _steady(model, ids)
+    seen: list[str] = []
+    forward = model.forward
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        seen.append("forward")
+        return forward(*args, **kwargs)
+
+    model.forward = wrapped  # type: ignore[method-assign]
+    model(ids)
+    del model.forward
+    assert seen == ["forward"]
+
+    def call_impl(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        seen.append("call_impl")
+        return nn.Module._call_impl(self, *args, **kwargs)
+
+    Net._call_impl = call_impl  # type: ignore[method-assign]
+    try:
+        model(ids)
+    finally:
+        del Net._call_impl
+    assert seen == ["forward", "call_impl"]
+    model(ids)
+    assert seen == ["forward", "call_impl"]
+    assert steps.pending_micro() == 1  # the same batch three times in the step: one
+
+
+def test_a_counted_root_traced_by_torchscript_keeps_its_scope(probe):
+    """`torch.jit.trace` of a module that holds the root names each node by the modules it ran
+    in (`_slow_forward`, while `torch.jit._trace._trace_module_map` is set): a counted call
+    takes torch's path then, and the traced graph is the one torch traces uncounted."""
+    model = Net()
+    ids = torch.randint(0, 16, (3, 5))
+    _steady(model, ids)
+    twin = copy.deepcopy(model)  # not the root: traced by torch's own path
+
+    def scopes(module: nn.Module) -> list[str]:
+        traced = torch.jit.trace(nn.Sequential(module), (ids,), check_trace=False)
+        return [node.scopeName() for node in traced.inlined_graph.nodes()]
+
+    ours = scopes(model)
+    assert steps.pending_micro() == 1  # the trace's call of the root was counted
+    assert ours == scopes(twin)
+    assert "__module.0" in ours  # the root's own scope

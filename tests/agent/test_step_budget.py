@@ -32,8 +32,10 @@ torch = pytest.importorskip("torch")
 #: Calls the agent makes in one steady step of each fixed loop (`LOOPS`), single process: each
 #: function of ours entered, and each call our frames make (into C, into torch, or into the
 #: user's code). Every loop pays the root's class `__call__` (`steps._root_call`) with
-#: `is_dynamo_compiling`, `is_grad_enabled` and torch's `_call_impl` (the forward, called in
-#: place of torch's own `_wrapped_call_impl`): 4. Then:
+#: `is_dynamo_compiling`, `is_grad_enabled` and the root's forward, called in place of torch's
+#: own `_wrapped_call_impl` and, nothing hooking the model, of its `_call_impl` and that one's
+#: `_get_tracing_state` (tests/agent/test_root_call.py; the steady step's `_call_impl` until 6
+#: December, afternoon: the same count here, two calls fewer in the whole step): 4. Then:
 #: - tokens (`model(ids[:, :-1])`, an embedding LM, SGD: a new token tensor each step):
 #:   `Tensor.dim` and `numel` (2; none when the same tensor is fed again); the optimizer's
 #:   post-hook `_after_step` with `is_dynamo_compiling`, and the commit written out in it:

@@ -133,11 +133,23 @@ class _Training:
         return getattr(self.module, key)
 
 
+#: What `steps._root_call` reads of the root as `[name]`: its training flag and its hooks
+ROOT_VARS = (
+    "training",
+    "_forward_pre_hooks",
+    "_forward_hooks",
+    "_backward_pre_hooks",
+    "_backward_hooks",
+)
+
+
 def training_flag(module: Any) -> Any:
-    """Where `module.training` can be read as `[\"training\"]` cheaply: its instance `__dict__`,
-    where `nn.Module.__init__` puts it, unless its class makes it something else (a property)."""
+    """Where `module.training` and its hook dictionaries (`ROOT_VARS`) can be read as
+    `[\"training\"]` cheaply: its instance `__dict__`, where `nn.Module.__init__` puts them,
+    unless its class makes one of them something else (a property)."""
     d = getattr(module, "__dict__", None)
-    if isinstance(d, dict) and "training" in d and not hasattr(type(module), "training"):
+    cls = type(module)
+    if isinstance(d, dict) and all(k in d and not hasattr(cls, k) for k in ROOT_VARS):
         return d
     return _Training(module)
 

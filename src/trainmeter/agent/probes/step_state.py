@@ -71,6 +71,7 @@ class State:
         "sent",  # the totals last turned into a `step` record (sender thread)
         # ---- torch, bound at attach
         "nn_module",  # torch.nn.modules.module
+        "jit_trace",  # torch.jit._trace (its `_trace_module_map`), or None
         "compiling",  # torch.compiler.is_dynamo_compiling (bool before attach: False)
         "grad_on",  # torch.is_grad_enabled (bool before attach: nothing counts)
         "tensor_cls",  # torch.Tensor
@@ -111,6 +112,7 @@ class State:
         self.hdr: Any = bytearray(ring_module.HEADER_BYTES)
         self.sent: Any = None  # set by `step_totals` (a Totals of zeros)
         self.nn_module: Any = None
+        self.jit_trace: Any = None
         self.compiling: Callable[[], bool] = bool
         self.grad_on: Callable[[], bool] = bool
         self.tensor_cls: Any = None

@@ -7,7 +7,8 @@ the model; `step_totals` keeps the running totals and publishes them in the ring
 - *Discovery* (`root_finder`): the first outermost training-mode call of a module with
   parameters finds the model, its *root*; then the root's class counts its calls
   (`_CallPatch`: cheaper than a hook on the root, which would send every call down torch's
-  slow path).
+  slow path). A counted call with nothing hooking the module calls its forward itself, as
+  torch's `_call_impl` would, without that function's own cost (`_torch_call_impl`).
 - Each training-mode call of the root is one micro-batch. Its token tensor (`tokens.find`:
   `input_ids=`, else the first 2-D integer tensor) adds `numel()` tokens; only metadata is read.
 - A global optimizer step post-hook commits the pending micro-batches as one step. Several
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import warnings
 import weakref
 
@@ -104,15 +106,20 @@ class _CallPatch:
     """The root's class calls `_root_call` first: the counting of a micro-batch without torch's
     hook machinery. A forward pre-hook on the root would send every call of the model down
     `Module._call_impl`'s general path (about 1 µs a call on this machine, more than all our
-    counting); a class attribute costs one Python frame. Only instances of that class pass
-    through it, and only the root is counted. `remove()` puts the class back as it was."""
+    counting); a class attribute costs one Python frame, in place of torch's
+    `_wrapped_call_impl` (and of its `_call_impl` where nothing hooks the call). Only instances
+    of that class pass through it, and only the root is counted. `remove()` puts the class back
+    as it was."""
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
         self.own = cls.__dict__.get("__call__", _NO_RESULT)
         inner = cls.__call__
         inner = getattr(inner, "__trainmeter_original__", inner)
-        self.patched = _root_call(inner)
+        impl = _torch_call_impl()
+        if getattr(cls, "_slow_forward", None) is not _module_attr("_slow_forward"):
+            impl = None  # the class traces its own way: torch's path for every call
+        self.patched = _root_call(inner, impl)
         cls.__call__ = self.patched  # type: ignore[method-assign]
 
     def remove(self) -> None:
@@ -125,16 +132,20 @@ class _CallPatch:
             cls.__call__ = self.own  # type: ignore[method-assign]
 
 
-def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
+def _root_call(inner: Callable[..., Any], impl: Any = None) -> Callable[..., Any]:
     """The class's new `__call__`: count, then call what the class called before. When that is
     torch's own `Module._wrapped_call_impl`, do its two lines here instead of calling it: the
-    extra frame and the repacking of the arguments would cost five times the counting."""
+    extra frame and the repacking of the arguments would cost five times the counting. And
+    when `impl` is torch's `Module._call_impl` as `_torch_call_impl` knows it, a counted call
+    with nothing hooked calls the forward itself, as that function would."""
     direct = _is_torch_wrapped_call(inner)
     # closure cells: cheaper to reach than globals. What attach bound of torch is read once
     # here (the root is adopted after attach), the state's fields at each call
     s = state
     compiling, grad_on, tensor_cls = s.compiling, s.grad_on, s.tensor_cls
     watching, weak = first_iteration.watching, weakref.ref
+    plain = direct and impl is not None
+    nn, trace = s.nn_module, s.jit_trace
 
     def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
         # dynamo may trace this (the root called inside a compiled function): it then sees a
@@ -225,6 +236,27 @@ def _root_call(inner: Callable[..., Any]) -> Callable[..., Any]:
                 compiled = module._compiled_call_impl
                 if compiled is not None:
                     out = compiled(*args, **kwargs)
+                elif (
+                    plain
+                    and type(module)._call_impl is impl  # not replaced on the class since
+                    and trace._trace_module_map is None  # no TorchScript trace naming scopes
+                    and not (
+                        # the eight dictionaries `_call_impl` tests: the root's (read in its
+                        # `__dict__`, as its training flag), then the global ones
+                        (hooks := s.root_vars)["_forward_pre_hooks"]
+                        or hooks["_forward_hooks"]
+                        or hooks["_backward_pre_hooks"]
+                        or hooks["_backward_hooks"]
+                        or nn._global_forward_pre_hooks
+                        or nn._global_forward_hooks
+                        or nn._global_backward_pre_hooks
+                        or nn._global_backward_hooks
+                    )
+                ):
+                    # nothing hooks this call: what `_call_impl` would do, without its frame,
+                    # its six closure cells and its pybind11 call (~6,800 instructions, where
+                    # this test costs ~1,900)
+                    out = module.forward(*args, **kwargs) if kwargs else module.forward(*args)
                 elif kwargs:
                     out = module._call_impl(*args, **kwargs)
                 else:  # no empty dict merged into another for `**kwargs`: the same call
@@ -256,6 +288,61 @@ def _is_torch_wrapped_call(function: Any) -> bool:
         return False
     code = getattr(function, "__code__", None)
     return getattr(code, "co_names", None) == ("_compiled_call_impl", "_call_impl")
+
+
+#: The names `Module._call_impl` reads before its call of the forward when nothing hooks the
+#: module: the tracing state, the two forwards, the module's four hook dictionaries and the four
+#: global ones (torch 2.x)
+_CALL_IMPL_FAST_NAMES = (
+    "torch",
+    "_C",
+    "_get_tracing_state",
+    "_slow_forward",
+    "forward",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+    "_forward_hooks",
+    "_forward_pre_hooks",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_forward_hooks",
+    "_global_forward_pre_hooks",
+)
+
+
+def _torch_call_impl() -> Any:
+    """torch's `Module._call_impl` when its body is the one `_root_call` knows, else None.
+
+    With no forward or backward hook on the module and no global one, `_call_impl` calls
+    `self._slow_forward` while TorchScript traces, else `self.forward`, and does nothing else;
+    and `_slow_forward` calls `self.forward` alone unless `torch.jit._trace._trace_module_map`
+    is set (by `torch.jit.trace` and the TorchScript ONNX export, to name the modules' scopes).
+    So with that map unset and no hook, `module.forward(*args)` is the very call `_call_impl`
+    would make, without its frame, its closure cells and its `torch._C._get_tracing_state()`
+    (a pybind11 call): most of what torch's dispatch of a module call costs. `_root_call`
+    tests that at every counted call, so a hook registered (or removed) at any time, DDP's or
+    FSDP's hooks, a trace, an export or a `_call_impl` replaced on the class (dynamo's
+    `disable` of a class) take torch's own path from that call on. Another torch, another
+    body: None, and every call takes torch's path."""
+    nn_module, trace = state.nn_module, state.jit_trace
+    if nn_module is None or trace is None or not hasattr(trace, "_trace_module_map"):
+        return None
+    impl, slow = _module_attr("_call_impl"), _module_attr("_slow_forward")
+    names = getattr(getattr(impl, "__code__", None), "co_names", ())
+    slow_names = getattr(getattr(slow, "__code__", None), "co_names", ())
+    if names[: len(_CALL_IMPL_FAST_NAMES)] != _CALL_IMPL_FAST_NAMES:
+        return None
+    if "_trace_module_map" not in slow_names or "_get_tracing_state" not in slow_names:
+        return None
+    if not all(hasattr(nn_module, name) for name in _CALL_IMPL_FAST_NAMES[9:]):
+        return None
+    return impl
+
+
+def _module_attr(name: str) -> Any:
+    """`torch.nn.Module`'s own attribute `name` (its class `__dict__`), or None."""
+    nn_module = state.nn_module
+    return None if nn_module is None else nn_module.Module.__dict__.get(name)
 
 
 def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -417,12 +504,16 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     again after forwards of the root, everything else settled) is a comparison and `_commit`;
     anything else takes `_step`."""
     s = state
-    if s.compiling():
+    # each slot read as an attribute, then called: `s.compiling()` is a LOAD_METHOD, which 3.11
+    # does not specialize for a slot (a generic lookup each step, ~100 instructions)
+    compiling = s.compiling
+    if compiling():
         # a compiled optimizer step: this hook is being traced, and counting here would need a
         # graph break. Say so once, at compile time, instead of counting nothing silently
         compile_support.note_compiled_step()
         return
-    if s.solo_ref() is optimizer and s.n_micro != s.c_micro:
+    solo = s.solo_ref
+    if solo() is optimizer and s.n_micro != s.c_micro:
         # what `_step` would do (the cycle is this optimizer's alone, as it was): its
         # `step_totals.commit`, written out here, where a call would cost a tenth of the step
         try:
@@ -535,6 +626,7 @@ def bind_torch(torch: Any) -> None:
 
     s = state
     s.nn_module = nn_module
+    s.jit_trace = sys.modules.get("torch.jit._trace")  # imported with torch
     s.compiling = _compiling_check(torch)
     s.tensor_cls = torch.Tensor
     s.grad_on = torch.is_grad_enabled
