@@ -126,3 +126,21 @@ def test_a_phase_never_seen_carries_why_instead_of_reading_as_a_timed_zero():
     assert p["checkpoint"]["reason"].startswith("nothing was saved with torch.save")
     assert p["eval"]["reason"] == "the model never went to eval() and back to train()"
     assert "reason" not in p["data"] and "reason" not in p["startup"]
+
+
+def test_the_layouts_memo_sees_each_measured_phase_arrive():
+    """`TimeLedger._layout` keys its memo on which phases were seen, written out by name:
+    every phase of `MEASURED_PARTS` must move it (a part added to the table and not to the
+    key would keep a stale layout: 'the probe saw none' after it saw some)."""
+    from trainmeter.engine.timesplit import MEASURED_PARTS, TimeLedger
+
+    probes = {probe for _, probe, _ in MEASURED_PARTS}
+    ledger = TimeLedger()
+    for name, _probe, _label in MEASURED_PARTS:
+        before = ledger._layout(probes, 2)
+        ledger.phase(name, 0.5, 1, 10.0)
+        after = ledger._layout(probes, 2)
+        assert after != before, name
+        fresh = TimeLedger()
+        fresh.phase_n = dict(ledger.phase_n)
+        assert fresh._layout(probes, 2) == after, name  # as worked out with no memo

@@ -121,8 +121,9 @@ class TimeLedger:
         measured, each phase part's name, label, whether measured and its reason, the labels
         of those not measured, the compute part's label). Worked out again only when one of
         those moved: a replay's samples ask 2,000 times."""
-        phase_n = self.phase_n
-        key = (world_size < 2, *map(bool, map(phase_n.get, _PHASES)))  # which were seen
+        get = self.phase_n.get  # which of the phases were seen (`_PHASES`, written out)
+        key = (world_size < 2, not get("data"), not get("checkpoint"), not get("eval"),
+               not get("comm"))
         memo = self._layout_memo
         if memo is not None and memo[0] == key and memo[1] == probes:
             return memo[2]  # type: ignore[no-any-return]
@@ -141,7 +142,7 @@ class TimeLedger:
                 reason = data_reason if name == "data" and data_reason else (
                     f"the {probe} probe did not attach"
                 )
-            elif not phase_n.get(name):
+            elif not get(name):
                 reason = NONE_SEEN[name]
             layout.append((name, label, name in names, reason))
         unmeasured = [label for _, label, is_measured, _ in layout if not is_measured]
@@ -226,9 +227,12 @@ class TimeLedger:
         in_steps_rest: dict[str, float] = {}  # the waits a step needs, past the first step
         for name in IN_STEPS:
             if name in measured:
-                in_steps_rest[name] = max(measured[name] - before_s.get(name, 0.0) - (
-                    tail_s.get(name, 0.0) if finished else 0.0), 0.0)
-        parts = [_part("startup", "Startup and compile", startup, True)]
+                rest_s = measured[name] - before_s.get(name, 0.0) - (
+                    tail_s.get(name, 0.0) if finished else 0.0)
+                in_steps_rest[name] = 0.0 if 0.0 > rest_s else rest_s  # max(rest_s, 0.0)
+        # `_part` written out (a call each)
+        parts = [{"name": "startup", "label": "Startup and compile", "s": startup,
+                  "measured": True}]
         phase_n = self.phase_n
         for name, label, is_measured, reason in layout:
             part = {"name": name, "label": label, "s": measured.get(name), "measured": is_measured}
@@ -237,7 +241,7 @@ class TimeLedger:
             if reason is not None:
                 part["reason"] = reason
             parts.append(part)
-        parts.append(_part("compute", compute_label, compute, False))
+        parts.append({"name": "compute", "label": compute_label, "s": compute, "measured": False})
         if finished:
             tail = max(end - window_end - after, 0.0)
             parts.append(_part("after", "After the last step", tail, True))
