@@ -157,7 +157,7 @@ def hook_cost(n: int = 20000) -> None:
     model = Root()
     ids = torch.zeros(4, 8, dtype=torch.long)
     x = torch.zeros(2, 4)
-    state.root, state.root_vars = model, root_finder.training_flag(model)
+    state.root, state.root_vars = model, root_finder.root_vars(model)
     state.first_done = True
 
     def call_root(m: nn.Module) -> float:

@@ -105,7 +105,7 @@ def adopt(module: Any, hooks: bool = True) -> bool:
         return False
     remove(s.root_hook)
     s.root, s.first_done, s.fast = module, False, False
-    s.root_vars = training_flag(module)
+    s.root_vars = root_vars(module)
     for listener in tuple(adopted):
         call(listener, module)
     # the global hooks stay on for the first iteration unless torch.compile is in use
@@ -121,8 +121,8 @@ def adopt(module: Any, hooks: bool = True) -> bool:
     return True
 
 
-class _Training:
-    """`training_flag` of a module whose flag is not a plain attribute: read it each time."""
+class _Attributes:
+    """`root_vars` of a module whose flag or hooks are not plain attributes: read each time."""
 
     __slots__ = ("module",)
 
@@ -143,15 +143,15 @@ ROOT_VARS = (
 )
 
 
-def training_flag(module: Any) -> Any:
+def root_vars(module: Any) -> Any:
     """Where `module.training` and its hook dictionaries (`ROOT_VARS`) can be read as
-    `[\"training\"]` cheaply: its instance `__dict__`, where `nn.Module.__init__` puts them,
+    `[name]` cheaply: its instance `__dict__`, where `nn.Module.__init__` puts them,
     unless its class makes one of them something else (a property)."""
     d = getattr(module, "__dict__", None)
     cls = type(module)
     if isinstance(d, dict) and all(k in d and not hasattr(cls, k) for k in ROOT_VARS):
         return d
-    return _Training(module)
+    return _Attributes(module)
 
 
 def _first_call(module: Any, args: Any, kwargs: Any, result: Any = _NO_RESULT) -> None:
