@@ -21,6 +21,8 @@
     axis: "step",
     charts: {},        // chart id -> {plot, el, spec, zoomed, log}
     runDir: null,
+    pressed: false,    // a pointer button is down: snapshots wait for its release (see apply)
+    renderHeld: false,
   };
   try { S.axis = localStorage.getItem("trainmeter.axis") || "step"; } catch (e) { /* storage off */ }
 
@@ -1356,8 +1358,21 @@
     if (fptBefore !== undefined && fpt !== fptBefore && isNum(fpt)) {
       Object.keys(S.series).forEach(function (n) { var s = S.series[n]; s.flops = s.tokens.map(function (t) { return isNum(t) ? t * fpt : null; }); });
     }
+    if (S.pressed) { S.renderHeld = true; return; }
     renderAll();
   }
+  // A snapshot that lands between a press and its release would rebuild the row or tile under
+  // the pointer, and the browser then sends the click to no element: the explanation asked for
+  // never opens (and a chart's drag-to-zoom loses its chart). So while a button is down the page
+  // keeps what it shows; the release draws the newest snapshot, after its click has gone out.
+  window.addEventListener("pointerdown", function (ev) { if (ev.isPrimary) S.pressed = true; }, true);
+  function release() {
+    if (!S.pressed) return;
+    S.pressed = false;
+    if (S.renderHeld) { S.renderHeld = false; setTimeout(renderAll, 0); }
+  }
+  ["pointerup", "pointercancel"].forEach(function (t) { window.addEventListener(t, function (ev) { if (ev.isPrimary) release(); }, true); });
+  window.addEventListener("blur", release);
   function connect() {
     if (!window.EventSource) {
       fetch("api/state").then(function (r) { return r.json(); }).then(function (m) { S.connected = true; apply(m); });
