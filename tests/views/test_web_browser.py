@@ -214,6 +214,13 @@ def test_live_explain_opens_for_a_clicked_number(browser, live_run):
         # the peak's citation, whole: the document, its line and the figure, nothing about
         # how it was looked up (hardware/specs: the lookup record is kept apart, unshown)
         page.locator("#explain-body .peak-full summary").click()
+        # the live page redraws the drawer with each snapshot: what the reader opened stays
+        # open and keeps the focus (it used to close within a second, the focus sent back
+        # to the close button)
+        seq = int(page.evaluate("document.body.dataset.seq"))
+        _wait(page, f"Number(document.body.dataset.seq) >= {seq + 2}", timeout=30)
+        assert page.evaluate("document.querySelector('#explain-body .peak-full').open")
+        assert page.evaluate("document.activeElement.matches('#explain-body .peak-full summary')")
         cited = page.locator("#explain-body .peak-full").inner_text()
         assert "989.5 TFLOP/s dense" in cited and "1,979 teraFLOPS" in cited
         assert not any(w in cited.lower() for w in ("stored", "fetched", "confirmed", "corpus"))

@@ -947,8 +947,17 @@
       default: return s[name] !== undefined ? s[name] : null;
     }
   }
-  function openExplain(name) {
-    var body = clear(byId("explain-body"));
+  // A live page redraws the open explanation with each snapshot (`again`): the details the
+  // reader opened stay open, the element they had focused keeps the focus, and the drawer is
+  // not scrolled back to its close button, which only a first opening focuses.
+  function openExplain(name, again) {
+    var body = byId("explain-body"), kept = null;
+    if (again) {
+      var was = body.querySelectorAll("details, summary, a, button");
+      kept = { open: Array.prototype.map.call(body.querySelectorAll("details"), function (d) { return d.open; }),
+               focus: Array.prototype.indexOf.call(was, document.activeElement) };
+    }
+    clear(body);
     var ex = (S.snap.explain || {})[name];
     byId("explain-title").textContent = EXPLAIN_TITLES[name] || name;
     body.setAttribute("data-name", name);
@@ -998,7 +1007,12 @@
     }
     byId("explain").hidden = false;
     byId("explain-backdrop").hidden = false;
-    byId("explain-close").focus();
+    if (kept) {
+      var details = body.querySelectorAll("details");
+      kept.open.forEach(function (o, i) { if (details[i] && o) details[i].open = true; });
+      var now = body.querySelectorAll("details, summary, a, button");
+      if (kept.focus >= 0 && now[kept.focus]) now[kept.focus].focus({ preventScroll: true });
+    } else byId("explain-close").focus();
     S.explainOpen = name;
   }
   function closeExplain() {
@@ -1341,7 +1355,7 @@
     parts.forEach(function (f) {
       try { f(); } catch (e) { if (window.console) console.error(f.name, e); }
     });
-    if (S.explainOpen) openExplain(S.explainOpen);
+    if (S.explainOpen) openExplain(S.explainOpen, true);
     document.body.setAttribute("data-seq", String(S.seq));
     if (S.snap.explain && Object.keys(S.snap.explain).length) document.body.setAttribute("data-explained", "1");
   }
