@@ -230,6 +230,11 @@ def test_live_explain_opens_for_a_clicked_number(browser, live_run):
         assert snap["mfu"]["convention"] in row.inner_text()
     page.keyboard.press("Escape")
     drawer.wait_for(state="hidden")
+    # the conventions card's full citation, opened, stays open through the card's redraws
+    page.locator("#conventions .peak-full summary").click()
+    seq = int(page.evaluate("document.body.dataset.seq"))
+    _wait(page, f"Number(document.body.dataset.seq) >= {seq + 2}", timeout=30)
+    assert page.evaluate("document.querySelector('#conventions .peak-full').open")
     page.close()
 
 
@@ -331,10 +336,11 @@ def test_a_press_holds_the_live_page_until_its_click_lands(browser, live_run):
         row = page.locator('#waterfall .wf-row[data-factor="gpu_idle"][data-value]')
         row.wait_for(timeout=60_000)
         row.scroll_into_view_if_needed()
-        page.evaluate("window.__pressed = document.querySelector('#waterfall .wf-row[data-factor=gpu_idle]')")
         box = row.bounding_box()
         page.mouse.move(box["x"] + box["width"] / 3, box["y"] + box["height"] / 2)
         page.mouse.down()
+        # the row as the press found it (a snapshot may have redrawn it before the press)
+        page.evaluate("window.__pressed = document.querySelector('#waterfall .wf-row[data-factor=gpu_idle]')")
         seq = int(page.evaluate("document.body.dataset.seq"))
         deadline = time.monotonic() + 30
         while _state(page, url)["seq"] < seq + 2:  # two snapshots published while it is down

@@ -23,6 +23,7 @@
     runDir: null,
     pressed: false,    // a pointer button is down: snapshots wait for its release (see apply)
     renderHeld: false,
+    opened: {},        // details the reader opened, by name, kept open across redraws
   };
   try { S.axis = localStorage.getItem("trainmeter.axis") || "step"; } catch (e) { /* storage off */ }
 
@@ -653,7 +654,7 @@
       el("thead", null, [el("tr", null, [el("th", { text: "Convention" }), el("th", { text: "FLOPs / token" }), el("th", { text: "MFU" })])]),
       tb,
     ])]));
-    if (mfu.peak_source) box.appendChild(peakCitation(mfu.peak_source, "hint"));
+    if (mfu.peak_source) box.appendChild(peakCitation(mfu.peak_source, "hint", "conventions"));
   }
 
   // Who the others wait for, in words (views/straggler_text.py says the same on a terminal)
@@ -916,14 +917,17 @@
     var doc = text.slice(0, cut).replace(/[ ,;.]+$/, "");
     return doc.length > 110 ? doc.slice(0, 109) + "…" : doc;
   }
-  function peakCitation(source, cls) {
+  // `keep`: a name under which the full citation's open state outlives the card's redraw
+  function peakCitation(source, cls, keep) {
     var peak = S.snap.peak || {};
     var figure = isNum(peak.bf16_dense_flops) ? String(+(peak.bf16_dense_flops / 1e12).toPrecision(5)) + " TFLOP/s dense BF16" : "dense BF16 peak";
     var line = (peak.name ? peak.name + ": " : "") + figure + ", from " + citedDocument(source);
-    return el("div", { class: "ex-peak" + (cls ? " " + cls : ""), "data-peak-line": "1" }, [
-      el("div", { text: line }),
-      el("details", { class: "peak-full" }, [el("summary", { text: "full citation" }), el("p", { text: source })]),
-    ]);
+    var full = el("details", { class: "peak-full" }, [el("summary", { text: "full citation" }), el("p", { text: source })]);
+    if (keep) {
+      full.open = !!S.opened[keep];
+      full.addEventListener("toggle", function () { S.opened[keep] = full.open; });
+    }
+    return el("div", { class: "ex-peak" + (cls ? " " + cls : ""), "data-peak-line": "1" }, [el("div", { text: line }), full]);
   }
 
   // ---------------------------------------------------------------- explain drawer
