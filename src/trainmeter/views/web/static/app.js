@@ -1381,8 +1381,8 @@
   }
   // A snapshot that lands between a press and its release would rebuild the row or tile under
   // the pointer, and the browser then sends the click to no element: the explanation asked for
-  // never opens (and a chart's drag-to-zoom loses its chart). So while a button is down the page
-  // keeps what it shows; the release draws the newest snapshot, after its click has gone out.
+  // never opens (and a chart's drag-to-zoom would end on rescaled axes). While a button is
+  // down the page keeps what it shows; the release draws the newest snapshot, after its click.
   window.addEventListener("pointerdown", function (ev) { if (ev.isPrimary) S.pressed = true; }, true);
   function release() {
     if (!S.pressed) return;
