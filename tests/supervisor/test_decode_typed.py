@@ -206,3 +206,104 @@ def test_the_only_typed_kinds_the_ledger_counts_are_step_and_phase() -> None:
 
     assert {*TYPED, *ENVELOPED} & _LEDGER_KINDS == {"step", "phase"}
     assert not any(cls.__struct_config__.gc for cls in [*TYPED.values(), *ENVELOPED.values()])
+
+
+def _blocks(lines: list[bytes], cuts: list[int]) -> tuple[tuple, tuple]:
+    """`lines` read in blocks cut at `cuts` by the decoder's own path and by `typed_many`, one
+    decoder each: what each took (line and values), its counts and reasons, and its `Ledger`'s
+    counters (what the next records' budgets are measured against)."""
+    plain, typed = Decoder(), Decoder()
+    bounds = [0, *sorted(set(cuts)), len(lines)]
+    got_plain, got_typed = [], []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        got_plain += [(line, _as_dict(r)) for line, r in plain.many(lines[a:b])]
+        got_typed += [(line, _as_dict(r)) for line, r in typed_many(typed, lines[a:b])]
+
+    def said(d: Decoder) -> tuple:
+        ledger = d.ledger
+        return (d.lines, d.good, d.skipped, d.reasons, d.ended, d.t_start, ledger.steps,
+                ledger.phases, ledger.pids, ledger.anchor)
+
+    return (repr(got_plain), repr(said(plain))), (repr(got_typed), repr(said(typed)))
+
+
+def _line(t: float, kind: str, d: dict, pid: int = 1, rank: int | None = 0) -> bytes:
+    return json.dumps({"v": 1, "t": t, "src": "agent", "rank": rank, "pid": pid, "kind": kind,
+                       "d": d}, separators=(",", ":")).encode()
+
+
+def test_a_block_of_typed_rare_and_bad_lines_is_read_as_the_decoder_reads_it() -> None:
+    """Typed steps and phases of two processes (one of them also as rank null), mixed in one
+    block with lines `typed_many` hands on: a bad line, a record of each rare kind (memory, a
+    fact, an alert, a comm wait and a crash, whose `Ledger` counters share their keys with the
+    phases named "comm wait" and "crashes"), a budget crossed by a process already met, a run
+    cut short by a torn line. Read in one block, in blocks of 7 and line by line, `typed_many`
+    (whose steps and phases add to the `Ledger`'s lists of the processes they met) takes, skips
+    and counts exactly what the decoder's path does, and leaves the same `Ledger`."""
+    lines = [START]
+    for i in range(1, 30):
+        t = i * 0.5
+        for pid, rank in ((1, 0), (2, 1), (1, None)):
+            lines.append(_line(t, "phase", {"name": "data", "s": 0.01, "n": 1}, pid, rank))
+            lines.append(_line(t, "step", {"k": 1, "tokens": 4096, "n": i}, pid, rank))
+            lines.append(_line(t, "metric", {"key": "loss", "value": 1 / i, "step": i}, pid, rank))
+        lines.append(_line(t, "phase", {"name": "comm wait", "s": 0.2}, 2, 1))
+        lines.append(_line(t, "phase", {"name": "crashes", "s": 0.1, "n": 1}, 1, 0))
+        if i % 3 == 0:
+            lines.append(_line(t, "comm", {"k": 1, "n": i, "s": 0.3}, 2, 1))
+            lines.append(_line(t, "memory", {"device": "cuda", "index": 0, "allocated_b": 1 << 30}))
+            lines.append(b"not json")
+        if i % 5 == 0:
+            lines.append(_line(t, "crash", {"type": "RuntimeError", "message": "x"}, 1, 0))
+            lines.append(_line(t, "fact", {"key": "n_params", "value": 1000 * i}))
+            lines.append(b'{"v":1,"t":%g,"src":"tm","rank":null,"pid":1,"kind":"alert",'
+                         b'"d":{"kind":"stall","message":"no step"}}' % t)
+            lines.append(_line(t, "step", {"k": 40_000 * i, "tokens": 1}, 2, 1))  # past its budget
+            lines.append(_line(t, "phase", {"name": "data", "s": 3.0 * i}, 1, 0))  # past its time
+            lines.append(_line(t, "comm", {"k": 1, "n": i, "s": 9.0 * i}, 2, 1))  # past its time
+    lines.append(b'{"v":1,"t":20,"src":"agent","rank":0,"pid":1,"kind":"step","d":{"k":1,')
+    for cuts in ([], list(range(7, len(lines), 7)), list(range(1, len(lines)))):
+        plain, typed = _blocks(lines, cuts)
+        assert typed == plain
+    decoder = Decoder()
+    decoder.many(lines)
+    assert set(decoder.reasons) == {"not JSON", "implausible step rate", "implausible phase time",
+                                    "implausible comm wait"}, decoder.reasons
+    read = [r for _, r in typed_many(Decoder(), lines)]
+    assert sum(type(r) is TYPED["step"] for r in read) > 80  # the fast path was taken
+
+
+_ledgered = st.tuples(
+    st.sampled_from(["step", "phase", "comm", "crash", "metric", "bad"]),
+    st.sampled_from([0.0, 0.2, 1.0, 2.5, 7.0]),  # t: not in order
+    st.sampled_from([(1, 0), (1, None), (2, 0), (2, 1)]),  # pid, rank
+    st.sampled_from([None, 0, 1, 60_000, 999_999]),  # a step's k
+    st.sampled_from([None, 0, 10**9, 6 * 10**9]),  # its tokens
+    st.sampled_from(["data", "comm wait", "crashes", None]),  # a phase's name
+    st.sampled_from([None, 0, 0.4, 1, 2.0]),  # its seconds, a comm's
+    st.sampled_from([None, 1, 10**6]),  # its occurrences
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_ledgered, min_size=1, max_size=80), st.lists(st.integers(1, 80), max_size=6))
+def test_budgets_near_their_limits_are_counted_as_the_ledger_counts_them(recs, cuts) -> None:
+    """Steps, phases, comm waits and crashes of a few processes with budgets near their limits,
+    times out of order, read in blocks cut anywhere: `typed_many`'s in-line budget (the
+    `Ledger`'s lists of the processes it met) refuses the same records with the same reasons
+    as the `Ledger` itself, and leaves the same counters."""
+    lines = [START]
+    for kind, t, (pid, rank), k, tokens, name, s, n in recs:
+        if kind == "bad":
+            lines.append(b'{"v":1,"t":')
+            continue
+        d = {
+            "step": {"k": k, "tokens": tokens},
+            "phase": {"name": name, "s": s, "n": n},
+            "comm": {"s": s, "k": 1},
+            "crash": {"type": "E"},
+            "metric": {"key": "loss", "value": t},
+        }[kind]
+        lines.append(_line(t, kind, {f: v for f, v in d.items() if v is not None}, pid, rank))
+    plain, typed = _blocks(lines, [c for c in cuts if c < len(lines)])
+    assert typed == plain

@@ -39,10 +39,14 @@ from .decode import (
     reason_of,
 )
 from .plausible import (
+    BUDGET_SLACK_S,
+    MAX_EVENTS_PER_S,
     MAX_KEY_CHARS,
     MAX_RANKS,
     MAX_STEPS_PER_RECORD,
+    MAX_STEPS_PER_S,
     MAX_TOKENS_PER_RECORD,
+    MAX_TOKENS_PER_S,
     Implausible,
 )
 
@@ -190,20 +194,39 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
     """`decoder.many(raw)`, with the lines of the common kinds read typed: (exact line, record)
     for each good line, in order; the others go through `decoder.many`, which decides. A typed
     step or phase is counted in the decoder's `Ledger` (the time since `run.start` bounds what a
-    process did) in its place in the log, as the decoder counts its own."""
-    if not TYPED or decoder.from_socket:
+    process did) in its place in the log, as the decoder counts its own.
+
+    The `Ledger`'s `step` and `phase` cost ~3.1k-3.6k instructions a call, a third of a typed
+    step's or phase's whole cost, so the counters of a process met once are then moved here:
+    `procs` holds, for each pid met in this block, its rank and the `Ledger`'s own lists (its
+    steps and tokens, and its seconds and occurrences of each phase), and a record within its
+    budget adds to them in place, with `step`'s and `phase`'s arithmetic (a typed field is a
+    number or None where they test its type). Anything else (a process or a phase not met
+    yet, a pid met with another rank, a budget crossed, no `run.start`) calls the `Ledger`,
+    which decides and names the reason. The `Ledger` changes its lists in place only, so they
+    stay its own whatever the decoder's lines add to them (`tests/supervisor/
+    test_decode_typed.py` reads blocks cut anywhere both ways and compares the counters)."""
+    if not TYPED or decoder.from_socket or decoder.ended:  # (after run.end: all refused)
         return decoder.many(raw)
     _fast_parser()  # the other lines come a few at a time: orjson for them too, not json
     out: list[tuple[bytes, Any]] = []
     append = out.append
     other: list[bytes] = []  # lines for the decoder, in order, until the next typed record
     decode, errors, step, phase, short = _DECODE, _ERRORS, _STEP, _PHASE, _SHORT
-    admit_step, admit_phase = decoder.ledger.step, decoder.ledger.phase
+    ledger = decoder.ledger
+    admit_step, admit_phase = ledger.step, ledger.phase
+    max_steps, max_tokens, max_events, slack = (
+        MAX_STEPS_PER_S, MAX_TOKENS_PER_S, MAX_EVENTS_PER_S, BUDGET_SLACK_S
+    )
+    procs: dict[Any, list[Any]] = {}  # pid -> [rank, [steps, tokens] or None, {phase: [s, n]}]
     low, high = _window(decoder)
-    ended, t_start = decoder.ended, decoder.t_start  # moved only by the decoder's lines
-    good = 0
-    for line in map(bytes.strip, raw):  # (a line is recorded stripped, as `Decoder.many` does)
-        if len(line) >= short or ended:
+    t_start = decoder.t_start  # moved only by the decoder's lines
+    # a line this long may nest deeper than the decoder parses: not sure (raw lines are longer)
+    long = max(map(len, raw), default=0) >= _SHORT
+    lines = map(bytes.strip, raw)  # (a line is recorded stripped, as `Decoder.many` does)
+    taken = 0  # records the decoder took among `out`
+    for line in lines:
+        if long and len(line) >= short:
             other.append(line)
             continue
         try:
@@ -222,31 +245,81 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
             other.append(line)  # not sure: the decoder decides, and names the reason
             continue
         if other:
-            out.extend(decoder.many(other))
+            got = decoder.many(other)
+            taken += len(got)
+            out.extend(got)
             other = []
             low, high = _window(decoder)
-            ended, t_start = decoder.ended, decoder.t_start
-            if ended or not low <= t <= high:  # a run.start or run.end among them
+            t_start = decoder.t_start
+            if decoder.ended:  # a run.end among them: the rest is the decoder's
+                other.append(line)
+                other.extend(lines)
+                break
+            if not low <= t <= high:  # a run.start among them
                 other.append(line)
                 continue
-        if kind is step or kind is phase:  # the typed kinds the `Ledger` counts (`_LEDGERED`)
-            d = record.d
-            try:  # the decoder's `Ledger`, a step's and a phase's fields given by name
-                if kind is step:
-                    admit_step(record.rank, record.pid, t, d.k, d.tokens, t_start)
-                else:
-                    admit_phase(record.rank, record.pid, t, d.name, d.s, d.n, t_start)
+        if kind is step:  # the typed kinds the `Ledger` counts (`_LEDGERED`)
+            p = procs.get(pid := record.pid)
+            if p is not None and p[0] == record.rank and (totals := p[1]) is not None:
+                elapsed = (t - t_start if t > t_start else 0.0) + slack  # `Ledger.step`'s
+                k, tokens = d.k, d.tokens
+                steps = totals[0] + k if k is not None else totals[0]
+                seen = totals[1] + tokens if tokens is not None else totals[1]
+                if steps <= max_steps * elapsed and seen <= max_tokens * elapsed:
+                    totals[0], totals[1] = steps, seen
+                    append((line, record))
+                    continue
+            try:  # the decoder's `Ledger`, a step's fields given by name
+                admit_step(record.rank, pid, t, d.k, d.tokens, t_start)
             except Implausible as exc:
                 decoder.lines += 1
                 decoder.skip(reason_of(exc))
                 continue
-        good += 1
+            if t_start is not None:
+                _met(procs, record.rank, pid)[1] = ledger.steps[(record.rank or 0, pid)]
+        elif kind is phase:
+            d = record.d
+            p = procs.get(pid := record.pid)
+            if (
+                p is not None
+                and p[0] == record.rank
+                and (seen := p[2].get(name := d.name)) is not None
+            ):
+                elapsed = (t - t_start if t > t_start else 0.0) + slack  # `Ledger.phase`'s
+                s, n = d.s, d.n
+                s = seen[0] + (s if s is not None else 0.0)
+                n = seen[1] + (n if n is not None else 0.0)
+                if s <= elapsed and n <= max_events * elapsed:
+                    seen[0], seen[1] = s, n
+                    append((line, record))
+                    continue
+            try:
+                admit_phase(record.rank, pid, t, d.name, d.s, d.n, t_start)
+            except Implausible as exc:
+                decoder.lines += 1
+                decoder.skip(reason_of(exc))
+                continue
+            if t_start is not None:
+                name = d.name
+                _met(procs, record.rank, pid)[2][name] = ledger.phases[
+                    (record.rank or 0, pid, name)
+                ]
         append((line, record))
+    good = len(out) - taken  # the typed records
     decoder.lines += good
     decoder.good += good
     if other:
         out.extend(decoder.many(other))
     return out
+
+
+def _met(procs: dict[Any, list[Any]], rank: Any, pid: Any) -> list[Any]:
+    """`procs`'s entry for a process the `Ledger` has just counted: made anew when its pid was
+    met with another rank (a rank's counters are not another's)."""
+    p = procs.get(pid)
+    if p is None or p[0] != rank:
+        p = procs[pid] = [rank, None, {}]
+    return p
 
 
 def _window(decoder: Decoder) -> tuple[float, float]:
