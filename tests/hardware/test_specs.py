@@ -199,3 +199,33 @@ def test_new_cards_and_their_other_precisions(name, key, bf16, fp8, tf32):
 def test_b300_is_not_gb300_and_h20_is_not_h200():
     assert lookup("NVIDIA GB300") is None
     assert lookup("NVIDIA H20").key == "h20" and lookup("NVIDIA H200").key == "h200"
+
+
+def test_a_spec_is_an_immutable_value_compared_by_its_figures_not_its_citations():
+    """What the frozen dataclass it was gave (a plain class now: `dataclasses` is not imported
+    on a replay's path): no assignment, equal and hashed by its figures and names whatever its
+    `sources` and `dense_flops`, its fields in order in its repr, a copy through pickle."""
+    import pickle
+
+    from trainmeter.hardware.specs import DeviceSpec
+
+    spec = lookup("NVIDIA H100 80GB HBM3")
+    assert spec is not None
+    for name in ("key", "sources", "new"):
+        with pytest.raises(AttributeError):
+            setattr(spec, name, 1)
+    with pytest.raises(AttributeError):
+        del spec.key
+    fields = ("key", "name", "bf16_dense_flops", "tensor_clock_mhz", "hbm_bytes_per_s", "gpm",
+              "nvml_names", "exclude")
+    bare = DeviceSpec(*(getattr(spec, f) for f in fields))
+    assert bare.sources == {} and bare.dense_flops == {}
+    assert bare == spec and hash(bare) == hash(spec) and len({bare, spec}) == 1
+    assert DeviceSpec(*(getattr(spec, f) for f in fields[:-1]), exclude=("x",)) != spec
+    assert spec != lookup("NVIDIA H200") and spec.__eq__("h100_sxm") is NotImplemented
+    assert repr(bare) == (
+        "DeviceSpec(" + ", ".join(f"{f}={getattr(spec, f)!r}" for f in fields)
+        + ", sources={}, dense_flops={})"
+    )
+    copy = pickle.loads(pickle.dumps(spec))
+    assert copy == spec and repr(copy) == repr(spec)

@@ -17,7 +17,6 @@ A run whose command exited 0 has no `death`. Pure: text and numbers in, a dict o
 from __future__ import annotations
 
 import re
-import signal as _signal
 from typing import Any
 
 from ..readable import duration
@@ -35,8 +34,8 @@ _OOM_FIELDS = (
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _NCCL_OP = re.compile(r"OpType=(\w+)")
 _TIMEOUT_WORDS = ("timed out", "timeout", "time out")
-#: the plain name of a signal number where Python knows it
-_OUTSIDE = {_signal.SIGTERM: "preempted", _signal.SIGKILL: "killed"}
+#: what a signal sent from outside the run means, by the signal's name
+_OUTSIDE = {"SIGTERM": "preempted", "SIGKILL": "killed"}
 
 
 def _bytes(text: str) -> int | None:
@@ -48,8 +47,13 @@ def _bytes(text: str) -> int | None:
 
 
 def signal_name(number: int) -> str:
+    """The plain name of a signal number where Python knows it."""
+    # imported here: only a run a signal ended names one, and `signal` builds its enums (~0.5 ms
+    # of every replay's start)
+    import signal
+
     try:
-        return _signal.Signals(number).name
+        return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
 
@@ -177,10 +181,10 @@ class DeathRecords:
         elif sig:
             name = signal_name(sig)
             outside = run.get("signal_from") == "outside"
-            if sig == _signal.SIGTERM or (outside and sig in _OUTSIDE):
-                out["cause"] = "preempted" if sig == _signal.SIGTERM else "killed"
-                text = f"{_OUTSIDE.get(sig, 'killed')} ({name})"
-            elif sig == _signal.SIGINT:
+            if name == "SIGTERM" or (outside and name in _OUTSIDE):
+                out["cause"] = "preempted" if name == "SIGTERM" else "killed"
+                text = f"{_OUTSIDE.get(name, 'killed')} ({name})"
+            elif name == "SIGINT":
                 out["cause"], text = "interrupted", f"interrupted ({name})"
             else:
                 out["cause"], text = "signal", f"signal {sig} ({name})"

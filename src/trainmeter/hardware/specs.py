@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -31,9 +30,13 @@ CITED_FIELDS = ("bf16_dense_tflops", "tensor_clock_mhz", "hbm_gb_s") + tuple(
 )
 
 
-@dataclass(frozen=True)
 class DeviceSpec:
-    """One card. Rates are in base units: FLOP/s and bytes/s; None where nothing is published."""
+    """One card. Rates are in base units: FLOP/s and bytes/s; None where nothing is published.
+
+    Immutable, equal and hashed by its figures and names (`sources` and `dense_flops` aside),
+    as the frozen dataclass it replaces was: a plain class, since `dataclasses` imports `inspect`
+    (~8 ms) and the engine loads this module at a replay's first GPU record (see
+    `engine/section.py`)."""
 
     key: str
     name: str
@@ -42,10 +45,58 @@ class DeviceSpec:
     hbm_bytes_per_s: float | None
     gpm: bool
     nvml_names: tuple[str, ...]
-    exclude: tuple[str, ...] = ()
-    sources: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    exclude: tuple[str, ...]
+    sources: dict[str, str]
     #: precision ("fp8", "tf32", ...) -> dense peak FLOP/s, only those the datasheet gives
-    dense_flops: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
+    dense_flops: dict[str, float]
+
+    def __init__(
+        self,
+        key: str,
+        name: str,
+        bf16_dense_flops: float | None,
+        tensor_clock_mhz: float | None,
+        hbm_bytes_per_s: float | None,
+        gpm: bool,
+        nvml_names: tuple[str, ...],
+        exclude: tuple[str, ...] = (),
+        sources: dict[str, str] | None = None,
+        dense_flops: dict[str, float] | None = None,
+    ) -> None:
+        # past the `__setattr__` that refuses assignment, in the dataclass's field order
+        self.__dict__.update(
+            key=key,
+            name=name,
+            bf16_dense_flops=bf16_dense_flops,
+            tensor_clock_mhz=tensor_clock_mhz,
+            hbm_bytes_per_s=hbm_bytes_per_s,
+            gpm=gpm,
+            nvml_names=nvml_names,
+            exclude=exclude,
+            sources={} if sources is None else sources,
+            dense_flops={} if dense_flops is None else dense_flops,
+        )
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def _compared(self) -> tuple[object, ...]:
+        return (self.key, self.name, self.bf16_dense_flops, self.tensor_clock_mhz,
+                self.hbm_bytes_per_s, self.gpm, self.nvml_names, self.exclude)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
+
+    def __repr__(self) -> str:
+        return "DeviceSpec(" + ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items()) + ")"
 
     def peak_for(self, precision: str) -> tuple[float, str | None] | None:
         """(dense peak FLOP/s at `precision`, its source line), or None when not published.

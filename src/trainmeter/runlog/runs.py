@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -101,21 +100,36 @@ def resolve_run(spec: str | None = None, cwd: Path | None = None) -> Path:
 # ---- the list -----------------------------------------------------------------------------------
 
 
-@dataclass
 class RunInfo:
-    """One row of `tm runs`: what a run is and its headline numbers (None: not known)."""
+    """One row of `tm runs`: what a run is and its headline numbers (None: not known).
 
-    path: Path
-    name: str
-    start_utc: str | None = None
-    duration_s: float | None = None
-    status: str = "unknown"
-    steps: float | None = None
-    tokens: float | None = None
-    tokens_per_s: float | None = None
-    mfu: float | None = None
-    mfu_convention: str | None = None
-    snapshot: dict[str, Any] = field(default_factory=dict, repr=False)
+    A plain class, as the dataclass it replaces was (equal by its fields, the snapshot left out
+    of its repr): every command resolves its run through this module, and `dataclasses` imports
+    `inspect` (~8 ms of `tm summary`'s start; see `engine/section.py`)."""
+
+    def __init__(self, path: Path, name: str, snapshot: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self.name = name
+        self.start_utc: str | None = None
+        self.duration_s: float | None = None
+        self.status = "unknown"
+        self.steps: float | None = None
+        self.tokens: float | None = None
+        self.tokens_per_s: float | None = None
+        self.mfu: float | None = None
+        self.mfu_convention: str | None = None
+        self.snapshot: dict[str, Any] = {} if snapshot is None else snapshot
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k != "snapshot")
+        return f"RunInfo({shown})"
 
 
 #: meta.json and summary.json are kilobytes; a run directory is another user's to fill

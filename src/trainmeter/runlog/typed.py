@@ -33,6 +33,7 @@ from .decode import (
     _LEDGER_KINDS,
     _SHORT,
     BEFORE_START_S,
+    FAST_FROM,
     MAX_RUN_S,
     Decoder,
     _fast_parser,
@@ -208,7 +209,6 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
     test_decode_typed.py` reads blocks cut anywhere both ways and compares the counters)."""
     if not TYPED or decoder.from_socket or decoder.ended:  # (after run.end: all refused)
         return decoder.many(raw)
-    _fast_parser()  # the other lines come a few at a time: orjson for them too, not json
     out: list[tuple[bytes, Any]] = []
     append = out.append
     other: list[bytes] = []  # lines for the decoder, in order, until the next typed record
@@ -245,7 +245,7 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
             other.append(line)  # not sure: the decoder decides, and names the reason
             continue
         if other:
-            got = decoder.many(other)
+            got = _others(decoder, other)
             taken += len(got)
             out.extend(got)
             other = []
@@ -309,7 +309,7 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
     decoder.lines += good
     decoder.good += good
     if other:
-        out.extend(decoder.many(other))
+        out.extend(_others(decoder, other))
     return out
 
 
@@ -320,6 +320,24 @@ def _met(procs: dict[Any, list[Any]], rank: Any, pid: Any) -> list[Any]:
     if p is None or p[0] != rank:
         p = procs[pid] = [rank, None, {}]
     return p
+
+
+#: Lines `typed_many` has handed to the decoder in this process (orjson's `_fast` is per process
+#: too).
+_handed = 0
+
+
+def _others(decoder: Decoder, lines: list[bytes]) -> list[tuple[bytes, Any]]:
+    """`decoder.many(lines)` for the lines not read typed, which come a few at a time: orjson
+    is loaded for them once `FAST_FROM` have come (a log of many `comm` or `memory` records),
+    not before. Both parsers give the same records (`decode.py`), and orjson's import costs ~8 ms
+    (it pulls in `dataclasses` and `inspect`) that a log whose only other lines are its start,
+    hello, facts and end then never pays."""
+    global _handed
+    _handed += len(lines)
+    if _handed >= FAST_FROM:
+        _fast_parser()
+    return decoder.many(lines)
 
 
 def _window(decoder: Decoder) -> tuple[float, float]:
