@@ -249,7 +249,7 @@ def test_a_block_of_points_fills_the_buckets_as_one_add_a_point():
 
 
 def test_the_written_out_walk_adds_what_dig_reads_on_random_shapes():
-    """`on_snapshot`'s walk is compiled from the tables (`_compile_walk`: a level shared by
+    """`on_snapshot`'s walk is written out from the tables (`_walk_source`: a level shared by
     several series walked once): on random snapshots (each path's levels present, missing, not
     a dict, or an odd number; "*" levels of mixed items), fed three to a history so the series
     exist after the first, every series takes exactly the points `_dig` reads, in order."""
@@ -292,3 +292,16 @@ def test_the_written_out_walk_adds_what_dig_reads_on_random_shapes():
         got = {name: list(s.last) for name, s in h.series.items()}
         assert list(got) == list(expected) and repr(got) == repr(expected), seed
         assert h.version == sum(map(len, expected.values())), seed
+
+
+def test_the_written_out_walk_module_is_the_tables_own():
+    """`views/history_walk.py` is `_walk_source`'s text for the tables as they are: a table
+    changed without writing it again (`python -m trainmeter.views.history`) fails here."""
+    from pathlib import Path
+
+    from trainmeter.views import history
+
+    written = Path(history.__file__).with_name("history_walk.py").read_text(encoding="utf-8")
+    assert written == history._walk_source(history._DRAWN_BY_KEY), (
+        "views/history_walk.py is stale: run python -m trainmeter.views.history"
+    )

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapread import finite as _number
+from .history_walk import walk as _walk
 
 #: The x axes a series can be drawn against.
 AXES = ("step", "tokens", "flops", "time")
@@ -131,9 +132,9 @@ def _by_key(
 _DRAWN_BY_KEY = _by_key(_DRAWN)
 
 
-def _compile_walk(
+def _walk_source(
     runs: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], Any, bool, str, str], ...]], ...],
-) -> Any:
+) -> str:
     """`History.on_snapshot`'s walk of the tables, written out as one function of straight code
     (`walk(history, snap, step, tokens, time)` -> the points added to series that existed):
     for each snapshot key one lookup, then each series' path walked a `dict.get` at a time (a
@@ -141,8 +142,13 @@ def _compile_walk(
     rule of `_dig`, and the point added, in the tables' order. The loop over the tables it
     replaces spent ~1,700 bytecodes a sample on the tuples, the parts of each path and their
     loops; this is the same walk without them (tests/views/test_history.py holds it equal to
-    `_dig` on odd shapes)."""
-    out = ["def walk(self, snap, step, tokens, time):",
+    `_dig` on odd shapes).
+
+    The source of the module `views/history_walk.py`, which holds it: compiled from a string at
+    every import it cost each replay's start ~33M instructions (3-4 ms); a module's bytecode is
+    cached. `python -m trainmeter.views.history` writes it again after a change to the tables
+    (tests/views/test_history.py fails while it is stale)."""
+    out = [_WALK_HEADER, "def walk(self, snap, step, tokens, time):",
            "    series_of = self.series", "    get = snap.get", "    added = 0"]
 
     def number(node: str, indent: str, then: list[str]) -> list[str]:
@@ -203,12 +209,19 @@ def _compile_walk(
             out += ["            if numbers:", "                value = sum(numbers)",
                     *add(name, complement, unit, label, " " * 16)]
     out.append("    return added")
-    scope: dict[str, Any] = {"_EXACT": _EXACT, "_number": _number}
-    exec(compile("\n".join(out), "<history walk>", "exec"), scope)  # noqa: S102 - our own tables
-    return scope["walk"]
+    return "\n".join(out) + "\n"
 
 
-_WALK = _compile_walk(_DRAWN_BY_KEY)
+#: The written-out walk's module, before its function.
+_WALK_HEADER = f'''"""`History.on_snapshot`'s walk of the snapshot tables, written out by `views/history.py`
+(`_walk_source`) from its `SNAPSHOT_SERIES` and `SNAPSHOT_COMPLEMENTS`. Do not edit: after a
+change to the tables, `python -m trainmeter.views.history` writes it again."""
+
+from ..snapread import finite as _number
+
+_EXACT = {_EXACT!r}  # integers up to this size are exactly floats
+
+'''
 
 
 class BoundedSeries:
@@ -455,7 +468,7 @@ class History:
             self.time = self._clock(now)
         elif elapsed is not None:
             self.time = elapsed
-        added = _WALK(self, snap, self.step, self.tokens, self.time)  # (adds a new series)
+        added = _walk(self, snap, self.step, self.tokens, self.time)  # (adds a new series)
         self.version += added
         self._ranks(snap)
 
@@ -536,3 +549,16 @@ class History:
     def marks(self) -> dict[str, tuple[int, int, int]]:
         """What a reader holds after `dump()`: {name: (epoch, buckets, points)} for `dump(since)`."""
         return {name: (s.epoch, len(s), s.points) for name, s in self.series.items()}
+
+
+def _write_walk() -> None:
+    """Writes `views/history_walk.py` from the tables (`_walk_source`)."""
+    import os  # here: the history is pure, only this maintainers' command writes a file
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "history_walk.py")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(_walk_source(_DRAWN_BY_KEY))
+
+
+if __name__ == "__main__":
+    _write_walk()
