@@ -238,8 +238,8 @@ def test_a_block_of_typed_rare_and_bad_lines_is_read_as_the_decoder_reads_it() -
     fact, an alert, a comm wait and a crash, whose `Ledger` counters share their keys with the
     phases named "comm wait" and "crashes"), a budget crossed by a process already met, a run
     cut short by a torn line. Read in one block, in blocks of 7 and line by line, `typed_many`
-    (whose steps and phases add to the `Ledger`'s lists of the processes they met) takes, skips
-    and counts exactly what the decoder's path does, and leaves the same `Ledger`."""
+    (whose steps and phases add to the `Ledger`'s own counters of a process it has counted)
+    takes, skips and counts exactly what the decoder's path does, and leaves the same `Ledger`."""
     lines = [START]
     for i in range(1, 30):
         t = i * 0.5
@@ -289,9 +289,9 @@ _ledgered = st.tuples(
 @given(st.lists(_ledgered, min_size=1, max_size=80), st.lists(st.integers(1, 80), max_size=6))
 def test_budgets_near_their_limits_are_counted_as_the_ledger_counts_them(recs, cuts) -> None:
     """Steps, phases, comm waits and crashes of a few processes with budgets near their limits,
-    times out of order, read in blocks cut anywhere: `typed_many`'s in-line budget (the
-    `Ledger`'s lists of the processes it met) refuses the same records with the same reasons
-    as the `Ledger` itself, and leaves the same counters."""
+    times out of order, ranks null and 0 of one pid and one pid with two ranks, read in blocks
+    cut anywhere: `typed_many`'s in-line budget (on the `Ledger`'s own counters) refuses the
+    same records with the same reasons as the `Ledger` itself, and leaves the same counters."""
     lines = [START]
     for kind, t, (pid, rank), k, tokens, name, s, n in recs:
         if kind == "bad":

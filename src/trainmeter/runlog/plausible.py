@@ -344,11 +344,7 @@ class Ledger:
     `MAX_*_PER_S` allow in the time from `run.start` to the record's own `t` (a phase: past the
     time itself) is refused (`admit` raises) and not counted; the others are. A rank's records
     come from at most `MAX_PROCESSES_PER_RANK` processes (a pid made up per record cannot buy a
-    budget per record).
-
-    A counter's list, once made, is only ever changed in place, never replaced: a replay's
-    typed records (`runlog/typed.py`) add to the lists of the processes they met without
-    asking for them again."""
+    budget per record)."""
 
     __slots__ = ("steps", "phases", "pids", "anchor")
 
@@ -397,27 +393,21 @@ class Ledger:
             d = record["d"]
             elapsed = self._elapsed(record["t"], t_start)
             key = (*self._process(record.get("rank"), record.get("pid"), kind), "comm wait")
-            seen = self.phases.get(key)
-            s = (0.0 if seen is None else seen[0]) + (d["s"] if _number(d.get("s")) else 0.0)
+            seen = self.phases.get(key) or [0.0, 0.0]
+            s = seen[0] + (d["s"] if _number(d.get("s")) else 0.0)
             if s > elapsed:
                 raise Implausible(
                     f"implausible comm wait: {s:.6g} s of waiting in {elapsed:.3g} s of the run"
                 )
-            if seen is None:
-                self.phases[key] = [s, 0.0]
-            else:  # in place, as every list here (`typed_many` holds them)
-                seen[0] = s
+            self.phases[key] = [s, seen[1]]
         elif kind == payloads.CRASH.name:
             key = (*self._process(record.get("rank"), record.get("pid"), kind), "crashes")
-            seen = self.phases.get(key)
-            if seen is None:
-                self.phases[key] = [0.0, 1.0]
-            elif seen[1] >= MAX_CRASHES_PER_PROCESS:
+            seen = self.phases.get(key) or [0.0, 0.0]
+            if seen[1] >= MAX_CRASHES_PER_PROCESS:
                 raise Implausible(
                     f"implausible crash: more than {MAX_CRASHES_PER_PROCESS} from one process"
                 )
-            else:
-                seen[0], seen[1] = 0.0, seen[1] + 1
+            self.phases[key] = [0.0, seen[1] + 1]
 
     def step(
         self, rank: Any, pid: Any, t: float, k: Any, tokens: Any, t_start: float | None

@@ -49,6 +49,7 @@ from .plausible import (
     MAX_TOKENS_PER_RECORD,
     MAX_TOKENS_PER_S,
     Implausible,
+    Ledger,
 )
 
 
@@ -198,15 +199,12 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
     process did) in its place in the log, as the decoder counts its own.
 
     The `Ledger`'s `step` and `phase` cost ~3.1k-3.6k instructions a call, a third of a typed
-    step's or phase's whole cost, so the counters of a process met once are then moved here:
-    `procs` holds, for each pid met in this block, its rank and the `Ledger`'s own lists (its
-    steps and tokens, and its seconds and occurrences of each phase), and a record within its
-    budget adds to them in place, with `step`'s and `phase`'s arithmetic (a typed field is a
-    number or None where they test its type). Anything else (a process or a phase not met
-    yet, a pid met with another rank, a budget crossed, no `run.start`) calls the `Ledger`,
-    which decides and names the reason. The `Ledger` changes its lists in place only, so they
-    stay its own whatever the decoder's lines add to them (`tests/supervisor/
-    test_decode_typed.py` reads blocks cut anywhere both ways and compares the counters)."""
+    step's or phase's whole cost, so a record of a process (and phase) the `Ledger` has counted
+    is counted here: its counters (the `Ledger`'s own lists, looked up as it does) take the
+    record in place when it is within its budget, with `step`'s and `phase`'s arithmetic (a
+    typed field is a number or None where they test its type). Anything else (a process or a
+    phase not counted yet, a budget crossed, no `run.start`) calls the `Ledger`, which decides
+    and names the reason."""
     if not TYPED or decoder.from_socket or decoder.ended:  # (after run.end: all refused)
         return decoder.many(raw)
     out: list[tuple[bytes, Any]] = []
@@ -218,9 +216,9 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
     max_steps, max_tokens, max_events, slack = (
         MAX_STEPS_PER_S, MAX_TOKENS_PER_S, MAX_EVENTS_PER_S, BUDGET_SLACK_S
     )
-    procs: dict[Any, list[Any]] = {}  # pid -> [rank, [steps, tokens] or None, {phase: [s, n]}]
     low, high = _window(decoder)
     t_start = decoder.t_start  # moved only by the decoder's lines
+    steps_of, phases_of = _counters(ledger, t_start)
     # a line this long may nest deeper than the decoder parses: not sure (raw lines are longer)
     long = max(map(len, raw), default=0) >= _SHORT
     lines = map(bytes.strip, raw)  # (a line is recorded stripped, as `Decoder.many` does)
@@ -251,6 +249,7 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
             other = []
             low, high = _window(decoder)
             t_start = decoder.t_start
+            steps_of, phases_of = _counters(ledger, t_start)
             if decoder.ended:  # a run.end among them: the rest is the decoder's
                 other.append(line)
                 other.extend(lines)
@@ -259,9 +258,9 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
                 other.append(line)
                 continue
         if kind is step:  # the typed kinds the `Ledger` counts (`_LEDGERED`)
-            p = procs.get(pid := record.pid)
-            if p is not None and p[0] == record.rank and (totals := p[1]) is not None:
-                elapsed = (t - t_start if t > t_start else 0.0) + slack  # `Ledger.step`'s
+            totals = steps_of(((rank := record.rank) or 0, pid := record.pid))
+            if totals is not None:  # `Ledger.step` on a process it has counted
+                elapsed = (t - t_start if t > t_start else 0.0) + slack
                 k, tokens = d.k, d.tokens
                 steps = totals[0] + k if k is not None else totals[0]
                 seen = totals[1] + tokens if tokens is not None else totals[1]
@@ -269,23 +268,13 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
                     totals[0], totals[1] = steps, seen
                     append((line, record))
                     continue
-            try:  # the decoder's `Ledger`, a step's fields given by name
-                admit_step(record.rank, pid, t, d.k, d.tokens, t_start)
-            except Implausible as exc:
-                decoder.lines += 1
-                decoder.skip(reason_of(exc))
+            if not _admitted(decoder, admit_step, rank, pid, t, d.k, d.tokens, t_start):
                 continue
-            if t_start is not None:
-                _met(procs, record.rank, pid)[1] = ledger.steps[(record.rank or 0, pid)]
         elif kind is phase:
             d = record.d
-            p = procs.get(pid := record.pid)
-            if (
-                p is not None
-                and p[0] == record.rank
-                and (seen := p[2].get(name := d.name)) is not None
-            ):
-                elapsed = (t - t_start if t > t_start else 0.0) + slack  # `Ledger.phase`'s
+            seen = phases_of(((rank := record.rank) or 0, pid := record.pid, name := d.name))
+            if seen is not None:  # `Ledger.phase` on a phase of a process it has counted
+                elapsed = (t - t_start if t > t_start else 0.0) + slack
                 s, n = d.s, d.n
                 s = seen[0] + (s if s is not None else 0.0)
                 n = seen[1] + (n if n is not None else 0.0)
@@ -293,17 +282,8 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
                     seen[0], seen[1] = s, n
                     append((line, record))
                     continue
-            try:
-                admit_phase(record.rank, pid, t, d.name, d.s, d.n, t_start)
-            except Implausible as exc:
-                decoder.lines += 1
-                decoder.skip(reason_of(exc))
+            if not _admitted(decoder, admit_phase, rank, pid, t, name, d.s, d.n, t_start):
                 continue
-            if t_start is not None:
-                name = d.name
-                _met(procs, record.rank, pid)[2][name] = ledger.phases[
-                    (record.rank or 0, pid, name)
-                ]
         append((line, record))
     good = len(out) - taken  # the typed records
     decoder.lines += good
@@ -313,13 +293,27 @@ def typed_many(decoder: Decoder, raw: list[bytes]) -> list[tuple[bytes, Any]]:
     return out
 
 
-def _met(procs: dict[Any, list[Any]], rank: Any, pid: Any) -> list[Any]:
-    """`procs`'s entry for a process the `Ledger` has just counted: made anew when its pid was
-    met with another rank (a rank's counters are not another's)."""
-    p = procs.get(pid)
-    if p is None or p[0] != rank:
-        p = procs[pid] = [rank, None, {}]
-    return p
+def _counters(ledger: Ledger, t_start: float | None) -> tuple[Any, Any]:
+    """`get` of the `Ledger`'s counters by process (`steps`) and by process and phase
+    (`phases`): none before `run.start` (the `Ledger` then measures from the first record)."""
+    if t_start is None:
+        return _NONE, _NONE
+    return ledger.steps.get, ledger.phases.get
+
+
+_NONE = {}.get  # a lookup that finds nothing
+
+
+def _admitted(decoder: Decoder, admit: Any, *fields: Any) -> bool:
+    """The `Ledger`'s word on a typed step or phase (`admit`: its `step` or `phase`, given the
+    record's fields by name); a refusal is counted in the decoder, with its reason."""
+    try:
+        admit(*fields)
+    except Implausible as exc:
+        decoder.lines += 1
+        decoder.skip(reason_of(exc))
+        return False
+    return True
 
 
 #: Lines `typed_many` has handed to the decoder in this process (orjson's `_fast` is per process
