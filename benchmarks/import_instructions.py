@@ -10,7 +10,8 @@ bare `python -c pass`; the modules it loads beyond that bare interpreter are lis
 - `row`: `run_all.py`'s replay row itself (`REPLAY_OURS`: those imports, the benchmark's log
   of `--steps` steps through `replay` with the history, ~2,000 samples), `--steps 0` skips it;
 - `summary`: `tm summary --json` of a run holding a 3,000-step log (the CLI's start, its
-  imports, the replay, the checkpoint it leaves: removed before each run).
+  imports, the replay, the checkpoint it leaves: removed before each run);
+- `export`: `tm export csv` of the same run.
 
 `--src` counts another tree's `src/` instead (a before and after on one machine). Bytecode is
 compiled first, as an install leaves it. Deterministic to a few thousand instructions with
@@ -33,10 +34,8 @@ IMPORTS = (
 )
 #: prints the modules loaded at exit (after the command's own code), one line
 LIST = "; import sys; print('MODULES', *sorted(sys.modules))"
-SUMMARY = (
-    "import sys; sys.argv = ['tm', 'summary', '--json']; "
-    "from trainmeter.cli.main import main; main()"
-)
+#: `tm ARGS...`, its arguments after `-c CODE`
+CLI = "import sys; sys.argv = ['tm', *sys.argv[1:]]; from trainmeter.cli.main import main; main()"
 
 
 def count(code: list[str], env: dict[str, str], cwd: Path) -> int:
@@ -51,8 +50,8 @@ def count(code: list[str], env: dict[str, str], cwd: Path) -> int:
                 for line in proc.stderr.splitlines() if "Collected :" in line)
 
 
-def modules(code: str, env: dict[str, str], cwd: Path) -> set[str]:
-    proc = subprocess.run([run_all.OUR_PY, "-c", code + LIST], cwd=cwd, env=env,
+def modules(code: list[str], env: dict[str, str], cwd: Path) -> set[str]:
+    proc = subprocess.run([run_all.OUR_PY, "-c", code[1] + LIST, *code[2:]], cwd=cwd, env=env,
                           capture_output=True, text=True, check=True)
     line = next(line for line in proc.stdout.splitlines() if line.startswith("MODULES"))
     return set(line.split()[1:])
@@ -73,17 +72,18 @@ def main() -> int:
         env = run_all.clean_env(PYTHONHASHSEED="0", PYTHONPATH=str(src),
                                 TRAINMETER_STATE_DIR=str(cwd / "state"))
         bare = count(["-c", "pass"], env, cwd)
-        base = modules("pass", env, cwd)
+        base = modules(["-c", "pass"], env, cwd)
         run = cwd / ".trainmeter" / "runs" / "bench-1"
         run.mkdir(parents=True)
         run_all.write_log(run / "events.jsonl", 3000)
-        cases = [("imports", ["-c", IMPORTS], IMPORTS)]
+        cases = [("imports", ["-c", IMPORTS], True)]
         if args.steps:
             log = cwd / "events.jsonl"
             run_all.write_log(log, args.steps)
             row = ["-c", run_all.REPLAY_OURS, str(log), "2000"]
-            cases.append(("row", row, None))
-        cases.append(("summary", ["-c", SUMMARY], SUMMARY))
+            cases.append(("row", row, False))
+        cases.append(("summary", ["-c", CLI, "summary", "--json"], True))
+        cases.append(("export", ["-c", CLI, "export", "csv", "-o", str(cwd / "x.csv")], True))
         print(f"bare interpreter: {bare:,} instructions, {len(base)} modules")
         for name, code, listed in cases:
             ckpt = run / "events.jsonl.ckpt"
@@ -91,8 +91,8 @@ def main() -> int:
             n = count(code, env, cwd)
             ckpt.unlink(missing_ok=True)
             print(f"{name}: {n - bare:,} instructions over the bare interpreter")
-            if listed is not None:
-                loaded = sorted(modules(listed, env, cwd) - base)
+            if listed:
+                loaded = sorted(modules(code, env, cwd) - base)
                 ckpt.unlink(missing_ok=True)
                 outside = [m for m in loaded if not m.startswith(("trainmeter", "msgspec"))]
                 print(f"  {len(loaded)} modules: {' '.join(outside)} + trainmeter's, msgspec's")

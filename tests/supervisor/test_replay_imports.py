@@ -5,7 +5,8 @@ replay row each pay the replay path's imports in a fresh process, before the fir
 - the replay row: `from trainmeter.runlog.replay import replay` and
   `from trainmeter.views.history import History`, then a replay of a log with a GPU, facts, a
   hello, steps, metrics, phases and an end, the dashboard's history observing it;
-- `tm summary --json`: the CLI's start, the run's resolution, the replay and its checkpoint.
+- `tm summary --json`: the CLI's start, the run's resolution, the replay and its checkpoint;
+- `tm export csv` and `tm view` (its server started, then stopped) of the same run.
 """
 
 from __future__ import annotations
@@ -34,6 +35,16 @@ NOT_IN_A_SUMMARY = {
     **NOT_IN_A_REPLAY,
     "dataclasses": "runlog.runs' RunInfo is a plain class: every command resolves its run there",
 }
+#: Nor in an export to CSV.
+NOT_IN_AN_EXPORT = {
+    **NOT_IN_A_SUMMARY,
+    "dataclasses": "exporters.tables' RunTable is a plain class",
+}
+#: Nor in `tm view` (whose server has threads of its own).
+NOT_IN_A_VIEW = {
+    **{name: why for name, why in NOT_IN_A_SUMMARY.items() if name != "threading"},
+    "dataclasses": "exporters.httpd's Request and Response, prometheus' Family: plain classes",
+}
 
 REPLAY = """
 import sys
@@ -50,8 +61,17 @@ print(" ".join(sorted(sys.modules)))
 SUMMARY = """
 import sys
 from trainmeter.cli.main import main
-sys.argv = ["tm", "summary", "--json"]
+sys.argv = ["tm", *sys.argv[1:]]
 assert main() == 0
+print(" ".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+VIEW = """
+import sys, threading
+from trainmeter.cli.view import main
+stop = threading.Event()
+stop.set()  # serve, then stop at once
+assert main(["--port", "0"], stop) == 0
 print(" ".join(sorted(sys.modules)), file=sys.stderr)
 """
 
@@ -112,16 +132,35 @@ def test_a_log_of_many_lines_not_read_typed_still_parses_them_with_orjson(tmp_pa
     assert "orjson" in loaded
 
 
-@pytest.mark.slow
-def test_tm_summary_json_loads_none_of_them(tmp_path: Path) -> None:
+def _command(code: str, argv: list[str], tmp_path: Path) -> tuple[str, set[str]]:
+    """(stdout, the modules loaded) of `code` run with `argv` beside a run of `_log`'s."""
     run = tmp_path / ".trainmeter" / "runs" / "20261206-180000-x"
     run.mkdir(parents=True)
     _log(run / "events.jsonl")
     env = tm_env(TRAINMETER_STATE_DIR=str(tmp_path / "state"))
-    proc = subprocess.run([sys.executable, "-c", SUMMARY], env=env, cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-c", code, *argv], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert '"tokens_seen": 320' in proc.stdout  # it did replay the run
-    loaded = set(proc.stderr.split())
+    return proc.stdout, set(proc.stderr.split())
+
+
+@pytest.mark.slow
+def test_tm_summary_json_loads_none_of_them(tmp_path: Path) -> None:
+    out, loaded = _command(SUMMARY, ["summary", "--json"], tmp_path)
+    assert '"tokens_seen": 320' in out  # it did replay the run
     assert "trainmeter.runlog.checkpoint" in loaded  # and left its checkpoint (the first look)
     assert {name for name in NOT_IN_A_SUMMARY if name in loaded} == set()
+
+
+@pytest.mark.slow
+def test_tm_export_csv_loads_none_of_them(tmp_path: Path) -> None:
+    _, loaded = _command(SUMMARY, ["export", "csv", "-o", str(tmp_path / "x.csv")], tmp_path)
+    assert (tmp_path / "x.csv").read_text().count("\n") == 41  # its header and 40 steps
+    assert {name for name in NOT_IN_AN_EXPORT if name in loaded} == set()
+
+
+@pytest.mark.slow
+def test_tm_view_loads_none_of_them(tmp_path: Path) -> None:
+    _, loaded = _command(VIEW, [], tmp_path)
+    assert {"trainmeter.views.web.server", "trainmeter.exporters.prometheus"} <= loaded
+    assert {name for name in NOT_IN_A_VIEW if name in loaded} == set()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import csv
 import marshal
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -146,14 +145,32 @@ class RowStore:
         return marshal.loads(got[0])
 
 
-@dataclass
 class RunTable:
-    """Rows keyed by step; `series` are the loop's names, `derived` trainmeter's (unprefixed)."""
+    """Rows keyed by step; `series` are the loop's names, `derived` trainmeter's (unprefixed).
+    A plain class, as the dataclass it replaces was: `dataclasses` imports `inspect` (~8 ms of
+    an export's start; see `engine/section.py`)."""
 
-    rows: RowStore = field(default_factory=RowStore)
-    series: list[str] = field(default_factory=list)
-    derived: list[str] = field(default_factory=list)
-    snapshot: dict[str, Any] = field(default_factory=dict)
+    def __init__(
+        self,
+        rows: RowStore | None = None,
+        series: list[str] | None = None,
+        derived: list[str] | None = None,
+        snapshot: dict[str, Any] | None = None,
+    ) -> None:
+        self.rows = RowStore() if rows is None else rows
+        self.series: list[str] = [] if series is None else series
+        self.derived: list[str] = [] if derived is None else derived
+        self.snapshot: dict[str, Any] = {} if snapshot is None else snapshot
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return "RunTable(" + ", ".join(f"{k}={v!r}" for k, v in vars(self).items()) + ")"
 
     @property
     def columns(self) -> list[str]:

@@ -17,7 +17,6 @@ it together: `first_step_skew_s` is how far apart the nodes' first steps are by 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,31 @@ from .replay import ReplayResult, replay
 SKEW_WARN_S = 2.0
 
 
-@dataclass
 class NodeRun:
-    run_dir: Path
-    result: ReplayResult
-    start: dict[str, Any] = field(default_factory=dict)  # the run.start record
-    first_step_t: float | None = None  # the node's clock rank's first step (its monotonic t)
+    """One node's run of a job, replayed. A plain class, as the dataclass it replaces was:
+    `dataclasses` imports `inspect` (~8 ms of a replay's start; see `engine/section.py`)."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        result: ReplayResult,
+        start: dict[str, Any] | None = None,  # the run.start record
+        first_step_t: float | None = None,  # the node's clock rank's first step (its monotonic t)
+    ) -> None:
+        self.run_dir = run_dir
+        self.result = result
+        self.start: dict[str, Any] = {} if start is None else start
+        self.first_step_t = first_step_t
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return vars(self) == vars(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        return "NodeRun(" + ", ".join(f"{k}={v!r}" for k, v in vars(self).items()) + ")"
 
 
 def _start(events: Path) -> dict[str, Any]:
