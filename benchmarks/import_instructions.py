@@ -11,7 +11,8 @@ bare `python -c pass`; the modules it loads beyond that bare interpreter are lis
   of `--steps` steps through `replay` with the history, ~2,000 samples), `--steps 0` skips it;
 - `summary`: `tm summary --json` of a run holding a 3,000-step log (the CLI's start, its
   imports, the replay, the checkpoint it leaves: removed before each run);
-- `export`: `tm export csv` of the same run.
+- `export`: `tm export csv` of the same run;
+- `view`: `tm view` of the same run, its server started and stopped at once.
 
 `--src` counts another tree's `src/` instead (a before and after on one machine). Bytecode is
 compiled first, as an install leaves it. Deterministic to a few thousand instructions with
@@ -36,6 +37,10 @@ IMPORTS = (
 LIST = "; import sys; print('MODULES', *sorted(sys.modules))"
 #: `tm ARGS...`, its arguments after `-c CODE`
 CLI = "import sys; sys.argv = ['tm', *sys.argv[1:]]; from trainmeter.cli.main import main; main()"
+VIEW = (
+    "import threading; from trainmeter.cli.view import main; stop = threading.Event(); "
+    "stop.set(); main(['--port', '0'], stop)"
+)
 
 
 def count(code: list[str], env: dict[str, str], cwd: Path) -> int:
@@ -84,6 +89,7 @@ def main() -> int:
             cases.append(("row", row, False))
         cases.append(("summary", ["-c", CLI, "summary", "--json"], True))
         cases.append(("export", ["-c", CLI, "export", "csv", "-o", str(cwd / "x.csv")], True))
+        cases.append(("view", ["-c", VIEW], True))
         print(f"bare interpreter: {bare:,} instructions, {len(base)} modules")
         for name, code, listed in cases:
             ckpt = run / "events.jsonl.ckpt"

@@ -130,3 +130,17 @@ def test_a_newcomer_to_a_full_table_takes_one_place_not_two(server, monkeypatch)
     finally:
         for sock in held:
             sock.close()
+
+
+def test_the_date_header_is_what_email_utils_formats():
+    """`http_date` is `email.utils.formatdate(usegmt=True)` (written out so a server's start
+    does not import `email`): each month and weekday, the epoch, leap days, the present."""
+    from email.utils import formatdate
+
+    from trainmeter.exporters.httpd import http_date
+
+    moments = [0.0, 951782400.0, 1709164799.999, 4102444800.0, time.time()]
+    moments += [1767225600.0 + day * 86400 + day * 3671.5 for day in range(0, 400, 3)]
+    for now in moments:
+        assert http_date(now) == formatdate(now, usegmt=True), now
+    assert len(http_date()) == 29 and http_date().endswith(" GMT")

@@ -39,7 +39,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from email.utils import formatdate
 from http import HTTPStatus
 
 #: Connections held at most (the table); a lower bound follows from the descriptor limit.
@@ -58,6 +57,17 @@ ACCEPT_BATCH = 16
 _RECV = 65536
 #: A header's name: an HTTP token (RFC 9110), nothing else.
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def http_date(now: float | None = None) -> str:
+    """The Date header's IMF-fixdate (RFC 9110), `email.utils.formatdate(now, usegmt=True)`:
+    English names whatever the locale. Written here: importing `email` for it cost ~24M
+    instructions (3-5 ms) of `tm view`'s start."""
+    t = time.gmtime(now)
+    return (f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year:04d} "
+            f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT")
 
 
 class Request:
@@ -423,7 +433,7 @@ class LoopServer:
 
     def _head(self, code: int, headers: dict[str, str]) -> bytes:
         lines = [f"HTTP/1.1 {code} {_reason(code)}", "Server: trainmeter",
-                 f"Date: {formatdate(usegmt=True)}"]
+                 f"Date: {http_date()}"]
         lines += [f"{k}: {v}" for k, v in headers.items()]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
