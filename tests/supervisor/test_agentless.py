@@ -195,6 +195,18 @@ def test_what_the_command_line_says_is_said_at_once(spawn, bare_venv: Path) -> N
     assert fact["value"].startswith(f"trainmeter is not importable from {python}")
 
 
+def test_an_isolated_python_is_judged_at_its_first_tick_without_a_grace(spawn) -> None:
+    """Its flag says it all: judged 0.1 s old, on the first tick, nothing asked of it (a short
+    `-I` program is explained while it runs, issue 27 item 5; test_observe_only runs it whole)."""
+    proc = spawn([sys.executable, "-I", "-c", SLEEP])
+    asked: list[str] = []
+    watcher = SilentPythonWatcher(
+        agent_env(), clock=aged(proc.pid, 0.1), diagnose=lambda exe, env: asked.append(exe) or "why"
+    )
+    [fact] = watcher.tick([proc.pid], set())
+    assert fact["value"].startswith("python started with -I") and asked == []
+
+
 def test_young_python_of_tms_own_interpreter_waits_for_its_grace(spawn) -> None:
     proc = spawn([sys.executable, "-c", SLEEP])
     asked: list[str] = []
