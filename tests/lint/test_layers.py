@@ -149,7 +149,7 @@ def test_the_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
 
 #: The layers, lowest first: a module may import its own package and those on lower rows.
 LAYERS: list[tuple[str, ...]] = [
-    ("records", "payloads", "readable", "redact", "snapread", "visible"),  # standard library only
+    ("records", "payloads", "readable", "redact", "snapread", "visible", "plain"),  # stdlib only
     ("agent",),  # inside the user's process
     ("emit",),  # the user's `trainmeter.emit(...)`: the agent's public face
     ("hardware",),  # spec tables and measured peaks

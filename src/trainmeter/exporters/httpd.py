@@ -41,6 +41,8 @@ import time
 from collections.abc import Callable
 from http import HTTPStatus
 
+from ..plain import Plain
+
 #: Connections held at most (the table); a lower bound follows from the descriptor limit.
 MAX_CONNECTIONS = 64
 #: Seconds a connection may take, from becoming idle, to send a whole request head.
@@ -70,9 +72,9 @@ def http_date(now: float | None = None) -> str:
             f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT")
 
 
-class Request:
+class Request(Plain):
     """A parsed request head. Plain classes here, not dataclasses: `dataclasses` imports
-    `inspect` (~8 ms of `tm view`'s start; see `engine/section.py`)."""
+    `inspect` (~8 ms of `tm view`'s start; see `plain.py`)."""
 
     def __init__(self, method: str, target: str, version: str, headers: dict[str, str]) -> None:
         self.method = method
@@ -80,15 +82,6 @@ class Request:
         self.version = version
         self.headers = headers
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return vars(self) == vars(other)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
-
-    def __repr__(self) -> str:
-        return "Request(" + ", ".join(f"{k}={v!r}" for k, v in vars(self).items()) + ")"
 
     @property
     def path(self) -> str:
@@ -98,7 +91,7 @@ class Request:
         return self.headers.get(name.lower())
 
 
-class Response:
+class Response(Plain):
     def __init__(
         self,
         code: int,
@@ -113,15 +106,6 @@ class Response:
         self.headers: dict[str, str] = {} if headers is None else headers
         self.close = close
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return vars(self) == vars(other)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
-
-    def __repr__(self) -> str:
-        return "Response(" + ", ".join(f"{k}={v!r}" for k, v in vars(self).items()) + ")"
 
 
 class Stream:

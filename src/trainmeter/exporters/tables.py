@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ..plain import Plain
 from ..snapread import get_number
 
 #: Column-name prefix of trainmeter's own numbers, apart from the loop's series.
@@ -145,10 +146,10 @@ class RowStore:
         return marshal.loads(got[0])
 
 
-class RunTable:
+class RunTable(Plain):
     """Rows keyed by step; `series` are the loop's names, `derived` trainmeter's (unprefixed).
     A plain class, as the dataclass it replaces was: `dataclasses` imports `inspect` (~8 ms of
-    an export's start; see `engine/section.py`)."""
+    an export's start; see `plain.py`)."""
 
     def __init__(
         self,
@@ -162,15 +163,6 @@ class RunTable:
         self.derived: list[str] = [] if derived is None else derived
         self.snapshot: dict[str, Any] = {} if snapshot is None else snapshot
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return vars(self) == vars(other)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
-
-    def __repr__(self) -> str:
-        return "RunTable(" + ", ".join(f"{k}={v!r}" for k, v in vars(self).items()) + ")"
 
     @property
     def columns(self) -> list[str]:

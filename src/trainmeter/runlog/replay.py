@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import payloads
+from ..plain import Plain
 from . import engine_load as parts
 from .decode import Decoder, log_summary
 from .observers import ObserverSet
@@ -51,10 +52,10 @@ _SNAPSHOT_TYPES = frozenset(
 MAX_LINE = 8 << 20
 
 
-class ReplayResult:
+class ReplayResult(Plain):
     """What a replay gives: the final snapshot and what was read and skipped. A plain class, as
     the dataclass it replaces was (equal by its fields, mutable): `dataclasses` imports
-    `inspect`, ~8 ms of every replay's start (see `engine/section.py`)."""
+    `inspect`, ~8 ms of every replay's start (see `plain.py`)."""
 
     def __init__(
         self,
@@ -78,15 +79,6 @@ class ReplayResult:
         self.first_step_t = first_step_t
         self.stragglers = stragglers
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return vars(self) == vars(other)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
-
-    def __repr__(self) -> str:
-        return "ReplayResult(" + ", ".join(f"{k}={v!r}" for k, v in vars(self).items()) + ")"
 
 
 def replay(

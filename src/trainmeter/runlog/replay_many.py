@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..payloads import RUN_START
+from ..plain import Plain
 from ..snapread import finite as _num
 from . import job_keys
 from .replay import ReplayResult, replay
@@ -29,9 +30,9 @@ from .replay import ReplayResult, replay
 SKEW_WARN_S = 2.0
 
 
-class NodeRun:
+class NodeRun(Plain):
     """One node's run of a job, replayed. A plain class, as the dataclass it replaces was:
-    `dataclasses` imports `inspect` (~8 ms of a replay's start; see `engine/section.py`)."""
+    `dataclasses` imports `inspect` (~8 ms of a replay's start; see `plain.py`)."""
 
     def __init__(
         self,
@@ -45,15 +46,6 @@ class NodeRun:
         self.start: dict[str, Any] = {} if start is None else start
         self.first_step_t = first_step_t
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return vars(self) == vars(other)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
-
-    def __repr__(self) -> str:
-        return "NodeRun(" + ", ".join(f"{k}={v!r}" for k, v in vars(self).items()) + ")"
 
 
 def _start(events: Path) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..agent.inputs import load_json
 from ..payloads import RUN_START
+from ..plain import Plain
 from ..snapread import finite_value as _number
 from ..snapread import get_dict
 from .process_start import process_start
@@ -100,12 +101,14 @@ def resolve_run(spec: str | None = None, cwd: Path | None = None) -> Path:
 # ---- the list -----------------------------------------------------------------------------------
 
 
-class RunInfo:
+class RunInfo(Plain):
     """One row of `tm runs`: what a run is and its headline numbers (None: not known).
 
     A plain class, as the dataclass it replaces was (equal by its fields, the snapshot left out
     of its repr): every command resolves its run through this module, and `dataclasses` imports
-    `inspect` (~8 ms of `tm summary`'s start; see `engine/section.py`)."""
+    `inspect` (~8 ms of `tm summary`'s start; see `plain.py`)."""
+
+    _unshown = ("snapshot",)
 
     def __init__(self, path: Path, name: str, snapshot: dict[str, Any] | None = None) -> None:
         self.path = path
@@ -120,16 +123,6 @@ class RunInfo:
         self.mfu_convention: str | None = None
         self.snapshot: dict[str, Any] = {} if snapshot is None else snapshot
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return vars(self) == vars(other)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k != "snapshot")
-        return f"RunInfo({shown})"
 
 
 #: meta.json and summary.json are kilobytes; a run directory is another user's to fill
