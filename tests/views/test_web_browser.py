@@ -335,9 +335,15 @@ def test_a_press_holds_the_live_page_until_its_click_lands(browser, live_run):
         page.goto(url)
         row = page.locator('#waterfall .wf-row[data-factor="gpu_idle"][data-value]')
         row.wait_for(timeout=60_000)
-        row.scroll_into_view_if_needed()
-        box = row.bounding_box()
-        page.mouse.move(box["x"] + box["width"] / 3, box["y"] + box["height"] / 2)
+        # scrolled to and measured in one call in the page: a snapshot may redraw the row
+        # between two calls from here (Playwright's own scroll then fails on the detached row;
+        # CI saw it), and a redrawn row stands where the old one stood
+        x, y, w, h = page.evaluate(
+            "(() => { const r = document.querySelector('#waterfall .wf-row[data-factor=gpu_idle]');"
+            " r.scrollIntoView({block: 'center'}); const b = r.getBoundingClientRect();"
+            " return [b.x, b.y, b.width, b.height]; })()"
+        )
+        page.mouse.move(x + w / 3, y + h / 2)
         page.mouse.down()
         # the row as the press found it (a snapshot may have redrawn it before the press)
         page.evaluate("window.__pressed = document.querySelector('#waterfall .wf-row[data-factor=gpu_idle]')")
