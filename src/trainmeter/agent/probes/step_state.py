@@ -30,7 +30,7 @@ class State:
         # ---- root finding (`root_finder`)
         "depth",  # nesting of module calls while discovering (1 << 30: paused)
         "root",  # the module whose training forwards are micro-batches, or None
-        "root_vars",  # where its training flag is read: its `__dict__` (`root_finder.root_vars`)
+        "root_vars",  # where its training flag and hook dicts are read (`root_finder.root_vars`)
         "rejected",  # root calls that cannot be the model (no parameters): a WeakSet
         "first_done",  # the root's first counted forward ran (its listeners were called)
         "discovery",  # handles of the two global forward hooks, while discovering
