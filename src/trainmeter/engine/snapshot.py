@@ -12,6 +12,7 @@ it); `snapshot` composes the parts and costs the same however many records came 
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from .. import payloads
 from . import (
@@ -33,18 +34,20 @@ from .cards import Cards
 from .counters import GpuCounters
 from .death import DeathRecords
 from .facts import FactStore
-from .finite import finite_only
+from .finite import all_finite, finite_only
 from .flops import ModelShape
 from .formulas import num
 from .host_node import HostSeries, NodeSeries
 from .memory import MemoryState
 from .model_flops import SHAPE_KEYS
 from .ranks import RankModel, RankTimes
+from .sample_keys import KeyPicker
 from .section import Section
 from .series import SeriesStore
 from .stragglers import Stragglers
 from .throughput import StepClock
 from .timesplit import TimeLedger
+from .timesplit_sample import SplitSampler
 
 __all__ = ["Engine", "SHAPE_KEYS"]
 _RUN_FIELDS = ("name", "argv", "tm_version", "hostname", "unix_time", "python")
@@ -61,6 +64,12 @@ _SAMPLERS = frozenset((payloads.SAMPLE_GPU.name, payloads.SAMPLE_HOST.name, payl
 #: The part a sample leaves out (the budget, energy: `sample`'s `keys`), one for every sample:
 #: read, never changed
 _NOTHING = Section()
+#: The keys whose values a sample's check need not read: the time split answers for its own
+#: floats (`timesplit_sample.py`); none when it found one that is not finite
+_CHECKED = frozenset(("time",))
+_UNCHECKED: frozenset[str] = frozenset()
+#: engine -> what its samples keep between them (`_SampleMemo`), for as long as it lives
+_SAMPLE_MEMOS: WeakKeyDictionary[Engine, _SampleMemo] = WeakKeyDictionary()
 
 
 def _spec_lookup(name: str) -> Any:
@@ -544,20 +553,28 @@ class Engine:
         p = _Parts(self.no_agent(), self.ledger.t_end is not None, self.shape())
         self._pace(p, detail=False, progress=keys is None or not keys.isdisjoint(_BUDGET_KEYS))
         self._devices(p, detail=False, energy=keys is None or "energy" in keys, keys=keys)
-        p.time_split = self.ledger.section(
-            self.t_last, now, self.probes, p.no_agent, self.world_size, detail=False
+        memo = _SAMPLE_MEMOS.get(self)
+        if memo is None:
+            memo = _SAMPLE_MEMOS[self] = _SampleMemo()
+        # the time split's values, made by its sample path, which answers for its floats
+        split, split_finite = memo.split.sample(
+            self.ledger, self.t_last, now, self.probes, self.world_size
         )
         # the parts' values as `Section.merge` takes them (the first part to give a key keeps
         # it); their absent reasons, explanations and warnings are not handed on
-        snap = _merged(
+        snap, unchecked = memo.keys.pick(_merged(
             p.pace.values, p.model.values, p.progress.values, p.utilization.values,
             p.counters.values, p.energy.values, p.gpus.section.values, self.host.values(),
-            self.node.values(), p.memory.values, p.time_split.values, keys,
-        )
+            self.node.values(), p.memory.values, split,
+        ), keys, _CHECKED if split_finite else _UNCHECKED)
         untokened = samples.no_tokens(self.clock, p.tokens_seen)  # as `_insight` says it
         if untokened is not None:
             snap.pop("tokens_seen", None)
-        finite_only(snap, {})
+        # no infinity or NaN leaves the engine: the values of the parts that did not answer
+        # for their own floats are checked, and when one of those is not finite, every value
+        # (as `finite_only(snap, {})` alone did: the same replacements)
+        if not all_finite(unchecked):
+            finite_only(snap, {})
         return snap
 
     def _pace(self, p: _Parts, detail: bool = True, progress: bool = True) -> None:
@@ -734,13 +751,13 @@ class Engine:
 def _merged(
     a: dict[str, Any], b: dict[str, Any], c: dict[str, Any], d: dict[str, Any],
     e: dict[str, Any], f: dict[str, Any], g: dict[str, Any], h: dict[str, Any],
-    i: dict[str, Any], j: dict[str, Any], k: dict[str, Any], keys: frozenset[str] | None,
+    i: dict[str, Any], j: dict[str, Any], k: dict[str, Any],
 ) -> dict[str, Any]:
     """The parts' values in one dict as `Section.merge` takes them: each key in the order it
-    first appears, with the first part's value; only `keys` (None: every key). Merged by the
-    dict display in C when no key is given twice (the lengths add up: the common case, a key
-    per part), with the keys not wanted then deleted (the others keep their order); else one
-    key at a time. A Python step per key of ~40 was most of `sample`'s own cost."""
+    first appears, with the first part's value (`KeyPicker` then keeps a sample's readers'
+    keys). Merged by the dict display in C when no key is given twice (the lengths add up:
+    the common case, a key per part); else one key at a time. A Python step per key of ~40
+    was most of `sample`'s own cost."""
     snap = {**a, **b, **c, **d, **e, **f, **g, **h, **i, **j, **k}
     if len(snap) != (
         len(a) + len(b) + len(c) + len(d) + len(e) + len(f) + len(g) + len(h) + len(i)
@@ -749,13 +766,22 @@ def _merged(
         snap = {}
         for values in (a, b, c, d, e, f, g, h, i, j, k):
             for key, value in values.items():
-                if key not in snap and (keys is None or key in keys):
+                if key not in snap:
                     snap[key] = value
-        return snap
-    if keys is not None:
-        for key in snap.keys() - keys:
-            del snap[key]
     return snap
+
+
+class _SampleMemo:
+    """What `Engine.sample` keeps from one sample to the next: the kept keys' layout and the
+    time split's constant parts. Kept beside the engine (`_SAMPLE_MEMOS`), not in it: a 30th
+    engine attribute slows every attribute read of the engine (benchmarks/README.md), and a
+    cache has no place in the engine's checkpoint."""
+
+    __slots__ = ("keys", "split")
+
+    def __init__(self) -> None:
+        self.keys = KeyPicker()
+        self.split = SplitSampler()
 
 
 class _Parts:
