@@ -31,6 +31,7 @@ from . import (
     waterfall,
 )
 from .cards import Cards
+from .counters import DERIVED as COUNTERS_DERIVED
 from .counters import GpuCounters
 from .death import DeathRecords
 from .facts import FactStore
@@ -39,6 +40,7 @@ from .flops import ModelShape
 from .formulas import num
 from .host_node import HostSeries, NodeSeries
 from .memory import MemoryState
+from .mfu_sample import MfuSampler
 from .model_flops import SHAPE_KEYS
 from .ranks import RankModel, RankTimes
 from .sample_keys import KeyPicker
@@ -64,10 +66,17 @@ _SAMPLERS = frozenset((payloads.SAMPLE_GPU.name, payloads.SAMPLE_HOST.name, payl
 #: The part a sample leaves out (the budget, energy: `sample`'s `keys`), one for every sample:
 #: read, never changed
 _NOTHING = Section()
-#: The keys whose values a sample's check need not read: the time split answers for its own
-#: floats (`timesplit_sample.py`); none when it found one that is not finite
-_CHECKED = frozenset(("time",))
-_UNCHECKED: frozenset[str] = frozenset()
+#: The keys whose values a sample's check need not read, by (the time split's answer, MFU's:
+#: True, every float finite; False, one is not; None, not asked, MFU made by `mfu.section`):
+#: those of the parts that answered (`timesplit_sample.py`, `mfu_sample.py`); None when one
+#: found a float that is not finite (every value is then checked)
+_ANSWERED: dict[tuple[bool, bool | None], frozenset[str] | None] = {
+    (True, True): frozenset(("time", "mfu")), (True, None): frozenset(("time",)),
+    (True, False): None, (False, True): None, (False, None): None, (False, False): None,
+}
+_NOT_ANSWERED: frozenset[str] = frozenset()
+#: no values (read only)
+_EMPTY: dict[str, Any] = {}
 #: engine -> what its samples keep between them (`_SampleMemo`), for as long as it lives
 _SAMPLE_MEMOS: WeakKeyDictionary[Engine, _SampleMemo] = WeakKeyDictionary()
 
@@ -552,28 +561,33 @@ class Engine:
         composed. Every key kept is the same number either way."""
         p = _Parts(self.no_agent(), self.ledger.t_end is not None, self.shape())
         self._pace(p, detail=False, progress=keys is None or not keys.isdisjoint(_BUDGET_KEYS))
-        self._devices(p, detail=False, energy=keys is None or "energy" in keys, keys=keys)
         memo = _SAMPLE_MEMOS.get(self)
         if memo is None:
             memo = _SAMPLE_MEMOS[self] = _SampleMemo()
+        # the readers' keys leave out what only the counters' derived part reads (MFU's absent
+        # reason): MFU by its sample path, which answers for its floats
+        lean = keys is not None and keys.isdisjoint(COUNTERS_DERIVED)
+        self._devices(p, detail=False, energy=keys is None or "energy" in keys, keys=keys,
+                      mfu_of=memo.mfu if lean else None)
         # the time split's values, made by its sample path, which answers for its floats
         split, split_finite = memo.split.sample(
             self.ledger, self.t_last, now, self.probes, self.world_size
         )
+        answered = _ANSWERED[split_finite, p.mfu_finite]
         # the parts' values as `Section.merge` takes them (the first part to give a key keeps
         # it); their absent reasons, explanations and warnings are not handed on
         snap, unchecked = memo.keys.pick(_merged(
             p.pace.values, p.model.values, p.progress.values, p.utilization.values,
-            p.counters.values, p.energy.values, p.gpus.section.values, self.host.values(),
-            self.node.values(), p.memory.values, split,
-        ), keys, _CHECKED if split_finite else _UNCHECKED)
+            p.counters.values, p.energy.values, memo.wanted(p.gpus.section.values, keys),
+            self.host.values(), self.node.values(), p.memory.values, split,
+        ), keys, _NOT_ANSWERED if answered is None else answered)
         untokened = samples.no_tokens(self.clock, p.tokens_seen)  # as `_insight` says it
         if untokened is not None:
             snap.pop("tokens_seen", None)
         # no infinity or NaN leaves the engine: the values of the parts that did not answer
         # for their own floats are checked, and when one of those is not finite, every value
         # (as `finite_only(snap, {})` alone did: the same replacements)
-        if not all_finite(unchecked):
+        if answered is None or not all_finite(unchecked):
             finite_only(snap, {})
         return snap
 
@@ -616,13 +630,14 @@ class Engine:
 
     def _devices(
         self, p: _Parts, detail: bool = True, energy: bool = True,
-        keys: frozenset[str] | None = None,
+        keys: frozenset[str] | None = None, mfu_of: MfuSampler | None = None,
     ) -> None:
         """The GPUs and their peak, MFU, the GPU counters and energy (`detail` False: without
         their explanations, for `sample`, whose GPU part is made again only after what it reads
         moved: a fact or a device fact (`FactStore.version`), the sampled GPUs' names,
         selection, versions or measured peaks (`GpuCounters.layout`); `keys`: a sample's, the
-        counters' values no reader reads left out)."""
+        counters' values no reader reads left out; `mfu_of`: MFU's values by its sample path,
+        without its absent reason, which then nothing reads)."""
         facts, gpu = self.facts, self.gpu
         p.gpus = gpus = devices.section(facts, self.devices, gpu, self.cards.spec) if detail else (
             facts.derived(
@@ -631,21 +646,29 @@ class Engine:
                 gpu.layout,
             )
         )
-        p.utilization = utilization = mfu.section(
-            flops_per_token=p.fpt,
-            flops_reason=p.fpt_reason,
-            tokens_per_s=p.tps,
-            tokens_reason=p.pace.absent.get("tokens_per_s"),
-            peak=gpus.peak,
-            peak_reason=gpus.peak_reason,
-            n_gpus=gpus.n_gpus,
-            n_gpus_source=gpus.n_gpus_source,
-            shape=p.shape,
-            precision=_precision(self.facts),
-            detail=detail,
-        )
-        p.mfu = utilization.values.get("mfu")
-        p.mfu_reason = utilization.absent.get("mfu")
+        if mfu_of is not None:
+            values, p.mfu_finite = mfu_of.sample(
+                p.fpt, p.tps, gpus.peak, gpus.n_gpus, p.shape, _precision(self.facts)
+            )
+            p.utilization = Section(values=values)
+            p.mfu = values.get("mfu")
+            p.mfu_reason = None
+        else:
+            p.utilization = utilization = mfu.section(
+                flops_per_token=p.fpt,
+                flops_reason=p.fpt_reason,
+                tokens_per_s=p.tps,
+                tokens_reason=p.pace.absent.get("tokens_per_s"),
+                peak=gpus.peak,
+                peak_reason=gpus.peak_reason,
+                n_gpus=gpus.n_gpus,
+                n_gpus_source=gpus.n_gpus_source,
+                shape=p.shape,
+                precision=_precision(self.facts),
+                detail=detail,
+            )
+            p.mfu = utilization.values.get("mfu")
+            p.mfu_reason = utilization.absent.get("mfu")
         p.counters = self.gpu.section(
             gpus.covered, mfu=p.mfu, mfu_reason=p.mfu_reason, peak=gpus.peak,
             peak_reason=gpus.peak_reason, detail=detail, keys=keys,
@@ -777,11 +800,27 @@ class _SampleMemo:
     engine attribute slows every attribute read of the engine (benchmarks/README.md), and a
     cache has no place in the engine's checkpoint."""
 
-    __slots__ = ("keys", "split")
+    __slots__ = ("keys", "split", "mfu", "_unwanted")
 
     def __init__(self) -> None:
         self.keys = KeyPicker()
         self.split = SplitSampler()
+        self.mfu = MfuSampler()
+        self._unwanted: tuple[Any, Any] | None = None  # (values, keys) that share no key
+
+    def wanted(self, values: dict[str, Any], keys: frozenset[str] | None) -> dict[str, Any]:
+        """`values`, or none when none of its keys is wanted: the GPUs' part (peak, devices,
+        n_gpus...), reused from one sample to the next (`Engine._devices`), whose keys the
+        history reads none of, is then not merged only to be cut. Leaving out a part whose
+        keys are all cut changes neither which part gives a kept key nor the kept keys'
+        order."""
+        unwanted = self._unwanted
+        if unwanted is not None and unwanted[0] is values and unwanted[1] is keys:
+            return _EMPTY
+        if keys is None or not keys.isdisjoint(values):
+            return values
+        self._unwanted = (values, keys)
+        return _EMPTY
 
 
 class _Parts:
@@ -799,6 +838,7 @@ class _Parts:
     utilization: Section  # MFU
     mfu: dict[str, Any] | None
     mfu_reason: str | None
+    mfu_finite: bool | None = None  # MFU's sample path's answer (None: `mfu.section` made it)
     counters: Section  # the GPUs' own counters
     energy: Section
     memory: Section
