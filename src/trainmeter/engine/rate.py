@@ -269,11 +269,56 @@ class RateWindow:
             if anchor is None or t - anchor >= GRAIN_S:
                 recent.append(entry or (t, steps, tokens_sum, padded_sum))
                 anchor = t
+            if n > WARMUP and anchor is not None:
+                break  # past the head: the loops below, without its checks
+        if detail:  # the loop above past the head, written out
+            exact_append = exact.append
+            if row is None:  # no block yet: the first interval starts one (`Blocks.add`)
+                fill = size
+            for t, k, tokens, padded in it:
+                if t < t_prev:
+                    t = t_prev  # a record out of order adds its amounts at the latest time
+                steps = steps + k
+                tokens_sum = tokens_sum + tokens
+                padded_sum = padded_sum + padded
+                seconds = t - t_prev
+                if seconds > 0:
+                    exact_append((seconds / k, k))
+                if fill < size:  # the last block's sums, kept in locals
+                    b_steps += k
+                    b_tokens += tokens
+                    b_seconds += seconds
+                    fill += 1
+                else:
+                    if row is not None:
+                        row[0], row[1], row[2] = b_steps, b_tokens, b_seconds
+                    blocks.fill = fill
+                    blocks.add(k, tokens, seconds)
+                    rows, size, fill = blocks.blocks, blocks.size, blocks.fill
+                    row = rows[-1]
+                    b_steps, b_tokens, b_seconds = row
+                n += 1
+                t_prev = t
+                if t - anchor >= GRAIN_S:  # type: ignore[operator]
+                    recent.append((t, steps, tokens_sum, padded_sum))
+                    anchor = t
+        else:
+            for t, k, tokens, padded in it:
+                if t < t_prev:
+                    t = t_prev
+                steps = steps + k
+                tokens_sum = tokens_sum + tokens
+                padded_sum = padded_sum + padded
+                n += 1
+                t_prev = t
+                if t - anchor >= GRAIN_S:  # type: ignore[operator]
+                    recent.append((t, steps, tokens_sum, padded_sum))
+                    anchor = t
         self.records = n
         self.last = (t_prev, steps, tokens_sum, padded_sum)
         if row is not None:
             row[0], row[1], row[2] = b_steps, b_tokens, b_seconds
-        blocks.fill = fill
+            blocks.fill = fill
         horizon = anchor - SPAN_S  # type: ignore[operator]
         while len(recent) > 1 and recent[1][0] <= horizon:
             recent.popleft()

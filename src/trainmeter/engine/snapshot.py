@@ -173,32 +173,32 @@ class Engine:
             self.ignored += 1
 
     def feed_many(self, records: list[Any]) -> None:
-        """`feed` each record in order: a dict, or a typed record of the common kinds
-        (`runlog/typed.py`: `d`'s fields as attributes, checked: `t` finite, counts whole and
-        in range, numbers finite, strings str; a sampler's reading with `d` a dict). A replay
-        feeds millions: the typed step, metric and phase are taken here, in line, with what
-        only a dict record (a hello, a fact) can change read once a block and again after each
-        dict (the parts, the clock rank, whether the clock's window is that rank's). The same
-        calls into the parts in the same order as `feed` (`_step`, `_metric` and `_phase` say
-        the rules; a step of another rank, or of the clock rank once its window is no longer
-        the clock's, goes through `_step`)."""
-        feed, step, phase_get = self.feed, self._step, self.ledger.phase_s.get
+        """`feed` each record in order: a dict, or a typed record (`runlog/typed.py`, checked).
+        Typed steps, metrics and phases are taken in line by `_step`'s, `_metric`'s and
+        `_phase`'s rules, what only a dict changes read again after each dict; the clock
+        rank's steps and phases are handed to the step clock and the time ledger in one call
+        each (`_settle`: each part's records in order, none read by another part between
+        them; a dict, a step through `_step` or a class not seen yet settles them first)."""
+        feed, step = self.feed, self._step
         handlers, rank_model, ranks = self._handlers, self.rank_model, self.ranks
-        ledger_step, ledger_phase = self.ledger.step, self.ledger.phase
-        clock_step, add = self.clock.step_values, self.series.add
-        data_window = self.data_window
-        data_points = data_window.points
+        add = self.series.add
         t_last, started, typed = self.t_last, self._started, 0
         clock_rank, mirrored = rank_model.clock_rank, ranks.clock is not None
+        listening = self._points is not None
+        # the clock rank's step records; its phases (name, seconds, n, t) and steps (t) in
+        # order; the values taken (key, value, step, t, steps gathered before it)
+        steps, timeline, points = [], [], []  # type: ignore[var-annotated]
         (step_cls, metric_cls, phase_cls), sampler_kinds = _CLASSES, _SAMPLER_KINDS  # by class
         for record in records:
             cls = type(record)
             if cls is dict:
                 self.t_last, self.records = t_last, self.records + typed
                 typed = 0
+                self._settle(steps, timeline, points)
                 feed(record)
                 t_last, started = self.t_last, self._started
                 clock_rank, mirrored = rank_model.clock_rank, ranks.clock is not None
+                listening = self._points is not None
                 continue
             typed += 1
             try:
@@ -209,16 +209,15 @@ class Engine:
                     self._started = started = True
                     self.t0 = t
                 d = record.d
-                if cls is step_cls:  # `_step`, the clock rank's written out
+                if cls is step_cls:  # `_step`, the clock rank's gathered
                     r = record.rank or 0
                     if r != clock_rank or not mirrored:
+                        if timeline or points:
+                            self._settle(steps, timeline, points)
                         step(r, t, d.k, d.tokens, d.real_tokens, d.n)
                         continue
-                    ledger_step(t)
-                    clock_step(t, d.k, d.tokens, d.real_tokens, d.n)
-                    data_points.append((t, phase_get("data", 0.0)))  # `DataWindow.step`
-                    if len(data_points) >= data_window.limit:
-                        data_window.trim()
+                    steps.append(record)
+                    timeline.append(t)
                 elif cls is metric_cls:  # `_metric`: a typed value is an int or a finite float
                     value = d.value
                     if type(value) is int:
@@ -230,11 +229,9 @@ class Engine:
                         continue
                     via = d.via
                     step_of = d.step
-                    if add(
-                        key, value, via, via == "emit" if via else record.src == "emit",
-                        step_of, record.rank or 0,
-                    ) and self._points is not None:
-                        self._point(key, value, step_of, t)
+                    emitted = via == "emit" if via else record.src == "emit"
+                    if add(key, value, via, emitted, step_of, record.rank or 0) and listening:
+                        points.append((key, value, step_of, t, len(steps)))
                 elif cls is phase_cls:  # `_phase`: the seconds an int or a finite float
                     if (record.rank or 0) != clock_rank:
                         continue
@@ -244,14 +241,70 @@ class Engine:
                     name = d.name
                     if name is not None and seconds is not None and seconds >= 0:
                         n = d.n
-                        ledger_phase(name, seconds, n if type(n) is int and n > 0 else 1, t)
+                        timeline.append((name, seconds, n if type(n) is int and n > 0 else 1, t))
                 elif cls in sampler_kinds:  # a sampler's reading: `d` the dict its handler reads
                     handlers[sampler_kinds[cls]](record, d, t)
-                elif self._typed_other(record, cls, d, t):  # a class not seen yet
-                    step_cls, metric_cls, phase_cls = _CLASSES  # learned
+                else:  # a class not seen yet
+                    self._settle(steps, timeline, points)
+                    if self._typed_other(record, cls, d, t):
+                        step_cls, metric_cls, phase_cls = _CLASSES  # learned
             except Exception:  # noqa: BLE001 - a malformed record must not stop a replay
                 self.ignored += 1
         self.t_last, self.records = t_last, self.records + typed
+        self._settle(steps, timeline, points)
+
+    def _settle(
+        self,
+        steps: list[Any],
+        timeline: list[Any],
+        points: list[tuple[str, float, Any, float, int]],
+    ) -> None:
+        """Hand what `feed_many` gathered to the parts, and empty the lists: the clock rank's
+        phases and steps to the time ledger (the data window's points with them), its steps
+        to the step clock, then the points of the values taken between them. Typed records'
+        fields are checked and these parts only add and compare them, so nothing here raises
+        that one record at a time would have counted as ignored; anything else is counted as
+        one ignored."""
+        if not timeline and not points:
+            return
+        try:
+            if timeline:
+                window = self.data_window
+                data_points = window.points
+                self.ledger.many(timeline, data_points)
+                if len(data_points) >= window.limit:
+                    window.trim()
+            if points:
+                clock = self.clock
+                counts = [clock.counts()]
+                clock.step_many(steps, counts)
+                self._points_many(points, counts)
+            elif steps:
+                self.clock.step_many(steps)
+        except Exception:  # noqa: BLE001 - a malformed record must not stop a replay
+            self.ignored += 1
+        steps.clear()
+        timeline.clear()
+        points.clear()
+
+    def _points_many(
+        self,
+        points: list[tuple[str, float, Any, float, int]],
+        counts: list[tuple[int, float | None]],
+    ) -> None:
+        """`_point` for each (key, value, step, t, i) in order, the clock's counts those after
+        its first i steps of the block (`counts[i]`, `StepClock.step_many`)."""
+        t0 = self.t0
+        append = self._points.append  # type: ignore[union-attr]
+        for key, value, step, t, i in points:
+            steps, tokens = counts[i]
+            if type(step) is int or isinstance(step, int) and not isinstance(step, bool):
+                x = step
+            else:
+                x = steps
+            if tokens is not None and x != steps and steps > 0:
+                tokens = tokens * x / steps  # the loop logged a step the count has passed
+            append((key, x, value, t - t0 if t > t0 else 0.0, tokens))
 
     def _typed_other(self, record: Any, cls: type, d: Any, t: float) -> bool:
         """A typed record `feed_many` does not know by its class: a sampler's reading goes to

@@ -29,11 +29,11 @@ ALPHA = 0.2
 class StepClock:
     """Fed rank 0's step records in order; `dp` and `declared_per_step` are set by the engine.
 
-    The counts (steps, tokens) move with every record: a value's point reads them at once. The
-    rate window and the record interval are read only by a sample or a snapshot, so a record
-    only joins `_raw` (its time and amounts) and they are folded from there when read
-    (`window`, `record_interval`) or when `FOLD_EVERY` wait: the same numbers, without the
-    window's work on every record of a replay."""
+    The counts (steps, tokens) and the record interval move with every record: a value's
+    point reads the counts at once. The rate window is read only by a sample or a snapshot, so
+    a record only joins `_raw` (its time and amounts) and they are folded from there when read
+    (`window`) or when `FOLD_EVERY` wait: the same numbers, without the window's work on every
+    record of a replay. A replay's block hands its records in one call (`step_many`)."""
 
     def __init__(self) -> None:
         self.dp = 1
@@ -53,7 +53,7 @@ class StepClock:
         self._window = RateWindow()
         self._interval = MovingAverage(ALPHA, 1)  # the stuck-run alert's pace
         self._raw: list[tuple[float, int, float, float]] = []  # records not yet in the window
-        self._raw_t: float | None = None  # the time of the last record folded
+        self._prev_t: float | None = None  # the latest record's time (the interval's gaps)
 
     @property
     def window(self) -> RateWindow:
@@ -64,30 +64,14 @@ class StepClock:
 
     @property
     def record_interval(self) -> MovingAverage:
-        """The moving average of the seconds between step records (the stuck-run alert's pace)."""
-        if self._raw:
-            self.fold()
+        """The moving average of the seconds between step records (the stuck-run alert's pace),
+        updated with each record (`MovingAverage.update` of each gap to a later record)."""
         return self._interval
 
     def fold(self) -> None:
-        """Fold the waiting records into the window and the record interval, in their order
-        (the interval's moving average updated in line: `MovingAverage.update` of each gap to
-        a later record)."""
+        """Fold the waiting records into the window, in their order."""
         raw, self._raw = self._raw, []
         self._window.add_many(raw)
-        interval = self._interval
-        prev, seen, skip, alpha = self._raw_t, interval.seen, interval.skip, interval.alpha
-        average, previous = interval.value, interval.previous
-        for entry in raw:
-            t = entry[0]
-            if prev is not None and t > prev:
-                seen += 1
-                if seen > skip:
-                    previous = average
-                    average = t - prev if average is None else average + alpha * (t - prev - average)
-            prev = t
-        self._raw_t = prev
-        interval.seen, interval.value, interval.previous = seen, average, previous
 
     def step(self, t: float, d: dict[str, Any]) -> None:
         self.step_values(t, d.get("k"), d.get("tokens"), d.get("real_tokens"), d.get("n"))
@@ -122,6 +106,10 @@ class StepClock:
         self.records += 1
         if counted is not None:
             self.tokens_seen += counted
+        prev = self._prev_t
+        if prev is not None and t > prev:
+            self._interval.update(t - prev)
+        self._prev_t = t
         raw = self._raw
         raw.append((t, k, counted or 0.0, padded or 0.0))
         if len(raw) >= FOLD_EVERY:
@@ -129,6 +117,92 @@ class StepClock:
         if self.last_t is None:
             self.first_t = t
         self.last_t = t
+
+    def counts(self) -> tuple[int, float | None]:
+        """(steps, tokens seen or None while tokens are not counted): what a value's point
+        reads of the clock (`Engine._point`)."""
+        known = self.has_tokens or self.declared_per_step is not None
+        return self.steps, self.tokens_seen if known else None
+
+    def step_many(
+        self, records: list[Any], counts: list[tuple[int, float | None]] | None = None
+    ) -> None:
+        """`step_values(record.t, d.k, d.tokens, d.real_tokens, d.n)` for each record (its
+        payload `d`) in order, with the same state after it (tests/engine/test_feed_bulk.py):
+        a replay's block hands its clock-rank steps here in one call (`Engine.feed_many`),
+        the counts and the record interval's average kept in locals, made by the same
+        operations in the same order (the same floats) and stored once. `counts`, when given,
+        gets `counts()` after each record (the points of the values between them,
+        `Engine._points_many`). The records wait in `_raw` as one at a time leaves them,
+        folded once `FOLD_EVERY` wait after the call (the fold gives the same window however
+        the records were cut)."""
+        if not records:
+            return
+        dp, declared = self.dp, self.declared_per_step
+        steps, n_records, seen = self.steps, self.records, self.tokens_seen
+        total, real_sum = self.tokens_total, self.tokens_real
+        has_tokens, has_real, last_n = self.has_tokens, self.has_real, self.last_n
+        per_step, real_per_step = self.detected_per_step, self.detected_real_per_step
+        interval = self._interval
+        prev, gaps, skip, alpha = self._prev_t, interval.seen, interval.skip, interval.alpha
+        average, previous = interval.value, interval.previous
+        raw = self._raw
+        append = raw.append
+        t = prev
+        for record in records:
+            t = record.t
+            d = record.d
+            k = d.k
+            if type(k) is not int or k <= 0:
+                k = k if isinstance(k, int) and not isinstance(k, bool) and k > 0 else 1
+            tokens = d.tokens
+            tokens = float(tokens) if type(tokens) is int else num(tokens)
+            n = d.n
+            if type(n) is int or isinstance(n, int) and not isinstance(n, bool):
+                last_n = n
+            padded = None
+            if tokens is not None:
+                padded = tokens * dp
+                has_tokens = True
+                total += padded
+                per_step = padded / k
+            real = d.real_tokens
+            if real is not None:
+                real = num(real)
+            if real is not None:
+                real_all = real * dp
+                has_real = True
+                real_sum += real_all
+                real_per_step = real_all / k
+                counted = real_all
+            else:
+                counted = padded
+            if declared is not None:
+                counted = k * declared
+            steps += k
+            n_records += 1
+            if counted is not None:
+                seen += counted
+            if prev is not None and t > prev:  # `MovingAverage.update(t - prev)`
+                gaps += 1
+                if gaps > skip:
+                    previous = average
+                    average = t - prev if average is None else average + alpha * (t - prev - average)
+            prev = t
+            append((t, k, counted or 0.0, padded or 0.0))
+            if counts is not None:
+                counts.append((steps, seen if has_tokens or declared is not None else None))
+        self.steps, self.records, self.tokens_seen = steps, n_records, seen
+        self.tokens_total, self.tokens_real = total, real_sum
+        self.has_tokens, self.has_real, self.last_n = has_tokens, has_real, last_n
+        self.detected_per_step, self.detected_real_per_step = per_step, real_per_step
+        interval.seen, interval.value, interval.previous = gaps, average, previous
+        self._prev_t = prev
+        if self.last_t is None:
+            self.first_t = records[0].t
+        self.last_t = t
+        if len(raw) >= FOLD_EVERY:
+            self.fold()
 
     def rate_window(self, finished: bool) -> Window | None:
         """The window every rate is taken over: steady once finished, else trailing."""

@@ -87,6 +87,43 @@ class TimeLedger:
         if self.tail and t >= self._tail_t:  # an empty tail has nothing to clear
             self.tail.clear()
 
+    def many(
+        self,
+        events: list[Any],
+        data_at_steps: list[tuple[float, float]],
+    ) -> None:
+        """`phase(name, seconds, n, t)` for each tuple (name, seconds, n, t) and `step(t)` for
+        each number t, in order, with the same state after it (tests/engine/
+        test_feed_bulk.py): a replay's block hands its clock-rank phases and steps here in
+        one call, the ledger's times kept in locals and stored once, the sums made in the
+        same order. Each step also appends (t, the data-wait seconds so far) to
+        `data_at_steps` (the data window's points, `alerts.DataWindow`)."""
+        phase_s, phase_n, before, tail = self.phase_s, self.phase_n, self.before, self.tail
+        first, last, tail_t = self.first_t, self.last_t, self._tail_t
+        get_s, get_n = phase_s.get, phase_n.get
+        at_step = data_at_steps.append
+        for event in events:
+            if type(event) is not tuple:  # a step's time: `step`
+                t = event
+                if first is None:
+                    first = t
+                if last is None or t > last:
+                    last = t
+                if tail and t >= tail_t:
+                    tail.clear()
+                at_step((t, get_s("data", 0.0)))
+                continue
+            name, seconds, n, t = event
+            phase_s[name] = get_s(name, 0.0) + seconds
+            phase_n[name] = get_n(name, 0) + n
+            if first is None or t <= first:
+                before[name] = before.get(name, 0.0) + seconds
+            elif last is not None and t > last:
+                tail[name] = tail.get(name, 0.0) + seconds
+                if t > tail_t:  # max(tail_t, t): the first of equals stays
+                    tail_t = t
+        self.first_t, self.last_t, self._tail_t = first, last, tail_t
+
     def section(
         self, t_last: float, now: float | None, probes: set[str], no_agent: str | None,
         world_size: int = 1,
