@@ -21,6 +21,7 @@ from . import (
     budget,
     cost,
     counted,
+    counters_sample,
     devices,
     mfu,
     model_flops,
@@ -66,12 +67,14 @@ _SAMPLERS = frozenset((payloads.SAMPLE_GPU.name, payloads.SAMPLE_HOST.name, payl
 #: The part a sample leaves out (the budget, energy: `sample`'s `keys`), one for every sample:
 #: read, never changed
 _NOTHING = Section()
-#: The keys whose values a sample's check need not read, by (the time split's answer, MFU's:
-#: True, every float finite; False, one is not; None, not asked, MFU made by `mfu.section`):
-#: those of the parts that answered (`timesplit_sample.py`, `mfu_sample.py`); None when one
-#: found a float that is not finite (every value is then checked)
+#: The keys whose values a sample's check need not read, by (the time split's and the GPU
+#: counters' answer, MFU's: True, every float finite; False, one is not; None, not asked: MFU
+#: and the counters made by their sections): those of the parts that answered
+#: (`timesplit_sample.py`, `counters_sample.py`, `mfu_sample.py`); None when one found a float
+#: that is not finite (every value is then checked)
 _ANSWERED: dict[tuple[bool, bool | None], frozenset[str] | None] = {
-    (True, True): frozenset(("time", "mfu")), (True, None): frozenset(("time",)),
+    (True, True): frozenset(("time", "mfu", "ladder", "gpus", "ofu")),
+    (True, None): frozenset(("time",)),
     (True, False): None, (False, True): None, (False, None): None, (False, False): None,
 }
 _NOT_ANSWERED: frozenset[str] = frozenset()
@@ -617,8 +620,9 @@ class Engine:
         memo = _SAMPLE_MEMOS.get(self)
         if memo is None:
             memo = _SAMPLE_MEMOS[self] = _SampleMemo()
-        # the readers' keys leave out what only the counters' derived part reads (MFU's absent
-        # reason): MFU by its sample path, which answers for its floats
+        # the readers' keys leave out the counters' derived part and what only it reads (MFU's
+        # absent reason): MFU and the counters by their sample paths, which answer for their
+        # floats
         lean = keys is not None and keys.isdisjoint(COUNTERS_DERIVED)
         self._devices(p, detail=False, energy=keys is None or "energy" in keys, keys=keys,
                       mfu_of=memo.mfu if lean else None)
@@ -626,7 +630,7 @@ class Engine:
         split, split_finite = memo.split.sample(
             self.ledger, self.t_last, now, self.probes, self.world_size
         )
-        answered = _ANSWERED[split_finite, p.mfu_finite]
+        answered = _ANSWERED[split_finite and p.counters_finite, p.mfu_finite]
         # the parts' values as `Section.merge` takes them (the first part to give a key keeps
         # it); their absent reasons, explanations and warnings are not handed on
         snap, unchecked = memo.keys.pick(_merged(
@@ -722,10 +726,16 @@ class Engine:
             )
             p.mfu = utilization.values.get("mfu")
             p.mfu_reason = utilization.absent.get("mfu")
-        p.counters = self.gpu.section(
-            gpus.covered, mfu=p.mfu, mfu_reason=p.mfu_reason, peak=gpus.peak,
-            peak_reason=gpus.peak_reason, detail=detail, keys=keys,
-        )
+        if mfu_of is not None:  # the ladder, the rows and OFU by their sample path
+            values, p.counters_finite = counters_sample.sample(
+                self.gpu, gpus.covered, (p.mfu or {}).get("value")
+            )
+            p.counters = Section(values=values)
+        else:
+            p.counters = self.gpu.section(
+                gpus.covered, mfu=p.mfu, mfu_reason=p.mfu_reason, peak=gpus.peak,
+                peak_reason=gpus.peak_reason, detail=detail, keys=keys,
+            )
         p.energy = self.gpu.energy.section(
             gpus.covered, p.tokens_seen, self.gpu.unavailable, detail
         ) if energy else _NOTHING
@@ -892,6 +902,7 @@ class _Parts:
     mfu: dict[str, Any] | None
     mfu_reason: str | None
     mfu_finite: bool | None = None  # MFU's sample path's answer (None: `mfu.section` made it)
+    counters_finite = True  # the counters' sample path's answer (True when not asked)
     counters: Section  # the GPUs' own counters
     energy: Section
     memory: Section
