@@ -297,7 +297,6 @@ class RateWindow:
                     rows, size, fill = blocks.blocks, blocks.size, blocks.fill
                     row = rows[-1]
                     b_steps, b_tokens, b_seconds = row
-                n += 1
                 t_prev = t
                 if t - anchor >= GRAIN_S:  # type: ignore[operator]
                     recent.append((t, steps, tokens_sum, padded_sum))
@@ -309,12 +308,11 @@ class RateWindow:
                 steps = steps + k
                 tokens_sum = tokens_sum + tokens
                 padded_sum = padded_sum + padded
-                n += 1
                 t_prev = t
                 if t - anchor >= GRAIN_S:  # type: ignore[operator]
                     recent.append((t, steps, tokens_sum, padded_sum))
                     anchor = t
-        self.records = n
+        self.records += len(entries)  # one each (the loops past the head count none)
         self.last = (t_prev, steps, tokens_sum, padded_sum)
         if row is not None:
             row[0], row[1], row[2] = b_steps, b_tokens, b_seconds

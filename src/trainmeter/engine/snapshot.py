@@ -185,7 +185,7 @@ class Engine:
         feed, step = self.feed, self._step
         handlers, rank_model, ranks = self._handlers, self.rank_model, self.ranks
         add = self.series.add
-        t_last, started, typed = self.t_last, self._started, 0
+        t_last, started, dicts = self.t_last, self._started, 0  # (`feed` counts a dict)
         clock_rank, mirrored = rank_model.clock_rank, ranks.clock is not None
         listening = self._points is not None
         # the clock rank's step records; its phases (name, seconds, n, t) and steps (t) in
@@ -195,15 +195,14 @@ class Engine:
         for record in records:
             cls = type(record)
             if cls is dict:
-                self.t_last, self.records = t_last, self.records + typed
-                typed = 0
+                self.t_last = t_last
+                dicts += 1
                 self._settle(steps, timeline, points)
                 feed(record)
                 t_last, started = self.t_last, self._started
                 clock_rank, mirrored = rank_model.clock_rank, ranks.clock is not None
                 listening = self._points is not None
                 continue
-            typed += 1
             try:
                 t = record.t
                 if t > t_last:
@@ -253,7 +252,7 @@ class Engine:
                         step_cls, metric_cls, phase_cls = _CLASSES  # learned
             except Exception:  # noqa: BLE001 - a malformed record must not stop a replay
                 self.ignored += 1
-        self.t_last, self.records = t_last, self.records + typed
+        self.t_last, self.records = t_last, self.records + len(records) - dicts
         self._settle(steps, timeline, points)
 
     def _settle(

@@ -139,15 +139,17 @@ class StepClock:
         if not records:
             return
         dp, declared = self.dp, self.declared_per_step
-        steps, n_records, seen = self.steps, self.records, self.tokens_seen
+        steps, seen = self.steps, self.tokens_seen
         total, real_sum = self.tokens_total, self.tokens_real
         has_tokens, has_real, last_n = self.has_tokens, self.has_real, self.last_n
-        per_step, real_per_step = self.detected_per_step, self.detected_real_per_step
         interval = self._interval
         prev, gaps, skip, alpha = self._prev_t, interval.seen, interval.skip, interval.alpha
         average, previous = interval.value, interval.previous
-        raw = self._raw
-        append = raw.append
+        append = self._raw.append
+        # the latest record with tokens, with real tokens: its amount and k (the per-step
+        # count made once, at the end)
+        last_padded = last_real = None
+        padded_k = real_k = 1
         t = prev
         for record in records:
             t = record.t
@@ -160,27 +162,24 @@ class StepClock:
             n = d.n
             if type(n) is int or isinstance(n, int) and not isinstance(n, bool):
                 last_n = n
-            padded = None
             if tokens is not None:
                 padded = tokens * dp
-                has_tokens = True
                 total += padded
-                per_step = padded / k
+                last_padded, padded_k = padded, k
+            else:
+                padded = None
             real = d.real_tokens
             if real is not None:
                 real = num(real)
             if real is not None:
-                real_all = real * dp
-                has_real = True
-                real_sum += real_all
-                real_per_step = real_all / k
-                counted = real_all
+                counted = real * dp
+                real_sum += counted
+                last_real, real_k = counted, k
             else:
                 counted = padded
             if declared is not None:
                 counted = k * declared
             steps += k
-            n_records += 1
             if counted is not None:
                 seen += counted
             if prev is not None and t > prev:  # `MovingAverage.update(t - prev)`
@@ -191,17 +190,25 @@ class StepClock:
             prev = t
             append((t, k, counted or 0.0, padded or 0.0))
             if counts is not None:
-                counts.append((steps, seen if has_tokens or declared is not None else None))
-        self.steps, self.records, self.tokens_seen = steps, n_records, seen
+                counts.append(
+                    (steps, seen if has_tokens or last_padded is not None or declared is not None
+                     else None)
+                )
+        if last_padded is not None:
+            has_tokens = True
+            self.detected_per_step = last_padded / padded_k
+        if last_real is not None:
+            has_real = True
+            self.detected_real_per_step = last_real / real_k
+        self.steps, self.records, self.tokens_seen = steps, self.records + len(records), seen
         self.tokens_total, self.tokens_real = total, real_sum
         self.has_tokens, self.has_real, self.last_n = has_tokens, has_real, last_n
-        self.detected_per_step, self.detected_real_per_step = per_step, real_per_step
         interval.seen, interval.value, interval.previous = gaps, average, previous
         self._prev_t = prev
         if self.last_t is None:
             self.first_t = records[0].t
         self.last_t = t
-        if len(raw) >= FOLD_EVERY:
+        if len(self._raw) >= FOLD_EVERY:
             self.fold()
 
     def rate_window(self, finished: bool) -> Window | None:

@@ -97,11 +97,17 @@ class TimeLedger:
         test_feed_bulk.py): a replay's block hands its clock-rank phases and steps here in
         one call, the ledger's times kept in locals and stored once, the sums made in the
         same order. Each step also appends (t, the data-wait seconds so far) to
-        `data_at_steps` (the data window's points, `alerts.DataWindow`)."""
-        phase_s, phase_n, before, tail = self.phase_s, self.phase_n, self.before, self.tail
+        `data_at_steps` (the data window's points, `alerts.DataWindow`). The tail's phases
+        are kept aside as they come and summed into `tail` at the end, from the last step
+        that cleared it: a log's phase between two steps joins the tail and the next step
+        clears it, and a dict emptied and filled again at every step cost more than the sum."""
+        phase_s, phase_n, before = self.phase_s, self.phase_n, self.before
         first, last, tail_t = self.first_t, self.last_t, self._tail_t
-        get_s, get_n = phase_s.get, phase_n.get
         at_step = data_at_steps.append
+        data_s = phase_s.get("data", 0.0)  # `phase_s.get("data", 0.0)`, kept as it moves
+        tailed: list[tuple[str, float, int, float]] = []  # the phases after the latest step
+        keep = tailed.append
+        has_tail, cleared, mark = bool(self.tail), False, 0  # tailed[mark:]: the tail's own
         for event in events:
             if type(event) is not tuple:  # a step's time: `step`
                 t = event
@@ -109,20 +115,32 @@ class TimeLedger:
                     first = t
                 if last is None or t > last:
                     last = t
-                if tail and t >= tail_t:
-                    tail.clear()
-                at_step((t, get_s("data", 0.0)))
+                if has_tail and t >= tail_t:  # `tail.clear()`
+                    has_tail, cleared, mark = False, True, len(tailed)
+                at_step((t, data_s))
                 continue
             name, seconds, n, t = event
-            phase_s[name] = get_s(name, 0.0) + seconds
-            phase_n[name] = get_n(name, 0) + n
+            try:  # `phase_s.get(name, 0.0) + seconds`, without the call once the name is known
+                phase_s[name] += seconds
+                phase_n[name] += n
+            except KeyError:
+                phase_s[name] = 0.0 + seconds
+                phase_n[name] = phase_n.get(name, 0) + n
+            if name == "data":
+                data_s = phase_s[name]
             if first is None or t <= first:
                 before[name] = before.get(name, 0.0) + seconds
             elif last is not None and t > last:
-                tail[name] = tail.get(name, 0.0) + seconds
+                keep(event)
+                has_tail = True
                 if t > tail_t:  # max(tail_t, t): the first of equals stays
                     tail_t = t
         self.first_t, self.last_t, self._tail_t = first, last, tail_t
+        tail = self.tail
+        if cleared:
+            tail.clear()
+        for name, seconds, _, _ in tailed[mark:]:
+            tail[name] = tail.get(name, 0.0) + seconds
 
     def section(
         self, t_last: float, now: float | None, probes: set[str], no_agent: str | None,
