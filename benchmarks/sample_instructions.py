@@ -1,6 +1,11 @@
 """Instructions one sampled snapshot of a replay costs (`Engine.sample` with the history's keys).
 
     PYTHONHASHSEED=0 .venv/bin/python benchmarks/sample_instructions.py [--steps 20000] [--src DIR]
+    PYTHONHASHSEED=0 .venv/bin/python benchmarks/sample_instructions.py --history
+
+`--history` puts the dashboard's `History` observer in the null observer's place: the
+difference from the plain count is what the history's `on_snapshot` adds to a sample (with the
+points it is handed at each cut of the block).
 
 The benchmark's log (`run_all.write_log`) is replayed twice under callgrind, counting only the
 replay (decode, recorder, engine, the final snapshot): once with ~2,000 samples handed to an
@@ -26,16 +31,21 @@ import sys
 from pathlib import Path
 from trainmeter.runlog.replay import replay
 from trainmeter.views.history import History
-path, snapshots = Path(sys.argv[1]), int(sys.argv[2])
+path, snapshots, mode = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 class Null:
     reads = History.reads
     samples = 0
     def on_snapshot(self, snap, now=None):
         Null.samples += 1
-replay(path, observers=[Null()], max_snapshots=snapshots, resume=False)  # imports, caches
+class Counted(History):
+    def on_snapshot(self, snap, now=None):
+        Null.samples += 1
+        super().on_snapshot(snap, now)
+make = Counted if mode == "history" else Null
+replay(path, observers=[make()], max_snapshots=snapshots, resume=False)  # imports, caches
 Null.samples = 0
 print("READY", flush=True); sys.stdin.readline()
-replay(path, observers=[Null()], max_snapshots=snapshots, resume=False)
+replay(path, observers=[make()], max_snapshots=snapshots, resume=False)
 print("END", flush=True); sys.stdin.readline()
 print("SAMPLES", Null.samples, file=sys.stderr)
 """
@@ -46,6 +56,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20000)
     parser.add_argument("--src", help="count this trainmeter instead (another tree's src/), "
                         "for a before and after on one machine")
+    parser.add_argument("--history", action="store_true",
+                        help="the History observer in the null observer's place")
     args = parser.parse_args()
     if not run_all.have_callgrind():
         sys.exit("valgrind (callgrind) is not installed")
@@ -56,9 +68,10 @@ def main() -> int:
         run_all.write_log(log, args.steps)
         env = run_all.clean_env(PYTHONHASHSEED="0", **({"PYTHONPATH": args.src} if args.src else {}))
         counts = {}
+        mode = "history" if args.history else "null"
         for snapshots in (2000, 1):
             got = run_all.callgrind_instructions(
-                [run_all.OUR_PY, "loop.py", str(log), str(snapshots)], env, cwd, cwd / "cg"
+                [run_all.OUR_PY, "loop.py", str(log), str(snapshots), mode], env, cwd, cwd / "cg"
             )
             if got is None:
                 return 1
@@ -69,7 +82,7 @@ def main() -> int:
         taken = {}
         for snapshots in (2000, 1):
             proc = subprocess.run(
-                [run_all.OUR_PY, "loop.py", str(log), str(snapshots)], cwd=cwd, env=env,
+                [run_all.OUR_PY, "loop.py", str(log), str(snapshots), mode], cwd=cwd, env=env,
                 input="go\ngo\n", capture_output=True, text=True, check=True,
             )
             taken[snapshots] = int(proc.stderr.split("SAMPLES")[-1].split()[0])

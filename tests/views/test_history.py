@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import pytest
@@ -225,9 +226,9 @@ def test_a_snapshots_points_follow_the_one_number_rule_of_dig():
 
 
 def test_a_block_of_points_fills_the_buckets_as_one_add_a_point():
-    """`on_points` feeds a run of one key's points in one call (`BoundedSeries.add_run`): the
-    buckets, through several merges, a NaN, ties of 0.0 and -0.0 and interleaved keys, are
-    exactly those of `add` called point by point."""
+    """`on_points` hands each key's points to its series together (`BoundedSeries.pending`,
+    stored by `store`): the buckets, through several merges, a NaN, ties of 0.0 and -0.0 and
+    interleaved keys, are exactly those of `add` called point by point."""
     values = [1.0, -0.0, 0.0, math.nan, 5.0, -3.0, 2.0, 0.0, 7.0, -0.0] * 8
     keys = ["loss"] * 30 + ["lr"] * 3 + ["loss"] * 20 + ["lr", "loss"] * 8 + ["grad"] + ["loss"]
     points = [(k, i, v, i * 0.5, None if i % 3 else i * 8.0)  # key, step, value, time, tokens
@@ -246,6 +247,89 @@ def test_a_block_of_points_fills_the_buckets_as_one_add_a_point():
         assert repr(got.describe()) == repr(s.describe())
         assert repr(got.columns()) == repr(s.columns())  # NaN and -0.0 compared as written
         assert got.count == s.count
+
+
+class _OnePoint:
+    """The buckets as `BoundedSeries.add` made them one point at a time before points were
+    stored together (`store`): the reference `store` must match object for object."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity, self.span, self.epoch, self.points = capacity, 1, 0, 0
+        self.step: list[Any] = []
+        self.tokens: list[Any] = []
+        self.time: list[Any] = []
+        self.lo: list[Any] = []
+        self.hi: list[Any] = []
+        self.last: list[Any] = []
+        self.count: list[int] = []
+
+    def add(self, value: Any, step: Any, tokens: Any, time: Any) -> None:
+        self.points += 1
+        n = len(self.count)
+        if n and self.count[-1] < self.span:
+            if value < self.lo[-1]:
+                self.lo[-1] = value
+            if value > self.hi[-1]:
+                self.hi[-1] = value
+            self.last[-1] = value
+            self.count[-1] += 1
+            self.step[-1], self.tokens[-1], self.time[-1] = step, tokens, time
+            return
+        if n >= self.capacity:
+            pairs = list(range(0, n, 2))
+            self.lo = [min(self.lo[k], self.lo[k + 1]) for k in pairs]
+            self.hi = [max(self.hi[k], self.hi[k + 1]) for k in pairs]
+            self.count = [self.count[k] + self.count[k + 1] for k in pairs]
+            self.last, self.step = self.last[1::2], self.step[1::2]
+            self.tokens, self.time = self.tokens[1::2], self.time[1::2]
+            self.span *= 2
+            self.epoch += 1
+        for xs, x in ((self.step, step), (self.tokens, tokens), (self.time, time), (self.lo, value),
+                      (self.hi, value), (self.last, value), (self.count, 1)):
+            xs.append(x)
+
+    def fields(self) -> tuple[Any, ...]:
+        return (self.span, self.epoch, self.points, self.step, self.tokens, self.time, self.lo,
+                self.hi, self.last, self.count)
+
+
+_FIELDS = ("span", "epoch", "points", "step", "tokens", "time", "lo", "hi", "last", "count")
+
+
+def test_points_stored_together_make_the_buckets_of_one_point_at_a_time():
+    """`BoundedSeries.store` puts any number of pending points in the buckets at once (the open
+    bucket, new buckets while they fit, a merge when they are full, again): for random values
+    (NaN, ties of 0.0 and -0.0, ints), capacities and points stored after every point, in random
+    blocks or all at the end (past `PENDING`: stored as they come), every field is the one the
+    old point-at-a-time `add` made, the same objects in the same order (`is`, not `==`)."""
+    import random
+
+    from trainmeter.views.history import PENDING
+
+    pool = [1.0, -0.0, 0.0, math.nan, 5.0, -3.0, 2, 7.5, -0.0, 0.0]
+    for seed in range(120):
+        rng = random.Random(seed)
+        capacity = rng.choice([2, 4, 6, 8, 16])
+        n = rng.choice([0, 1, 5, 40, 300, PENDING + 37, 3 * PENDING])
+        points = [(rng.choice(pool) if rng.random() < 0.5 else rng.uniform(-9, 9), i,
+                   None if i % 3 else float(i), i * 0.5) for i in range(n)]
+        ref, got = _OnePoint(capacity), BoundedSeries("k", "loop", capacity=capacity)
+        store_after = rng.choice([1, 3, 64, None])  # read (so store) every few points, or never
+        for value, step, tokens, time in points:
+            ref.add(value, step, tokens, time)
+            got.add(value, step, tokens, time)
+            if store_after and rng.random() < 1 / store_after:
+                assert len(got) == len(ref.count)
+        assert len(got.pending) < PENDING
+        fields = (got.span, got.epoch, got.points, got.step, got.tokens, got.time, got.lo,
+                  got.hi, got.last, got.count)
+        assert not got.pending
+        for name, mine, theirs in zip(_FIELDS, fields, ref.fields(), strict=True):
+            if name == "count" or not isinstance(theirs, list):  # counts are made, not given
+                assert mine == theirs, (seed, name)
+            else:
+                assert len(mine) == len(theirs), (seed, name)
+                assert all(map(operator.is_, mine, theirs)), (seed, name)
 
 
 def test_the_written_out_walk_adds_what_dig_reads_on_random_shapes():

@@ -20,6 +20,8 @@ snapshot's step, tokens and time).
 
 from __future__ import annotations
 
+from itertools import compress, repeat
+from operator import add, eq, itemgetter
 from typing import Any
 
 from ..snapread import finite as _number
@@ -33,6 +35,13 @@ DEFAULT_CAPACITY = 2048
 
 #: Integers up to this size are exactly floats (a larger one goes through `snapread.finite`).
 _EXACT = 2**53
+
+#: A block of points of at most this many keys is cut by key in C, one pass a key
+#: (`History.on_points`); one of more keys in one Python pass.
+_CUT_BY_KEY = 8
+
+#: a point's fields (`Engine.take_points`: key, step, value, time, tokens)
+_KEY, _STEP, _VALUE, _TIME, _TOKENS = map(itemgetter, range(5))
 
 #: At most this many series (a loop that logs thousands of keys must not grow memory either).
 MAX_SERIES = 256
@@ -154,10 +163,9 @@ def _walk_source(
     def number(node: str, indent: str, then: list[str]) -> list[str]:
         """`value` from `node` by the number rule; `then` runs when it is one."""
         return [
-            f"{indent}kind = type({node})",
-            f"{indent}if kind is float:",
+            f"{indent}if type({node}) is float:",
             f"{indent}    value = {node} if {node} - {node} == 0.0 else None",
-            f"{indent}elif kind is int and -_EXACT <= {node} <= _EXACT:",
+            f"{indent}elif type({node}) is int and -_EXACT <= {node} <= _EXACT:",
             f"{indent}    value = float({node})",
             f"{indent}else:",
             f"{indent}    value = _number({node})",
@@ -173,7 +181,7 @@ def _walk_source(
             f"{indent}    self.add({name!r}, 'system', value, step, tokens, time, {unit!r}, "
             f"{label!r})",
             f"{indent}else:",
-            f"{indent}    series.add(value, step, tokens, time)",
+            f"{indent}    series.pending.append((None, step, value, time, tokens))",
             f"{indent}    added += 1",
         ]
 
@@ -224,11 +232,53 @@ _EXACT = {_EXACT!r}  # integers up to this size are exactly floats
 '''
 
 
+#: Points a series holds before it puts them in its buckets (`BoundedSeries.store`): a view
+#: is handed points a block at a time (a replay's thousands of blocks, ~2,000 snapshots; a
+#: live run's every record), and storing a few hundred at once costs a few C calls where each
+#: point cost a Python loop's turn. A reader never sees them pending (the buckets are stored
+#: first), and the memory stays bounded: at most this many tuples a series.
+PENDING = 512
+
+
+#: A bucket of at least this many points finds its min and max by sorting (`_low_high`)
+_SORT_FROM = 16
+
+
+def _low_high(up: list[Any], down: list[Any]) -> tuple[Any, Any]:
+    """`min(up)` and `max(down)` (two copies of one run of numbers, none of them NaN), the same
+    objects: a stable sort keeps equal numbers (0.0 and -0.0 too) in their order, so the
+    ascending sort's first is `min`'s (the first of the least) and the descending sort's first
+    is `max`'s. The sort compares floats in C without the generic comparison `min` and `max`
+    make for each number, and a monotonic run (a loss curve) costs it one pass."""
+    up.sort()
+    down.sort(reverse=True)
+    return up[0], down[0]
+
+
+def _stored(slot: str, doc: str) -> Any:
+    """A bucket field, read after the pending points are stored (`BoundedSeries.store`)."""
+    member = getattr(BoundedSeries, slot)
+
+    def read(self: BoundedSeries) -> Any:
+        if self.pending:
+            self.store()
+        return member.__get__(self, BoundedSeries)
+
+    return property(read, doc=doc)
+
+
 class BoundedSeries:
     """One series: at most `capacity` buckets of (min, max, last) at the last point's x.
 
     `epoch` grows at each merge, so a reader that sent the first n buckets can tell whether
     they still stand (same epoch: only bucket n-1 may have changed since) or were re-cut.
+
+    Points are added to `pending` (the engine's point tuples: key, step, value, time, tokens)
+    and stored in the buckets a few hundred at a time (`store`): the buckets are the ones a
+    point at a time makes (every bucket full but the last, a merge when a point finds them all
+    full), the same numbers (min and max folded in the points' order) and the same objects.
+    The bucket fields (`lo`, `hi`, `last`, `count`, `step`, `tokens`, `time`, `span`, `epoch`,
+    `points`) store what is pending before they are read.
     """
 
     __slots__ = (
@@ -237,16 +287,17 @@ class BoundedSeries:
         "unit",
         "label",
         "capacity",
-        "span",
-        "epoch",
-        "points",
-        "step",
-        "tokens",
-        "time",
-        "lo",
-        "hi",
-        "last",
-        "count",
+        "pending",
+        "_span",
+        "_epoch",
+        "_points",
+        "_step",
+        "_tokens",
+        "_time",
+        "_lo",
+        "_hi",
+        "_last",
+        "_count",
     )
 
     def __init__(
@@ -259,141 +310,180 @@ class BoundedSeries:
         self.unit = unit
         self.label = label or name
         self.capacity = capacity
-        self.span = 1  # points per full bucket
-        self.epoch = 0
-        self.points = 0  # points ever added
-        self.step: list[float | None] = []
-        self.tokens: list[float | None] = []
-        self.time: list[float | None] = []
-        self.lo: list[float] = []
-        self.hi: list[float] = []
-        self.last: list[float] = []
-        self.count: list[int] = []
+        self.pending: list[tuple[Any, ...]] = []  # points not stored yet, oldest first
+        self._span = 1  # points per full bucket
+        self._epoch = 0
+        self._points = 0  # points ever stored
+        self._step: list[float | None] = []
+        self._tokens: list[float | None] = []
+        self._time: list[float | None] = []
+        self._lo: list[float] = []
+        self._hi: list[float] = []
+        self._last: list[float] = []
+        self._count: list[int] = []
 
     def __len__(self) -> int:
-        return len(self.last)
+        if self.pending:
+            self.store()
+        return len(self._count)
 
     def add(
         self, value: float, step: float | None, tokens: float | None, time: float | None
     ) -> None:
         """One point; the caller gives points in run order."""
-        self.points += 1
-        count = self.count
-        n = len(count)
-        if n:
-            i = n - 1
-            if count[i] < self.span:
-                lo, hi = self.lo, self.hi
-                if value < lo[i]:
-                    lo[i] = value
-                if value > hi[i]:
-                    hi[i] = value
-                self.last[i] = value
-                count[i] += 1
-                self.step[i], self.tokens[i], self.time[i] = step, tokens, time
-                return
-            if n >= self.capacity:
-                # every bucket is full here (one opens only when the one before is), so each
-                # merged pair is full too and the point opens a new bucket
-                self._merge()
-                count = self.count
-        self.step.append(step)
-        self.tokens.append(tokens)
-        self.time.append(time)
-        self.lo.append(value)
-        self.hi.append(value)
-        self.last.append(value)
-        count.append(1)
+        pending = self.pending
+        pending.append((None, step, value, time, tokens))
+        if len(pending) >= PENDING:
+            self.store()
 
-    def add_run(self, points: list[tuple[Any, ...]], i: int) -> int:
-        """`add` for each of `points` from `i` on while their key is `points[i]`'s (the
-        engine's point tuples: key, step, value, time, tokens); returns the index after them.
-
-        The same steps as `add`, with the bucket lists held in locals across the run: a block
-        of the loop's values (most of them one series, most filling a bucket already open)
-        costs one call rather than one a point."""
-        key = points[i][0]
-        n = len(points)
-        span, capacity = self.span, self.capacity
-        count, lo, hi, last = self.count, self.lo, self.hi, self.last
-        steps, tokens_of, times = self.step, self.tokens, self.time
-        j = i
-        while j < n:
-            name, step, value, time, tokens = points[j]
-            if name != key:
-                break
-            j += 1
-            b = len(count) - 1
-            if b >= 0 and count[b] < span:
-                if value < lo[b]:
-                    lo[b] = value
-                if value > hi[b]:
-                    hi[b] = value
-                last[b] = value
-                count[b] += 1
-                steps[b], tokens_of[b], times[b] = step, tokens, time
-                continue
-            if b + 1 >= capacity:  # all full: as in `add`, the point opens a bucket after
+    def store(self) -> None:
+        """Put the pending points in the buckets, as `add` one point at a time did: the open
+        bucket takes what it has room for, then buckets of `span` points open while there is
+        room, and when a point finds every bucket full they merge pairwise (`_merge`) and it
+        opens the next. A bucket's min and max are `min` and `max` over its points in order
+        (the open bucket's own first: the fold `if value < lo` made, a NaN and ties of 0.0 and
+        -0.0 included), its last point's step, tokens and time its own. All in C: the values
+        read out once (`map`), small buckets' `min(a, b, ...)` mapped over strided slices, big
+        ones' by two sorts (`_low_high`, when no NaN is among them), the x of each bucket's
+        last point only; points that each open a bucket (span 1) are transposed by `zip`."""
+        pending = self.pending
+        if not pending:
+            return
+        self.pending = []
+        span, capacity = self._span, self.capacity
+        count, lo, hi = self._count, self._lo, self._hi
+        if span == 1 and len(count) + len(pending) <= capacity:  # a bucket a point, no merge
+            _, steps, values, times, tokens = zip(*pending, strict=True)  # each column, in C
+            self._points += len(values)
+            lo += values
+            hi += values
+            self._last += values
+            self._step += steps
+            self._tokens += tokens
+            self._time += times
+            count += [1] * len(values)
+            return
+        values = list(map(_VALUE, pending))  # the one column every point is read for
+        m = len(values)
+        self._points += m
+        total = sum(values)
+        ordered = total - total == 0.0  # no NaN (nor an infinity): `_low_high` may sort
+        i = 0
+        b = len(count) - 1
+        if b >= 0 and count[b] < span:  # the open bucket
+            i = min(span - count[b], m)
+            if i < _SORT_FROM or not ordered or lo[b] != lo[b] or hi[b] != hi[b]:
+                lo[b] = min(lo[b], *values[:i])
+                hi[b] = max(hi[b], *values[:i])
+            else:
+                lo[b], hi[b] = _low_high([lo[b], *values[:i]], [hi[b], *values[:i]])
+            count[b] += i
+            _, self._step[b], self._last[b], self._time[b], self._tokens[b] = pending[i - 1]
+        while i < m:  # every bucket is full here
+            room = capacity - len(count)
+            if not room:
                 self._merge()
-                span = self.span
-                count, lo, hi, last = self.count, self.lo, self.hi, self.last
-                steps, tokens_of, times = self.step, self.tokens, self.time
-            steps.append(step)
-            tokens_of.append(tokens)
-            times.append(time)
-            lo.append(value)
-            hi.append(value)
-            last.append(value)
-            count.append(1)
-        self.points += j - i
-        return j
+                span, room = self._span, capacity - len(self._count)
+                count, lo, hi = self._count, self._lo, self._hi
+            j = min(m, i + room * span)  # the points that fit before the next merge
+            if span == 1:
+                lo += values[i:j]
+                hi += values[i:j]
+                self._last += values[i:j]
+                ends = pending[i:j]
+                count += [1] * (j - i)
+            else:
+                if span < _SORT_FROM:  # `min(a, b, ...)` a full bucket, mapped in C
+                    full = i + (j - i) // span * span
+                    columns = [values[k:full:span] for k in range(i, i + span)]
+                    lo += map(min, *columns)
+                    hi += map(max, *columns)
+                    if full < j:
+                        lo.append(min(values[full:j]))
+                        hi.append(max(values[full:j]))
+                elif not ordered:
+                    lo += [min(values[k : k + span]) for k in range(i, j, span)]
+                    hi += [max(values[k : k + span]) for k in range(i, j, span)]
+                else:
+                    for k in range(i, j, span):
+                        low, high = _low_high(values[k : k + span], values[k : k + span])
+                        lo.append(low)
+                        hi.append(high)
+                ends = pending[i + span - 1 : j : span]  # each full bucket's last point
+                count += [span] * len(ends)
+                if (j - i) % span:  # and a last bucket left open
+                    ends.append(pending[j - 1])
+                    count.append((j - i) % span)
+                self._last += map(_VALUE, ends)
+            self._step += map(_STEP, ends)
+            self._tokens += map(_TOKENS, ends)
+            self._time += map(_TIME, ends)
+            i = j
 
     def _merge(self) -> None:
-        """Halve the buckets: each pair becomes one (x and last of the later, min and max of both)."""
-
-        def later(xs: list[Any]) -> list[Any]:
-            return xs[1::2]
-
-        self.lo = [min(a, b) for a, b in zip(self.lo[0::2], self.lo[1::2], strict=True)]
-        self.hi = [max(a, b) for a, b in zip(self.hi[0::2], self.hi[1::2], strict=True)]
-        self.count = [a + b for a, b in zip(self.count[0::2], self.count[1::2], strict=True)]
-        self.last = later(self.last)
-        self.step = later(self.step)
-        self.tokens = later(self.tokens)
-        self.time = later(self.time)
-        self.span *= 2
-        self.epoch += 1
+        """Halve the buckets: each pair becomes one (x and last of the later, min and max of
+        both: `min(a, b)` and `max(a, b)` mapped in C over the pairs)."""
+        lo, hi, count = self._lo, self._hi, self._count
+        self._lo = list(map(min, lo[0::2], lo[1::2]))
+        self._hi = list(map(max, hi[0::2], hi[1::2]))
+        self._count = list(map(add, count[0::2], count[1::2]))
+        self._last = self._last[1::2]
+        self._step = self._step[1::2]
+        self._tokens = self._tokens[1::2]
+        self._time = self._time[1::2]
+        self._span *= 2
+        self._epoch += 1
 
     def columns(
         self, start: int = 0, flops_per_token: float | None = None
     ) -> dict[str, list[Any]]:
         """Buckets from `start` on, as columns: one x list per axis, then min, max, last."""
-        tokens = self.tokens[start:]
+        if self.pending:
+            self.store()
+        tokens = self._tokens[start:]
         if flops_per_token is None:
             flops: list[Any] = [None] * len(tokens)
         else:
             flops = [None if t is None else t * flops_per_token for t in tokens]
         return {
-            "step": self.step[start:],
+            "step": self._step[start:],
             "tokens": tokens,
             "flops": flops,
-            "time": self.time[start:],
-            "min": self.lo[start:],
-            "max": self.hi[start:],
-            "last": self.last[start:],
+            "time": self._time[start:],
+            "min": self._lo[start:],
+            "max": self._hi[start:],
+            "last": self._last[start:],
         }
 
     def describe(self) -> dict[str, Any]:
+        if self.pending:
+            self.store()
         return {
             "name": self.name,
             "group": self.group,
             "unit": self.unit,
             "label": self.label,
-            "points": self.points,
-            "buckets": len(self),
-            "span": self.span,
-            "epoch": self.epoch,
+            "points": self._points,
+            "buckets": len(self._count),
+            "span": self._span,
+            "epoch": self._epoch,
         }
+
+
+for _slot, _doc in (
+    ("span", "points per full bucket"),
+    ("epoch", "merges so far"),
+    ("points", "points ever added"),
+    ("step", "each bucket's last step"),
+    ("tokens", "each bucket's last tokens"),
+    ("time", "each bucket's last time"),
+    ("lo", "each bucket's minimum"),
+    ("hi", "each bucket's maximum"),
+    ("last", "each bucket's last value"),
+    ("count", "each bucket's points"),
+):
+    setattr(BoundedSeries, _slot, _stored(f"_{_slot}", _doc))
+del _slot, _doc
 
 
 class History:
@@ -416,65 +506,129 @@ class History:
         self.flops_per_token: float | None = None
         self.flops_convention: str | None = None
         self.version = 0  # grows with every point added
+        self.unstored = 0  # snapshots since every series' points were stored (`store`)
 
     # -- feeding ---------------------------------------------------------------------------
-
-    def _clock(self, t: Any) -> float | None:
-        t = _number(t)
-        if t is None:
-            return self.time
-        if self.t0 is None:
-            self.t0 = t
-        return max(0.0, t - self.t0)
 
     def on_points(self, points: list[tuple[Any, ...]], origin: float | None = None) -> None:
         """The loop's values the engine took (`Engine.take_points`: key, step, value, seconds
         since the run's start, tokens), each a point of its key's series; `origin` is the run's
         start in record time (the clock of the snapshots' `now`). The engine decided which
-        rank's values count and at which step: the history only keeps them."""
+        rank's values count and at which step: the history only keeps them.
+
+        Each key's points are handed to its series together (`BoundedSeries.pending`, stored a
+        few hundred at a time): the keys are read in C, a block of one key (most of a replay's)
+        goes whole, a block of a few keys is cut by key in C; series are made in the order
+        their keys first come, as one point at a time made them."""
         if origin is not None:
             self.t0 = origin
+        n = len(points)
+        if not n:
+            return
+        first = points[0][0]
+        if n < 3:  # (its first and last key are all its keys)
+            keys = None
+            one = points[-1][0] == first
+        else:
+            keys = list(map(_KEY, points))
+            one = keys.count(first) == n
+        if one:  # one key (most of a replay's blocks): the block goes whole
+            series = self.series.get(first)
+            if series is not None:
+                pending = series.pending
+                pending += points
+                self.version += n
+                if len(pending) >= PENDING:
+                    series.store()
+                return
+            groups: Any = ((first, points),)
+        else:
+            keys = keys or list(map(_KEY, points))
+            distinct = dict.fromkeys(keys)
+            if len(distinct) <= _CUT_BY_KEY:
+                groups = ((key, list(compress(points, map(eq, keys, repeat(key)))))
+                          for key in distinct)
+            else:  # many keys: one pass
+                by_key: dict[str, list[tuple[Any, ...]]] = {}
+                for point in points:
+                    got = by_key.get(point[0])
+                    if got is None:
+                        by_key[point[0]] = [point]
+                    else:
+                        got.append(point)
+                groups = by_key.items()
         series_of = self.series
-        i, n = 0, len(points)
-        while i < n:
-            key, step, value, time, tokens = points[i]
+        for key, got in groups:
             series = series_of.get(key)
             if series is None:  # a new series (or one past `max_series`, dropped)
-                self.add(key, "loop", value, step, tokens, time)
-                i += 1
-            else:  # the run of points of this key that starts here
-                j = series.add_run(points, i)
-                self.version += j - i
-                i = j
+                series = self._new(key, "loop", "", "")
+                if series is None:
+                    continue
+            pending = series.pending
+            pending += got
+            self.version += len(got)
+            if len(pending) >= PENDING:
+                series.store()
 
     def on_snapshot(self, snap: dict[str, Any], now: float | None = None) -> None:
-        """Resync the cursor on the engine's counts and add a point to each system series."""
-        steps = _number(snap.get("steps"))
-        tokens = _number(snap.get("tokens_seen"))
-        if steps is not None:
-            self.step = max(self.step, steps)
+        """Resync the cursor on the engine's counts and add a point to each system series.
+
+        Each number is read by `snapread.finite`'s rule with its common answers in line (a
+        finite float as it is, an int that is exactly a float as one; the rest through
+        `finite`), as the written-out walk reads them: a call a number cost more than the rule."""
+        get = snap.get
+        steps = get("steps")
+        if type(steps) is int and -_EXACT <= steps <= _EXACT:
+            steps = float(steps)
+        elif type(steps) is not float or steps - steps != 0.0:
+            steps = _number(steps)
+        if steps is not None and steps > self.step:  # `max(self.step, steps)`
+            self.step = steps
+        tokens = get("tokens_seen")
+        if type(tokens) is not float or tokens - tokens != 0.0:
+            tokens = _number(tokens)
         if tokens is not None:
             self.tokens = tokens
-        fpt = snap.get("flops_per_token")
+        fpt = get("flops_per_token")
         if isinstance(fpt, dict):
-            self.flops_per_token = _number(fpt.get("value"))
+            value = fpt.get("value")
+            self.flops_per_token = value if type(value) is float and value - value == 0.0 else (
+                None if value is None else _number(value))
             conv = fpt.get("convention")
             self.flops_convention = conv if isinstance(conv, str) else None
-        clock = snap.get("time")  # `get_number(snap, "time.elapsed_s")` without the dotted path
-        elapsed = _number(clock.get("elapsed_s")) if isinstance(clock, dict) else None
-        if now is not None and _number(now) is not None:
-            if self.t0 is None and elapsed is not None:
-                self.t0 = float(now) - elapsed
-            self.time = self._clock(now)
+        clock = get("time")  # `get_number(snap, "time.elapsed_s")` without the dotted path
+        elapsed = clock.get("elapsed_s") if isinstance(clock, dict) else None
+        if elapsed is not None and (type(elapsed) is not float or elapsed - elapsed != 0.0):
+            elapsed = _number(elapsed)
+        t = now
+        if t is not None and (type(t) is not float or t - t != 0.0):
+            t = _number(t)
+        if t is not None:  # the snapshot's time since the run's start (none before it)
+            if self.t0 is None:
+                self.t0 = t - elapsed if elapsed is not None else t
+            since = t - self.t0
+            self.time = since if since > 0.0 else 0.0  # `max(0.0, since)`
         elif elapsed is not None:
             self.time = elapsed
         added = _walk(self, snap, self.step, self.tokens, self.time)  # (adds a new series)
         self.version += added
-        self._ranks(snap)
+        self.unstored += 1  # the walk appends to `pending` (a point each, no call): bound it
+        if self.unstored >= PENDING:
+            self.store()
+        comm = get("comm")
+        if comm is not None:  # (a run of one process has no per-rank split: no call)
+            self._ranks(comm)
 
-    def _ranks(self, snap: dict[str, Any]) -> None:
-        """Each rank's compute a step, from the engine's per-rank split (docs/ranks.md)."""
-        comm = snap.get("comm")
+    def store(self) -> None:
+        """Every series' pending points put in its buckets (`BoundedSeries.store`)."""
+        self.unstored = 0
+        for series in self.series.values():
+            if series.pending:
+                series.store()
+
+    def _ranks(self, comm: Any) -> None:
+        """Each rank's compute a step, from the engine's per-rank split (docs/ranks.md): the
+        snapshot's `comm`."""
         rows = comm.get("ranks") if isinstance(comm, dict) else None
         if not isinstance(rows, dict):
             return
@@ -499,12 +653,19 @@ class History:
     ) -> None:
         series = self.series.get(name)
         if series is None:
-            if len(self.series) >= self.max_series:
-                self.dropped_series.add(name)
+            series = self._new(name, group, unit, label)
+            if series is None:
                 return
-            series = self.series[name] = BoundedSeries(name, group, unit, label, self.capacity)
         series.add(value, step, tokens, time)
         self.version += 1
+
+    def _new(self, name: str, group: str, unit: str, label: str) -> BoundedSeries | None:
+        """A new series, or None past `max_series` (its name kept in `dropped_series`)."""
+        if len(self.series) >= self.max_series:
+            self.dropped_series.add(name)
+            return None
+        series = self.series[name] = BoundedSeries(name, group, unit, label, self.capacity)
+        return series
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -13,10 +13,9 @@ def walk(self, snap, step, tokens, time):
     added = 0
     top = get('tokens_per_s')
     if top is not None:
-        kind = type(top)
-        if kind is float:
+        if type(top) is float:
             value = top if top - top == 0.0 else None
-        elif kind is int and -_EXACT <= top <= _EXACT:
+        elif type(top) is int and -_EXACT <= top <= _EXACT:
             value = float(top)
         else:
             value = _number(top)
@@ -25,14 +24,13 @@ def walk(self, snap, step, tokens, time):
             if series is None:
                 self.add('tokens_per_s', 'system', value, step, tokens, time, 'tokens/s', 'Tokens per second')
             else:
-                series.add(value, step, tokens, time)
+                series.pending.append((None, step, value, time, tokens))
                 added += 1
     top = get('step_time_s')
     if top is not None:
-        kind = type(top)
-        if kind is float:
+        if type(top) is float:
             value = top if top - top == 0.0 else None
-        elif kind is int and -_EXACT <= top <= _EXACT:
+        elif type(top) is int and -_EXACT <= top <= _EXACT:
             value = float(top)
         else:
             value = _number(top)
@@ -41,16 +39,15 @@ def walk(self, snap, step, tokens, time):
             if series is None:
                 self.add('step_time_s', 'system', value, step, tokens, time, 's', 'Step time')
             else:
-                series.add(value, step, tokens, time)
+                series.pending.append((None, step, value, time, tokens))
                 added += 1
     top = get('mfu')
     if top is not None:
         n1 = top.get('value') if isinstance(top, dict) else None
         if n1 is not None:
-            kind = type(n1)
-            if kind is float:
+            if type(n1) is float:
                 value = n1 if n1 - n1 == 0.0 else None
-            elif kind is int and -_EXACT <= n1 <= _EXACT:
+            elif type(n1) is int and -_EXACT <= n1 <= _EXACT:
                 value = float(n1)
             else:
                 value = _number(n1)
@@ -59,16 +56,15 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('mfu', 'system', value, step, tokens, time, 'ratio', 'MFU')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
     top = get('ofu')
     if top is not None:
         n1 = top.get('value') if isinstance(top, dict) else None
         if n1 is not None:
-            kind = type(n1)
-            if kind is float:
+            if type(n1) is float:
                 value = n1 if n1 - n1 == 0.0 else None
-            elif kind is int and -_EXACT <= n1 <= _EXACT:
+            elif type(n1) is int and -_EXACT <= n1 <= _EXACT:
                 value = float(n1)
             else:
                 value = _number(n1)
@@ -77,16 +73,15 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('ofu', 'system', value, step, tokens, time, 'ratio', 'OFU')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
     top = get('time')
     if top is not None:
         n1 = top.get('goodput') if isinstance(top, dict) else None
         if n1 is not None:
-            kind = type(n1)
-            if kind is float:
+            if type(n1) is float:
                 value = n1 if n1 - n1 == 0.0 else None
-            elif kind is int and -_EXACT <= n1 <= _EXACT:
+            elif type(n1) is int and -_EXACT <= n1 <= _EXACT:
                 value = float(n1)
             else:
                 value = _number(n1)
@@ -95,17 +90,16 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('goodput', 'system', value, step, tokens, time, 'ratio', 'Goodput')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
     top = get('ladder')
     if top is not None:
         n1 = top.get('mean') if isinstance(top, dict) else None
         n2 = n1.get('gpu_util') if isinstance(n1, dict) else None
         if n2 is not None:
-            kind = type(n2)
-            if kind is float:
+            if type(n2) is float:
                 value = n2 if n2 - n2 == 0.0 else None
-            elif kind is int and -_EXACT <= n2 <= _EXACT:
+            elif type(n2) is int and -_EXACT <= n2 <= _EXACT:
                 value = float(n2)
             else:
                 value = _number(n2)
@@ -114,14 +108,13 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('gpu_util', 'system', value, step, tokens, time, 'ratio', 'GPU util (mean)')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
         n3 = n1.get('sm_active') if isinstance(n1, dict) else None
         if n3 is not None:
-            kind = type(n3)
-            if kind is float:
+            if type(n3) is float:
                 value = n3 if n3 - n3 == 0.0 else None
-            elif kind is int and -_EXACT <= n3 <= _EXACT:
+            elif type(n3) is int and -_EXACT <= n3 <= _EXACT:
                 value = float(n3)
             else:
                 value = _number(n3)
@@ -130,14 +123,13 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('sm_active', 'system', value, step, tokens, time, 'ratio', 'SM active (mean)')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
         n4 = n1.get('tensor_active') if isinstance(n1, dict) else None
         if n4 is not None:
-            kind = type(n4)
-            if kind is float:
+            if type(n4) is float:
                 value = n4 if n4 - n4 == 0.0 else None
-            elif kind is int and -_EXACT <= n4 <= _EXACT:
+            elif type(n4) is int and -_EXACT <= n4 <= _EXACT:
                 value = float(n4)
             else:
                 value = _number(n4)
@@ -146,7 +138,7 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('tensor_active', 'system', value, step, tokens, time, 'ratio', 'Tensor active (mean)')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
     top = get('gpus')
     if top is not None:
@@ -155,10 +147,9 @@ def walk(self, snap, step, tokens, time):
             for item in top.values():
                 if isinstance(item, dict):
                     item = item.get('power_w')
-                    kind = type(item)
-                    if kind is float:
+                    if type(item) is float:
                         value = item if item - item == 0.0 else None
-                    elif kind is int and -_EXACT <= item <= _EXACT:
+                    elif type(item) is int and -_EXACT <= item <= _EXACT:
                         value = float(item)
                     else:
                         value = _number(item)
@@ -170,17 +161,16 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('power_w', 'system', value, step, tokens, time, 'W', 'GPU power (sum)')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
         if isinstance(top, dict):
             numbers = []
             for item in top.values():
                 if isinstance(item, dict):
                     item = item.get('memory_used_b')
-                    kind = type(item)
-                    if kind is float:
+                    if type(item) is float:
                         value = item if item - item == 0.0 else None
-                    elif kind is int and -_EXACT <= item <= _EXACT:
+                    elif type(item) is int and -_EXACT <= item <= _EXACT:
                         value = float(item)
                     else:
                         value = _number(item)
@@ -192,7 +182,7 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('gpu_memory_used_b', 'system', value, step, tokens, time, 'B', 'GPU memory used (sum)')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
     top = get('memory')
     if top is not None:
@@ -202,10 +192,9 @@ def walk(self, snap, step, tokens, time):
             for item in n1.values():
                 if isinstance(item, dict):
                     item = item.get('reserved_b')
-                    kind = type(item)
-                    if kind is float:
+                    if type(item) is float:
                         value = item if item - item == 0.0 else None
-                    elif kind is int and -_EXACT <= item <= _EXACT:
+                    elif type(item) is int and -_EXACT <= item <= _EXACT:
                         value = float(item)
                     else:
                         value = _number(item)
@@ -217,17 +206,16 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('memory_reserved_b', 'system', value, step, tokens, time, 'B', 'Reserved by the allocator (sum of ranks)')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
         if isinstance(n1, dict):
             numbers = []
             for item in n1.values():
                 if isinstance(item, dict):
                     item = item.get('allocated_b')
-                    kind = type(item)
-                    if kind is float:
+                    if type(item) is float:
                         value = item if item - item == 0.0 else None
-                    elif kind is int and -_EXACT <= item <= _EXACT:
+                    elif type(item) is int and -_EXACT <= item <= _EXACT:
                         value = float(item)
                     else:
                         value = _number(item)
@@ -239,14 +227,13 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('memory_allocated_b', 'system', value, step, tokens, time, 'B', 'Allocated tensors (sum of ranks)')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
         n2 = top.get('alloc_retries') if isinstance(top, dict) else None
         if n2 is not None:
-            kind = type(n2)
-            if kind is float:
+            if type(n2) is float:
                 value = n2 if n2 - n2 == 0.0 else None
-            elif kind is int and -_EXACT <= n2 <= _EXACT:
+            elif type(n2) is int and -_EXACT <= n2 <= _EXACT:
                 value = float(n2)
             else:
                 value = _number(n2)
@@ -255,16 +242,15 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('memory_alloc_retries', 'system', value, step, tokens, time, 'count', 'Allocation retries')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
     top = get('host')
     if top is not None:
         n1 = top.get('rss_b') if isinstance(top, dict) else None
         if n1 is not None:
-            kind = type(n1)
-            if kind is float:
+            if type(n1) is float:
                 value = n1 if n1 - n1 == 0.0 else None
-            elif kind is int and -_EXACT <= n1 <= _EXACT:
+            elif type(n1) is int and -_EXACT <= n1 <= _EXACT:
                 value = float(n1)
             else:
                 value = _number(n1)
@@ -273,14 +259,13 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('host_rss_b', 'system', value, step, tokens, time, 'B', "Training processes' memory (RSS)")
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
         n2 = top.get('cpu_cores') if isinstance(top, dict) else None
         if n2 is not None:
-            kind = type(n2)
-            if kind is float:
+            if type(n2) is float:
                 value = n2 if n2 - n2 == 0.0 else None
-            elif kind is int and -_EXACT <= n2 <= _EXACT:
+            elif type(n2) is int and -_EXACT <= n2 <= _EXACT:
                 value = float(n2)
             else:
                 value = _number(n2)
@@ -289,17 +274,16 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('host_cpu_cores', 'system', value, step, tokens, time, 'cores', "Training processes' CPU")
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
     top = get('node')
     if top is not None:
         n1 = top.get('memory') if isinstance(top, dict) else None
         n2 = n1.get('used_b') if isinstance(n1, dict) else None
         if n2 is not None:
-            kind = type(n2)
-            if kind is float:
+            if type(n2) is float:
                 value = n2 if n2 - n2 == 0.0 else None
-            elif kind is int and -_EXACT <= n2 <= _EXACT:
+            elif type(n2) is int and -_EXACT <= n2 <= _EXACT:
                 value = float(n2)
             else:
                 value = _number(n2)
@@ -308,15 +292,14 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('node_memory_used_b', 'system', value, step, tokens, time, 'B', 'Node memory used')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
         n3 = top.get('rates_b_s') if isinstance(top, dict) else None
         n4 = n3.get('disk_io_read_b') if isinstance(n3, dict) else None
         if n4 is not None:
-            kind = type(n4)
-            if kind is float:
+            if type(n4) is float:
                 value = n4 if n4 - n4 == 0.0 else None
-            elif kind is int and -_EXACT <= n4 <= _EXACT:
+            elif type(n4) is int and -_EXACT <= n4 <= _EXACT:
                 value = float(n4)
             else:
                 value = _number(n4)
@@ -325,14 +308,13 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('node_disk_read_b_s', 'system', value, step, tokens, time, 'B/s', 'Disk read')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
         n5 = n3.get('disk_io_write_b') if isinstance(n3, dict) else None
         if n5 is not None:
-            kind = type(n5)
-            if kind is float:
+            if type(n5) is float:
                 value = n5 if n5 - n5 == 0.0 else None
-            elif kind is int and -_EXACT <= n5 <= _EXACT:
+            elif type(n5) is int and -_EXACT <= n5 <= _EXACT:
                 value = float(n5)
             else:
                 value = _number(n5)
@@ -341,14 +323,13 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('node_disk_write_b_s', 'system', value, step, tokens, time, 'B/s', 'Disk write')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
         n6 = n3.get('net_rx_b') if isinstance(n3, dict) else None
         if n6 is not None:
-            kind = type(n6)
-            if kind is float:
+            if type(n6) is float:
                 value = n6 if n6 - n6 == 0.0 else None
-            elif kind is int and -_EXACT <= n6 <= _EXACT:
+            elif type(n6) is int and -_EXACT <= n6 <= _EXACT:
                 value = float(n6)
             else:
                 value = _number(n6)
@@ -357,14 +338,13 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('node_net_rx_b_s', 'system', value, step, tokens, time, 'B/s', 'Network received')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
         n7 = n3.get('net_tx_b') if isinstance(n3, dict) else None
         if n7 is not None:
-            kind = type(n7)
-            if kind is float:
+            if type(n7) is float:
                 value = n7 if n7 - n7 == 0.0 else None
-            elif kind is int and -_EXACT <= n7 <= _EXACT:
+            elif type(n7) is int and -_EXACT <= n7 <= _EXACT:
                 value = float(n7)
             else:
                 value = _number(n7)
@@ -373,15 +353,14 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('node_net_tx_b_s', 'system', value, step, tokens, time, 'B/s', 'Network sent')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
         n8 = top.get('cpu') if isinstance(top, dict) else None
         n9 = n8.get('idle') if isinstance(n8, dict) else None
         if n9 is not None:
-            kind = type(n9)
-            if kind is float:
+            if type(n9) is float:
                 value = n9 if n9 - n9 == 0.0 else None
-            elif kind is int and -_EXACT <= n9 <= _EXACT:
+            elif type(n9) is int and -_EXACT <= n9 <= _EXACT:
                 value = float(n9)
             else:
                 value = _number(n9)
@@ -391,6 +370,6 @@ def walk(self, snap, step, tokens, time):
                 if series is None:
                     self.add('node_cpu_busy', 'system', value, step, tokens, time, 'ratio', 'Node CPU busy')
                 else:
-                    series.add(value, step, tokens, time)
+                    series.pending.append((None, step, value, time, tokens))
                     added += 1
     return added
