@@ -332,6 +332,41 @@ def test_points_stored_together_make_the_buckets_of_one_point_at_a_time():
                 assert all(map(operator.is_, mine, theirs)), (seed, name)
 
 
+def test_a_snapshots_rows_and_other_points_of_one_series_keep_their_order():
+    """The walk keeps a snapshot's numbers as a row (`SnapshotRows`) stored later: a loop key
+    named as a system series (`tokens_per_s` logged by the loop), a point added to that series
+    by hand, reads at random moments and the rows past `PENDING` all leave the series' points in
+    the order they came, with `version` counting each once."""
+    import random
+
+    from trainmeter.views.history import PENDING
+
+    for seed in range(20):
+        rng = random.Random(seed)
+        h = History()
+        expected: list[float] = []
+        counted = 0  # points `version` counts (a point added to a series by hand is not)
+        for i in range(rng.choice([5, 40, PENDING + 30])):
+            value = float(i)
+            roll = rng.random()
+            if roll < 0.5:
+                h.on_snapshot({"tokens_per_s": value, "steps": i}, 10.0 + i)
+                counted += 1
+            elif roll < 0.8:
+                h.on_points([("tokens_per_s", i, value, i * 0.5, None)], 0.0)
+                counted += 1
+            elif "tokens_per_s" in h.series:
+                h.series["tokens_per_s"].add(value, i, None, i * 0.5)
+            else:
+                continue
+            expected.append(value)
+            if rng.random() < 0.1:
+                assert list(h.series["tokens_per_s"].last) == expected, seed
+        got = h.series["tokens_per_s"]
+        assert list(got.last) == expected and got.points == len(expected), seed
+        assert h.version == counted, seed
+
+
 def test_the_written_out_walk_adds_what_dig_reads_on_random_shapes():
     """`on_snapshot`'s walk is written out from the tables (`_walk_source`: a level shared by
     several series walked once): on random snapshots (each path's levels present, missing, not

@@ -21,7 +21,7 @@ snapshot's step, tokens and time).
 from __future__ import annotations
 
 from itertools import compress, repeat
-from operator import add, eq, itemgetter
+from operator import add, countOf, eq, itemgetter
 from typing import Any
 
 from ..snapread import finite as _number
@@ -140,12 +140,17 @@ def _by_key(
 
 _DRAWN_BY_KEY = _by_key(_DRAWN)
 
+#: The system series' names, in the order of a snapshot's row (`SnapshotRows`).
+_NAMES = tuple(name for _key, name, _path, _c, _u, _l in _DRAWN)
+_SYSTEM = frozenset(_NAMES)
+
 
 def _walk_source(
     runs: tuple[tuple[str, tuple[tuple[str, tuple[str, ...], Any, bool, str, str], ...]], ...],
 ) -> str:
     """`History.on_snapshot`'s walk of the tables, written out as one function of straight code
-    (`walk(history, snap, step, tokens, time)` -> the points added to series that existed):
+    (`walk(history, snap, step, tokens, time)` -> the points added to series that existed,
+    kept as one row of the snapshot's numbers in `History.table`, in `_NAMES`' order):
     for each snapshot key one lookup, then each series' path walked a `dict.get` at a time (a
     level shared by several series of that key walked once: `get` changes nothing), the number
     rule of `_dig`, and the point added, in the tables' order. The loop over the tables it
@@ -157,8 +162,9 @@ def _walk_source(
     every import it cost each replay's start ~33M instructions (3-4 ms); a module's bytecode is
     cached. `python -m trainmeter.views.history` writes it again after a change to the tables
     (tests/views/test_history.py fails while it is stale)."""
+    slot = {name: i for i, name in enumerate(_NAMES)}
     out = [_WALK_HEADER, "def walk(self, snap, step, tokens, time):",
-           "    series_of = self.series", "    get = snap.get", "    added = 0"]
+           "    series_of = self.series", "    get = snap.get", f"    row = [None] * {len(slot)}"]
 
     def number(node: str, indent: str, then: list[str]) -> list[str]:
         """`value` from `node` by the number rule; `then` runs when it is one."""
@@ -176,13 +182,11 @@ def _walk_source(
     def add(name: str, complement: bool, unit: str, label: str, indent: str) -> list[str]:
         return [
             *([f"{indent}value = 1.0 - value"] if complement else []),
-            f"{indent}series = series_of.get({name!r})",
-            f"{indent}if series is None:",
+            f"{indent}if {name!r} in series_of:",
+            f"{indent}    row[{slot[name]}] = value",
+            f"{indent}else:",
             f"{indent}    self.add({name!r}, 'system', value, step, tokens, time, {unit!r}, "
             f"{label!r})",
-            f"{indent}else:",
-            f"{indent}    series.pending.append((None, step, value, time, tokens))",
-            f"{indent}    added += 1",
         ]
 
     for key, entries in runs:
@@ -216,7 +220,10 @@ def _walk_source(
             out += number("item", " " * 20, [" " * 24 + "numbers.append(value)"])
             out += ["            if numbers:", "                value = sum(numbers)",
                     *add(name, complement, unit, label, " " * 16)]
-    out.append("    return added")
+    out += [f"    added = {len(slot)} - row.count(None)",
+            "    if added:",
+            "        self.table.rows.append((step, tokens, time, row))",
+            "    return added"]
     return "\n".join(out) + "\n"
 
 
@@ -260,8 +267,7 @@ def _stored(slot: str, doc: str) -> Any:
     member = getattr(BoundedSeries, slot)
 
     def read(self: BoundedSeries) -> Any:
-        if self.pending:
-            self.store()
+        self.settle()
         return member.__get__(self, BoundedSeries)
 
     return property(read, doc=doc)
@@ -288,6 +294,7 @@ class BoundedSeries:
         "label",
         "capacity",
         "pending",
+        "table",
         "_span",
         "_epoch",
         "_points",
@@ -311,6 +318,8 @@ class BoundedSeries:
         self.label = label or name
         self.capacity = capacity
         self.pending: list[tuple[Any, ...]] = []  # points not stored yet, oldest first
+        #: a history's snapshot rows not stored yet (`SnapshotRows`), None outside a history
+        self.table: SnapshotRows | None = None
         self._span = 1  # points per full bucket
         self._epoch = 0
         self._points = 0  # points ever stored
@@ -323,14 +332,25 @@ class BoundedSeries:
         self._count: list[int] = []
 
     def __len__(self) -> int:
+        self.settle()
+        return len(self._count)
+
+    def settle(self) -> None:
+        """Everything added stored in the buckets: the history's snapshot rows that may hold
+        this series' points (`SnapshotRows.store`), then `pending` (`store`)."""
+        table = self.table
+        if table is not None and table.rows:
+            table.store()
         if self.pending:
             self.store()
-        return len(self._count)
 
     def add(
         self, value: float, step: float | None, tokens: float | None, time: float | None
     ) -> None:
         """One point; the caller gives points in run order."""
+        table = self.table
+        if table is not None and table.rows and self.name in _SYSTEM:  # (older points first)
+            table.store()
         pending = self.pending
         pending.append((None, step, value, time, tokens))
         if len(pending) >= PENDING:
@@ -438,8 +458,7 @@ class BoundedSeries:
         self, start: int = 0, flops_per_token: float | None = None
     ) -> dict[str, list[Any]]:
         """Buckets from `start` on, as columns: one x list per axis, then min, max, last."""
-        if self.pending:
-            self.store()
+        self.settle()
         tokens = self._tokens[start:]
         if flops_per_token is None:
             flops: list[Any] = [None] * len(tokens)
@@ -456,8 +475,7 @@ class BoundedSeries:
         }
 
     def describe(self) -> dict[str, Any]:
-        if self.pending:
-            self.store()
+        self.settle()
         return {
             "name": self.name,
             "group": self.group,
@@ -486,6 +504,52 @@ for _slot, _doc in (
 del _slot, _doc
 
 
+class SnapshotRows:
+    """The system series' points of the snapshots not stored yet: a row a snapshot, (step,
+    tokens, time, [a number or None for each of `_NAMES`]), written by the walk (a number only
+    for a series that exists: a new one is made and takes its first point at once).
+
+    A snapshot's numbers cost the walk a slot each (no tuple, no call); `store` puts a few
+    hundred snapshots' rows in the series together: the rows transposed by `zip`, a column
+    without gaps extended onto a series of a point a bucket (its own pending points first),
+    others through the series' `pending` and `store`. Shared by the history and its series (a
+    reader of a series stores the rows first), so it is one object a checkpoint keeps whole."""
+
+    __slots__ = ("rows", "series")
+
+    def __init__(self, series: dict[str, BoundedSeries]) -> None:
+        self.rows: list[tuple[Any, Any, Any, list[Any]]] = []
+        self.series = series  # the history's series, by name
+
+    def store(self) -> None:
+        rows = self.rows
+        if not rows:
+            return
+        self.rows = []
+        steps, tokens, times, values = zip(*rows, strict=True)
+        series_of = self.series
+        for name, column in zip(_NAMES, zip(*values, strict=True), strict=True):
+            gaps = column.count(None)
+            if gaps == len(column):
+                continue
+            series = series_of[name]  # (a number is written only for a series that exists)
+            if series.pending:
+                series.store()  # its earlier points first
+            if not gaps and series._span == 1 and len(series._count) + len(column) <= series.capacity:
+                series._points += len(column)  # a bucket a point, no merge: `store`'s first case
+                series._lo += column
+                series._hi += column
+                series._last += column
+                series._step += steps
+                series._tokens += tokens
+                series._time += times
+                series._count += [1] * len(column)
+            else:
+                series.pending += [(None, s, v, t, k) for s, v, t, k in
+                                   zip(steps, column, times, tokens, strict=True) if v is not None]
+                series.store()
+
+
 class History:
     """All series of one run, and the cursor (step, tokens, time) new points are placed at."""
 
@@ -497,7 +561,8 @@ class History:
     def __init__(self, capacity: int = DEFAULT_CAPACITY, max_series: int = MAX_SERIES) -> None:
         self.capacity = capacity
         self.max_series = max_series
-        self.series: dict[str, BoundedSeries] = {}
+        self.series: dict[str, BoundedSeries] = {}  # (never rebound: `table` holds it)
+        self.table = SnapshotRows(self.series)  # the snapshots' numbers not stored yet
         self.dropped_series: set[str] = set()
         self.t0: float | None = None  # the run's start, in record time
         self.step = 0.0
@@ -527,14 +592,14 @@ class History:
             return
         first = points[0][0]
         if n < 3:  # (its first and last key are all its keys)
-            keys = None
             one = points[-1][0] == first
-        else:
-            keys = list(map(_KEY, points))
-            one = keys.count(first) == n
+        else:  # the keys compared in C, no list of them made
+            one = countOf(map(_KEY, points), first) == n
         if one:  # one key (most of a replay's blocks): the block goes whole
             series = self.series.get(first)
             if series is not None:
+                if first in _SYSTEM and self.table.rows:  # a loop key named as a system one
+                    self.table.store()  # (the snapshots' points before these)
                 pending = series.pending
                 pending += points
                 self.version += n
@@ -543,7 +608,7 @@ class History:
                 return
             groups: Any = ((first, points),)
         else:
-            keys = keys or list(map(_KEY, points))
+            keys = list(map(_KEY, points))
             distinct = dict.fromkeys(keys)
             if len(distinct) <= _CUT_BY_KEY:
                 groups = ((key, list(compress(points, map(eq, keys, repeat(key)))))
@@ -564,6 +629,8 @@ class History:
                 series = self._new(key, "loop", "", "")
                 if series is None:
                     continue
+            elif key in _SYSTEM and self.table.rows:
+                self.table.store()
             pending = series.pending
             pending += got
             self.version += len(got)
@@ -612,7 +679,7 @@ class History:
             self.time = elapsed
         added = _walk(self, snap, self.step, self.tokens, self.time)  # (adds a new series)
         self.version += added
-        self.unstored += 1  # the walk appends to `pending` (a point each, no call): bound it
+        self.unstored += 1  # the walk adds a row to `table` (no call a point): bound them
         if self.unstored >= PENDING:
             self.store()
         comm = get("comm")
@@ -622,6 +689,7 @@ class History:
     def store(self) -> None:
         """Every series' pending points put in its buckets (`BoundedSeries.store`)."""
         self.unstored = 0
+        self.table.store()
         for series in self.series.values():
             if series.pending:
                 series.store()
@@ -665,6 +733,7 @@ class History:
             self.dropped_series.add(name)
             return None
         series = self.series[name] = BoundedSeries(name, group, unit, label, self.capacity)
+        series.table = self.table
         return series
 
     # -- reading ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ _EXACT = 9007199254740992  # integers up to this size are exactly floats
 def walk(self, snap, step, tokens, time):
     series_of = self.series
     get = snap.get
-    added = 0
+    row = [None] * 21
     top = get('tokens_per_s')
     if top is not None:
         if type(top) is float:
@@ -20,12 +20,10 @@ def walk(self, snap, step, tokens, time):
         else:
             value = _number(top)
         if value is not None:
-            series = series_of.get('tokens_per_s')
-            if series is None:
-                self.add('tokens_per_s', 'system', value, step, tokens, time, 'tokens/s', 'Tokens per second')
+            if 'tokens_per_s' in series_of:
+                row[0] = value
             else:
-                series.pending.append((None, step, value, time, tokens))
-                added += 1
+                self.add('tokens_per_s', 'system', value, step, tokens, time, 'tokens/s', 'Tokens per second')
     top = get('step_time_s')
     if top is not None:
         if type(top) is float:
@@ -35,12 +33,10 @@ def walk(self, snap, step, tokens, time):
         else:
             value = _number(top)
         if value is not None:
-            series = series_of.get('step_time_s')
-            if series is None:
-                self.add('step_time_s', 'system', value, step, tokens, time, 's', 'Step time')
+            if 'step_time_s' in series_of:
+                row[1] = value
             else:
-                series.pending.append((None, step, value, time, tokens))
-                added += 1
+                self.add('step_time_s', 'system', value, step, tokens, time, 's', 'Step time')
     top = get('mfu')
     if top is not None:
         n1 = top.get('value') if isinstance(top, dict) else None
@@ -52,12 +48,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n1)
             if value is not None:
-                series = series_of.get('mfu')
-                if series is None:
-                    self.add('mfu', 'system', value, step, tokens, time, 'ratio', 'MFU')
+                if 'mfu' in series_of:
+                    row[2] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('mfu', 'system', value, step, tokens, time, 'ratio', 'MFU')
     top = get('ofu')
     if top is not None:
         n1 = top.get('value') if isinstance(top, dict) else None
@@ -69,12 +63,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n1)
             if value is not None:
-                series = series_of.get('ofu')
-                if series is None:
-                    self.add('ofu', 'system', value, step, tokens, time, 'ratio', 'OFU')
+                if 'ofu' in series_of:
+                    row[3] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('ofu', 'system', value, step, tokens, time, 'ratio', 'OFU')
     top = get('time')
     if top is not None:
         n1 = top.get('goodput') if isinstance(top, dict) else None
@@ -86,12 +78,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n1)
             if value is not None:
-                series = series_of.get('goodput')
-                if series is None:
-                    self.add('goodput', 'system', value, step, tokens, time, 'ratio', 'Goodput')
+                if 'goodput' in series_of:
+                    row[4] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('goodput', 'system', value, step, tokens, time, 'ratio', 'Goodput')
     top = get('ladder')
     if top is not None:
         n1 = top.get('mean') if isinstance(top, dict) else None
@@ -104,12 +94,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n2)
             if value is not None:
-                series = series_of.get('gpu_util')
-                if series is None:
-                    self.add('gpu_util', 'system', value, step, tokens, time, 'ratio', 'GPU util (mean)')
+                if 'gpu_util' in series_of:
+                    row[5] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('gpu_util', 'system', value, step, tokens, time, 'ratio', 'GPU util (mean)')
         n3 = n1.get('sm_active') if isinstance(n1, dict) else None
         if n3 is not None:
             if type(n3) is float:
@@ -119,12 +107,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n3)
             if value is not None:
-                series = series_of.get('sm_active')
-                if series is None:
-                    self.add('sm_active', 'system', value, step, tokens, time, 'ratio', 'SM active (mean)')
+                if 'sm_active' in series_of:
+                    row[6] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('sm_active', 'system', value, step, tokens, time, 'ratio', 'SM active (mean)')
         n4 = n1.get('tensor_active') if isinstance(n1, dict) else None
         if n4 is not None:
             if type(n4) is float:
@@ -134,12 +120,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n4)
             if value is not None:
-                series = series_of.get('tensor_active')
-                if series is None:
-                    self.add('tensor_active', 'system', value, step, tokens, time, 'ratio', 'Tensor active (mean)')
+                if 'tensor_active' in series_of:
+                    row[7] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('tensor_active', 'system', value, step, tokens, time, 'ratio', 'Tensor active (mean)')
     top = get('gpus')
     if top is not None:
         if isinstance(top, dict):
@@ -157,12 +141,10 @@ def walk(self, snap, step, tokens, time):
                         numbers.append(value)
             if numbers:
                 value = sum(numbers)
-                series = series_of.get('power_w')
-                if series is None:
-                    self.add('power_w', 'system', value, step, tokens, time, 'W', 'GPU power (sum)')
+                if 'power_w' in series_of:
+                    row[8] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('power_w', 'system', value, step, tokens, time, 'W', 'GPU power (sum)')
         if isinstance(top, dict):
             numbers = []
             for item in top.values():
@@ -178,12 +160,10 @@ def walk(self, snap, step, tokens, time):
                         numbers.append(value)
             if numbers:
                 value = sum(numbers)
-                series = series_of.get('gpu_memory_used_b')
-                if series is None:
-                    self.add('gpu_memory_used_b', 'system', value, step, tokens, time, 'B', 'GPU memory used (sum)')
+                if 'gpu_memory_used_b' in series_of:
+                    row[9] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('gpu_memory_used_b', 'system', value, step, tokens, time, 'B', 'GPU memory used (sum)')
     top = get('memory')
     if top is not None:
         n1 = top.get('ranks') if isinstance(top, dict) else None
@@ -202,12 +182,10 @@ def walk(self, snap, step, tokens, time):
                         numbers.append(value)
             if numbers:
                 value = sum(numbers)
-                series = series_of.get('memory_reserved_b')
-                if series is None:
-                    self.add('memory_reserved_b', 'system', value, step, tokens, time, 'B', 'Reserved by the allocator (sum of ranks)')
+                if 'memory_reserved_b' in series_of:
+                    row[10] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('memory_reserved_b', 'system', value, step, tokens, time, 'B', 'Reserved by the allocator (sum of ranks)')
         if isinstance(n1, dict):
             numbers = []
             for item in n1.values():
@@ -223,12 +201,10 @@ def walk(self, snap, step, tokens, time):
                         numbers.append(value)
             if numbers:
                 value = sum(numbers)
-                series = series_of.get('memory_allocated_b')
-                if series is None:
-                    self.add('memory_allocated_b', 'system', value, step, tokens, time, 'B', 'Allocated tensors (sum of ranks)')
+                if 'memory_allocated_b' in series_of:
+                    row[11] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('memory_allocated_b', 'system', value, step, tokens, time, 'B', 'Allocated tensors (sum of ranks)')
         n2 = top.get('alloc_retries') if isinstance(top, dict) else None
         if n2 is not None:
             if type(n2) is float:
@@ -238,12 +214,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n2)
             if value is not None:
-                series = series_of.get('memory_alloc_retries')
-                if series is None:
-                    self.add('memory_alloc_retries', 'system', value, step, tokens, time, 'count', 'Allocation retries')
+                if 'memory_alloc_retries' in series_of:
+                    row[12] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('memory_alloc_retries', 'system', value, step, tokens, time, 'count', 'Allocation retries')
     top = get('host')
     if top is not None:
         n1 = top.get('rss_b') if isinstance(top, dict) else None
@@ -255,12 +229,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n1)
             if value is not None:
-                series = series_of.get('host_rss_b')
-                if series is None:
-                    self.add('host_rss_b', 'system', value, step, tokens, time, 'B', "Training processes' memory (RSS)")
+                if 'host_rss_b' in series_of:
+                    row[13] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('host_rss_b', 'system', value, step, tokens, time, 'B', "Training processes' memory (RSS)")
         n2 = top.get('cpu_cores') if isinstance(top, dict) else None
         if n2 is not None:
             if type(n2) is float:
@@ -270,12 +242,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n2)
             if value is not None:
-                series = series_of.get('host_cpu_cores')
-                if series is None:
-                    self.add('host_cpu_cores', 'system', value, step, tokens, time, 'cores', "Training processes' CPU")
+                if 'host_cpu_cores' in series_of:
+                    row[14] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('host_cpu_cores', 'system', value, step, tokens, time, 'cores', "Training processes' CPU")
     top = get('node')
     if top is not None:
         n1 = top.get('memory') if isinstance(top, dict) else None
@@ -288,12 +258,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n2)
             if value is not None:
-                series = series_of.get('node_memory_used_b')
-                if series is None:
-                    self.add('node_memory_used_b', 'system', value, step, tokens, time, 'B', 'Node memory used')
+                if 'node_memory_used_b' in series_of:
+                    row[15] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('node_memory_used_b', 'system', value, step, tokens, time, 'B', 'Node memory used')
         n3 = top.get('rates_b_s') if isinstance(top, dict) else None
         n4 = n3.get('disk_io_read_b') if isinstance(n3, dict) else None
         if n4 is not None:
@@ -304,12 +272,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n4)
             if value is not None:
-                series = series_of.get('node_disk_read_b_s')
-                if series is None:
-                    self.add('node_disk_read_b_s', 'system', value, step, tokens, time, 'B/s', 'Disk read')
+                if 'node_disk_read_b_s' in series_of:
+                    row[16] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('node_disk_read_b_s', 'system', value, step, tokens, time, 'B/s', 'Disk read')
         n5 = n3.get('disk_io_write_b') if isinstance(n3, dict) else None
         if n5 is not None:
             if type(n5) is float:
@@ -319,12 +285,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n5)
             if value is not None:
-                series = series_of.get('node_disk_write_b_s')
-                if series is None:
-                    self.add('node_disk_write_b_s', 'system', value, step, tokens, time, 'B/s', 'Disk write')
+                if 'node_disk_write_b_s' in series_of:
+                    row[17] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('node_disk_write_b_s', 'system', value, step, tokens, time, 'B/s', 'Disk write')
         n6 = n3.get('net_rx_b') if isinstance(n3, dict) else None
         if n6 is not None:
             if type(n6) is float:
@@ -334,12 +298,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n6)
             if value is not None:
-                series = series_of.get('node_net_rx_b_s')
-                if series is None:
-                    self.add('node_net_rx_b_s', 'system', value, step, tokens, time, 'B/s', 'Network received')
+                if 'node_net_rx_b_s' in series_of:
+                    row[18] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('node_net_rx_b_s', 'system', value, step, tokens, time, 'B/s', 'Network received')
         n7 = n3.get('net_tx_b') if isinstance(n3, dict) else None
         if n7 is not None:
             if type(n7) is float:
@@ -349,12 +311,10 @@ def walk(self, snap, step, tokens, time):
             else:
                 value = _number(n7)
             if value is not None:
-                series = series_of.get('node_net_tx_b_s')
-                if series is None:
-                    self.add('node_net_tx_b_s', 'system', value, step, tokens, time, 'B/s', 'Network sent')
+                if 'node_net_tx_b_s' in series_of:
+                    row[19] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('node_net_tx_b_s', 'system', value, step, tokens, time, 'B/s', 'Network sent')
         n8 = top.get('cpu') if isinstance(top, dict) else None
         n9 = n8.get('idle') if isinstance(n8, dict) else None
         if n9 is not None:
@@ -366,10 +326,11 @@ def walk(self, snap, step, tokens, time):
                 value = _number(n9)
             if value is not None:
                 value = 1.0 - value
-                series = series_of.get('node_cpu_busy')
-                if series is None:
-                    self.add('node_cpu_busy', 'system', value, step, tokens, time, 'ratio', 'Node CPU busy')
+                if 'node_cpu_busy' in series_of:
+                    row[20] = value
                 else:
-                    series.pending.append((None, step, value, time, tokens))
-                    added += 1
+                    self.add('node_cpu_busy', 'system', value, step, tokens, time, 'ratio', 'Node CPU busy')
+    added = 21 - row.count(None)
+    if added:
+        self.table.rows.append((step, tokens, time, row))
     return added
