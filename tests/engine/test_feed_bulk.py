@@ -134,3 +134,19 @@ def test_the_ledger_takes_a_block_of_phases_and_steps_as_it_takes_each(seed: int
         assert _ledger_state(blocks) == _ledger_state(each)
     assert block_points == each_points and len(each_points) == 1200
     assert each.before and each.tail  # both ends were reached
+
+
+@pytest.mark.parametrize("value", [b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1e400"])
+def test_a_typed_metric_value_is_finite(value: bytes) -> None:
+    """`Engine.feed_many` takes a typed metric's float without testing it finite: the typed
+    decoding refuses a value that is not (the line goes to the decoder, which decides)."""
+    typed = pytest.importorskip("trainmeter.runlog.typed")
+    from trainmeter.runlog.decode import Decoder
+
+    head = b'{"v":1,"t":1.0,"src":"agent","rank":0,"pid":1,"kind":"metric","d":{"key":"loss",'
+    line = head + b'"value":' + value + b',"via":"emit"}}'
+    read = typed.typed_many(Decoder(), [line])  # the decoder skips it, or keeps it as a dict
+    assert all(type(record) is dict for _, record in read)
+    good = line.replace(value, b"2.5")
+    ((_, record),) = typed.typed_many(Decoder(), [good])
+    assert type(record) is not dict and record.d.value == 2.5

@@ -56,14 +56,14 @@ class SeriesStore:
             series = self._series[key] = _Series(from_rank)
             if series_names.canonical(key) == "train_loss":
                 self._explicit_train = True
-        self._seq += 1
+        seq = self._seq = self._seq + 1
         series.value = value
         series.count += 1
         series.source = "emitted" if emitted else "tapped"
         series.via = via or ("emit" if emitted else None)
-        series.seq = self._seq
-        if isinstance(step, int) and not isinstance(step, bool):
-            series.step = step
+        series.seq = seq
+        if type(step) is int or isinstance(step, int) and not isinstance(step, bool):
+            series.step = step  # (a plain int told by one `type`: a replay adds millions)
         return True
 
     def _name(self, key: str) -> str:

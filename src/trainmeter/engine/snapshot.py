@@ -221,10 +221,10 @@ class Engine:
                     steps.append(record)
                     timeline.append(t)
                 elif cls is metric_cls:  # `_metric`: a typed value is an int or a finite float
-                    value = d.value
+                    value = d.value  # (typed.py's bounds refuse NaN and the infinities)
                     if type(value) is int:
                         value = float(value)  # (past a float's range: raises, as `_metric`)
-                    elif value is None or value - value != 0.0:
+                    elif value is None:
                         continue
                     key = d.key
                     if key is None:
