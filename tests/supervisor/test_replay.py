@@ -187,3 +187,54 @@ def test_a_replays_samples_carry_what_their_readers_read(tmp_path: Path) -> None
     assert all("steps" in keys and "convention_formulas" not in keys for keys in says.seen)
     replay(events, observers=[History(), silent], max_snapshots=10, resume=False)
     assert silent.seen and all("convention_formulas" in keys for keys in silent.seen)
+
+
+def test_an_observed_replay_samples_at_the_records_its_pace_names(tmp_path: Path) -> None:
+    """Samples are taken at the first step or GPU record at least `interval` of run time after
+    the previous one, whatever the block: a log of many 16 kB blocks, steps out of order now and
+    then, metrics, GPU samples and a fact among them (dict records in a typed block), blocks
+    that hold several samples' times and blocks that reach none: the samples' times are those
+    the rule gives, walked record by record here."""
+    from trainmeter.runlog import replay as replay_module
+
+    lines = [records.encode(_start(0.0))]
+    t = 0.5
+    for n in range(1, 3001):
+        t += 0.05 if n % 997 else 2.0  # a stall now and then: a sample due at once
+        step_t = t - 0.3 if n % 31 == 0 else t  # out of order: older than the last step
+        lines.append(records.encode(step_record(n, step_t, tokens=100)))
+        lines.append(records.encode(records.make(
+            "metric", {"key": "loss", "value": 1.0 / n, "via": "emit", "step": n}, t=t,
+            src="emit", rank=0)))
+        if n % 20 == 0:
+            lines.append(records.encode(records.make(
+                "sample.gpu", {"gpus": [{"index": 0, "gpu_util": 0.5}]}, t=t, src="tm")))
+        if n % 500 == 0:
+            lines.append(records.encode(records.make(
+                "fact", {"key": "seq_len", "value": 128, "source": "detected"}, t=t, src="agent",
+                rank=0)))
+    events = _write_log(tmp_path / "events.jsonl", lines)
+
+    class Times:
+        def __init__(self) -> None:
+            self.at: list[float] = []
+
+        def on_snapshot(self, snap: dict, now: float) -> None:
+            self.at.append(now)
+
+    for most in (300, 40):  # a sample every ~0.5 s (blocks of ~3 s) and every ~4 s
+        got = Times()
+        replay(events, observers=[got], max_snapshots=most, resume=False)
+        interval = replay_module._interval(events, most)
+        expected: list[float] = []
+        next_t = None
+        for line in lines:
+            record = json.loads(line)
+            if record["kind"] not in ("step", "sample.gpu"):
+                continue
+            if next_t is None:
+                next_t = record["t"] + interval
+            elif record["t"] >= next_t:
+                expected.append(record["t"])
+                next_t = record["t"] + interval
+        assert len(expected) > most / 3 and got.at == expected, most
