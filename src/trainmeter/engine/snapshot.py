@@ -67,16 +67,16 @@ _SAMPLERS = frozenset((payloads.SAMPLE_GPU.name, payloads.SAMPLE_HOST.name, payl
 #: The part a sample leaves out (the budget, energy: `sample`'s `keys`), one for every sample:
 #: read, never changed
 _NOTHING = Section()
-#: The keys whose values a sample's check need not read, by (the time split's and the GPU
-#: counters' answer, MFU's: True, every float finite; False, one is not; None, not asked: MFU
-#: and the counters made by their sections): those of the parts that answered
-#: (`timesplit_sample.py`, `counters_sample.py`, `mfu_sample.py`); None when one found a float
-#: that is not finite (every value is then checked)
-_ANSWERED: dict[tuple[bool, bool | None], frozenset[str] | None] = {
-    (True, True): frozenset(("time", "mfu", "ladder", "gpus", "ofu")),
-    (True, None): frozenset(("time",)),
-    (True, False): None, (False, True): None, (False, None): None, (False, False): None,
-}
+#: The keys whose values a sample's check need not read: those of the parts that answered for
+#: their floats, always (the time split, `timesplit_sample.py`; the pace, whose floats are
+#: three sums and quotients, `_pace_finite`; FLOPs per token, one entry checked once; the
+#: host, two numbers made from finite ones) and with the readers' keys that leave out the
+#: counters' derived part (MFU, `mfu_sample.py`; the ladder, the rows and OFU,
+#: `counters_sample.py`). When one found a float that is not finite, every value is checked.
+_PACE_KEYS = ("steps", "tokens_seen", "step_index", "tokens_per_s", "tokens_counted",
+              "step_time_s")
+_ANSWERED = frozenset(("time", *_PACE_KEYS, "flops_per_token", "host"))
+_ANSWERED_LEAN = _ANSWERED | frozenset(("mfu", "ladder", "gpus", "ofu"))
 _NOT_ANSWERED: frozenset[str] = frozenset()
 #: no values (read only)
 _EMPTY: dict[str, Any] = {}
@@ -629,21 +629,27 @@ class Engine:
         split, split_finite = memo.split.sample(
             self.ledger, self.t_last, now, self.probes, self.world_size
         )
-        answered = _ANSWERED[split_finite and p.counters_finite, p.mfu_finite]
+        host = self.host.values()
+        finite = (  # each part's answer (those not asked: True)
+            split_finite and p.counters_finite and p.mfu_finite is not False
+            and _pace_finite(p.pace.values) and memo.finite_entry(p.fpt)
+            and _host_finite(host)
+        )
+        answered = _NOT_ANSWERED if not finite else _ANSWERED_LEAN if lean else _ANSWERED
         # the parts' values as `Section.merge` takes them (the first part to give a key keeps
         # it); their absent reasons, explanations and warnings are not handed on
         snap, unchecked = memo.keys.pick(_merged(
             p.pace.values, p.model.values, p.progress.values, p.utilization.values,
             p.counters.values, p.energy.values, memo.wanted(p.gpus.section.values, keys),
-            self.host.values(), self.node.values(), p.memory.values, split,
-        ), keys, _NOT_ANSWERED if answered is None else answered)
+            host, self.node.values(), p.memory.values, split,
+        ), keys, answered)
         untokened = samples.no_tokens(self.clock, p.tokens_seen)  # as `_insight` says it
         if untokened is not None:
             snap.pop("tokens_seen", None)
         # no infinity or NaN leaves the engine: the values of the parts that did not answer
         # for their own floats are checked, and when one of those is not finite, every value
         # (as `finite_only(snap, {})` alone did: the same replacements)
-        if answered is None or not all_finite(unchecked):
+        if not finite or not all_finite(unchecked):
             finite_only(snap, {})
         return snap
 
@@ -856,19 +862,51 @@ def _merged(
     return snap
 
 
+def _pace_finite(values: dict[str, Any]) -> bool:
+    """Whether the pace's floats (`throughput.section`'s values without detail: the tokens seen,
+    tokens/s, the step time; the rest ints and a string) are finite: their sum is."""
+    check = (
+        values.get("tokens_seen", 0.0) + values.get("tokens_per_s", 0.0)
+        + values.get("step_time_s", 0.0)
+    )
+    return check - check == 0.0  # type: ignore[no-any-return]
+
+
+def _host_finite(values: dict[str, Any]) -> bool:
+    """Whether the host's floats (`HostSeries.sample`: the resident bytes and the cores, made
+    from finite numbers; the processes an int) are finite: their sum is."""
+    host = values.get("host")
+    if host is None:
+        return True
+    check = host.get("rss_b", 0.0) + host.get("cpu_cores", 0.0)
+    return check - check == 0.0  # type: ignore[no-any-return]
+
+
 class _SampleMemo:
     """What `Engine.sample` keeps from one sample to the next: the kept keys' layout and the
     time split's constant parts. Kept beside the engine (`_SAMPLE_MEMOS`), not in it: a 30th
     engine attribute slows every attribute read of the engine (benchmarks/README.md), and a
     cache has no place in the engine's checkpoint."""
 
-    __slots__ = ("keys", "split", "mfu", "_unwanted")
+    __slots__ = ("keys", "split", "mfu", "_unwanted", "_finite_entry")
 
     def __init__(self) -> None:
         self.keys = KeyPicker()
         self.split = SplitSampler()
         self.mfu = MfuSampler()
         self._unwanted: tuple[Any, Any] | None = None  # (values, keys) that share no key
+        self._finite_entry: Any = None  # the last entry `finite_entry` found finite
+
+    def finite_entry(self, entry: dict[str, Any] | None) -> bool:
+        """Whether every float in `entry` is finite, checked once per entry: FLOPs per token,
+        the same dict from one sample to the next while the facts stay (`FactStore.derived`),
+        which nothing changes once made but `finite_only`, and that only where one is not."""
+        if entry is None or entry is self._finite_entry:
+            return True
+        if not all_finite(entry):
+            return False
+        self._finite_entry = entry
+        return True
 
     def wanted(self, values: dict[str, Any], keys: frozenset[str] | None) -> dict[str, Any]:
         """`values`, or none when none of its keys is wanted: the GPUs' part (peak, devices,
