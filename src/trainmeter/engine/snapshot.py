@@ -12,7 +12,7 @@ it); `snapshot` composes the parts and costs the same however many records came 
 from __future__ import annotations
 
 from typing import Any
-from weakref import WeakKeyDictionary
+from weakref import ReferenceType, WeakKeyDictionary, ref
 
 from .. import payloads
 from . import (
@@ -82,6 +82,7 @@ _NOT_ANSWERED: frozenset[str] = frozenset()
 _EMPTY: dict[str, Any] = {}
 #: engine -> what its samples keep between them (`_SampleMemo`), for as long as it lives
 _SAMPLE_MEMOS: WeakKeyDictionary[Engine, _SampleMemo] = WeakKeyDictionary()
+_LAST_MEMO: tuple[ReferenceType[Engine], _SampleMemo] | None = None  # `Engine._sample_memo`
 
 
 def _spec_lookup(name: str) -> Any:
@@ -616,9 +617,7 @@ class Engine:
         composed. Every key kept is the same number either way."""
         p = _Parts(self.no_agent(), self.ledger.t_end is not None, self.shape())
         self._pace(p, detail=False, progress=keys is None or not keys.isdisjoint(_BUDGET_KEYS))
-        memo = _SAMPLE_MEMOS.get(self)
-        if memo is None:
-            memo = _SAMPLE_MEMOS[self] = _SampleMemo()
+        memo = self._sample_memo()
         # the readers' keys leave out the counters' derived part and what only it reads (MFU's
         # absent reason): MFU and the counters by their sample paths, which answer for their
         # floats
@@ -652,6 +651,20 @@ class Engine:
         if not finite or not all_finite(unchecked):
             finite_only(snap, {})
         return snap
+
+    def _sample_memo(self) -> _SampleMemo:
+        """This engine's `_SampleMemo`: the last one asked for without a look in
+        `_SAMPLE_MEMOS` (a replay's samples ask of one engine; a weak reference, so it does not
+        keep the engine alive)."""
+        global _LAST_MEMO
+        last = _LAST_MEMO
+        if last is not None and last[0]() is self:
+            return last[1]
+        memo = _SAMPLE_MEMOS.get(self)
+        if memo is None:
+            memo = _SAMPLE_MEMOS[self] = _SampleMemo()
+        _LAST_MEMO = (ref(self), memo)
+        return memo
 
     def _pace(self, p: _Parts, detail: bool = True, progress: bool = True) -> None:
         """The step clock, the model's FLOPs per token, and the budget's progress (`progress`
@@ -744,7 +757,9 @@ class Engine:
         p.energy = self.gpu.energy.section(
             gpus.covered, p.tokens_seen, self.gpu.unavailable, detail
         ) if energy else _NOTHING
-        p.memory = self.memory.section()
+        memory = self.memory
+        # a sample hands on no absent reason: memory's, worded each time, not made for it
+        p.memory = memory.section() if detail or memory.by_rank and memory.ranks else _NOTHING
 
     def _accounts(self, p: _Parts, now: float | None) -> None:
         """The time split, the cost, the counted FLOPs and the plan."""
