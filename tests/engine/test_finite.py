@@ -111,3 +111,37 @@ def test_a_live_tm_without_msgspec_does_not_import_it_to_check(monkeypatch) -> N
     assert finite._maybe_not_finite([1.0]) is True  # the walk decides
     monkeypatch.setitem(sys.modules, "msgspec", msgspec)
     assert finite._maybe_not_finite([1.0]) is False  # the C check, now msgspec is there
+
+
+def test_finite_only_leaves_the_containers_it_was_handed_as_they_were() -> None:
+    # a part's entry kept from one snapshot to the next: each snapshot names its infinity
+    kept = {"value": None, "range": [math.inf, 2.0]}
+    for _ in range(2):
+        snap = {"flops_per_token": kept, "steps": 3}
+        absent: dict[str, str] = {}
+        assert finite_only(snap, absent) == 1
+        assert snap == {"flops_per_token": {"value": None, "range": [None, 2.0]}, "steps": 3}
+        assert set(absent) == {"flops_per_token.range.0"}
+    assert kept == {"value": None, "range": [math.inf, 2.0]}
+
+
+def test_an_overflowing_flops_per_token_is_named_absent_in_every_snapshot() -> None:
+    # The FLOPs per token entry is kept per version of the facts. When finite_only replaced
+    # its infinities in place, the next snapshot found None in it and MFU's section raised.
+    from . import build as b
+
+    records = [b.start(0.0), b.hello(0.5), b.device(0.6),
+               b.fact(0.7, "n_params", 1e308), b.fact(0.7, "seq_len", 1024),
+               b.fact(0.7, "n_layers", 12), b.fact(0.7, "d_model", 768),
+               b.fact(0.7, "n_embedding_params", 38_000_000)]
+    records += [b.step(1.0 + i, tokens=8192, n=i) for i in range(1, 8)]
+    engine = b.Engine()
+    for record in records:
+        engine.feed(record)
+    for now in (9.0, 9.5, 10.0):
+        snap = engine.snapshot(now=now)
+        assert snap["flops_per_token"]["range"] == [None, None]
+        assert {"flops_per_token.range.0", "flops_per_token.range.1"} <= set(snap["absent"])
+        assert snap["mfu"]["range"] == [None, None]
+        sample = engine.sample(now=now)
+        assert sample["flops_per_token"] == snap["flops_per_token"]

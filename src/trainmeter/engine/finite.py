@@ -84,14 +84,21 @@ def all_finite(obj: Any) -> bool:
 
 def finite_only(snap: dict[str, Any], absent: dict[str, str]) -> int:
     """Replace each non-finite float in `snap` (nested dicts and lists) by None and name it in
-    `absent`. Returns how many were replaced. An explicit stack: no depth can overflow."""
+    `absent`. Returns how many were replaced. An explicit stack: no depth can overflow.
+
+    `snap` itself is the caller's and is changed in place; the dicts and lists nested in it are
+    not: a part's entry can be kept from one snapshot to the next (FLOPs per token per version
+    of the facts), and replacing its infinity in place would leave the next snapshot a None
+    with no reason named. So on this path, taken only when some float is not finite, every
+    nested container is replaced in its parent by a copy before it is walked (a shallow copy a
+    level, linear in the snapshot's size)."""
     if all_finite(snap):
         return 0
     replaced = 0
     stack: list[tuple[Any, str]] = [(snap, "")]
     while stack:
         item, path = stack.pop()
-        keys = item.keys() if type(item) is dict else range(len(item))
+        keys = list(item) if type(item) is dict else range(len(item))
         for key in keys:
             value = item[key]
             kind = type(value)
@@ -101,5 +108,6 @@ def finite_only(snap: dict[str, Any], absent: dict[str, str]) -> int:
                     absent.setdefault(f"{path}{key}", REASON)
                     replaced += 1
             elif kind is dict or kind is list:
+                value = item[key] = dict(value) if kind is dict else list(value)  # ours to change
                 stack.append((value, f"{path}{key}."))
     return replaced
