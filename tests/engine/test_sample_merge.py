@@ -1,7 +1,6 @@
 """`Engine.sample` merges its parts' values by the dict display when no key is given twice
-(`snapshot._merged`): the keys in the order they first appear, the first part's value; then
-only the keys asked for (`KeyPicker`, which also hands the finiteness check the values of
-those kept that no part answered for). Held here against the one-key-at-a-time rule (`Section.merge`), on random parts
+(`snapshot._merged`): the keys in the order they first appear, the first part's value, only the
+keys asked for. Held here against the one-key-at-a-time rule (`Section.merge`), on random parts
 with and without a key given twice, and on the sample of real runs against the snapshot's order
 (the replay's samples are compared byte for byte, so the order matters, not only the values)."""
 
@@ -11,7 +10,6 @@ import random
 
 import pytest
 
-from trainmeter.engine.sample_keys import KeyPicker
 from trainmeter.engine.section import Section
 from trainmeter.engine.snapshot import _merged
 
@@ -27,12 +25,11 @@ def _rule(parts: list[dict], keys: frozenset[str] | None) -> list[tuple[str, obj
 
 
 def test_merged_is_the_merge_rule() -> None:
-    picker = KeyPicker()  # one for every merge: its memo must follow each layout and keys
     for seed in range(400):
-        _one_random_merge(seed, picker)
+        _one_random_merge(seed)
 
 
-def _one_random_merge(seed: int, picker: KeyPicker) -> None:
+def _one_random_merge(seed: int) -> None:
     rng = random.Random(seed)
     names = [f"k{i}" for i in range(rng.randint(1, 30))]
     parts = []
@@ -46,19 +43,16 @@ def _one_random_merge(seed: int, picker: KeyPicker) -> None:
                 del values[k]
             seen.update(values)
     keys = None if seed % 3 == 0 else frozenset(rng.sample(names, rng.randint(0, len(names))))
-    checked = frozenset(rng.sample(names, rng.randint(0, min(3, len(names)))))
-    got, unchecked = picker.pick(_merged(*parts), keys, checked)
+    got = _merged(*parts, keys)
     assert list(got.items()) == _rule(parts, keys)
-    assert unchecked == tuple(v for k, v in got.items() if k not in checked)
     for values in parts:  # the parts' own dicts are left as they were
         assert all(v[0] == parts.index(values) for v in values.values())
 
 
 def test_a_key_given_twice_keeps_the_first_parts_value_and_place() -> None:
     parts = [{"a": 1, "b": 2}, {"c": 3, "a": 9}] + [{} for _ in range(9)]
-    assert list(_merged(*parts).items()) == [("a", 1), ("b", 2), ("c", 3)]
-    got, unchecked = KeyPicker().pick(_merged(*parts), frozenset({"a", "c"}), frozenset("c"))
-    assert list(got.items()) == [("a", 1), ("c", 3)] and unchecked == (1,)
+    assert list(_merged(*parts, None).items()) == [("a", 1), ("b", 2), ("c", 3)]
+    assert list(_merged(*parts, frozenset({"a", "c"})).items()) == [("a", 1), ("c", 3)]
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))

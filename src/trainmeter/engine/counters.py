@@ -51,7 +51,7 @@ _ROW_FIELDS = (
 _NUMERIC = frozenset((*_ROW_FIELDS, "window_s", "measured_peak_flops"))
 _RUNGS = ("gpu_util", "sm_active", "tensor_active")
 #: What `GpuCounters.section` gives beyond the ladder, the rows and OFU, from them
-DERIVED = frozenset(("flops_observed", "mfu_ofu_gap", "arithmetic_intensity"))
+_DERIVED = frozenset(("flops_observed", "mfu_ofu_gap", "arithmetic_intensity"))
 
 
 #: The types whose equal values print the same (`GpuCounters.layout`): 1, 1.0 and True are
@@ -272,7 +272,7 @@ class GpuCounters:
         gpus = self._covered(covered)
         mfu = mfu or {}
         self._ladder(out, gpus, mfu.get("value"))
-        rest = keys is None or not keys.isdisjoint(DERIVED)
+        rest = keys is None or not keys.isdisjoint(_DERIVED)
         self._ofu(out, gpus, mfu, detail, rest)
         if rest:
             self._intensity(out, gpus, mfu, mfu_reason, peak, peak_reason, detail)

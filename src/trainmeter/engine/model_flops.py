@@ -237,20 +237,10 @@ def sample_section(facts: FactStore, tokens_seen: float | None) -> Section:
     explanation nor its warnings): all but flops_spent follow from the facts and the registry
     alone, so they are worked out once per version of them and the same entries are given
     again (a replay takes 2,000 samples); flops_spent, the tokens times FLOPs per token, each
-    call. Without a FLOPs per token value (none chosen, or none at all) nothing here moves with
-    the tokens: the same section, made once per version, is given again (it is only read)."""
-    fpt, reason, conventions, conv_formulas, fixed = facts.derived(
+    call."""
+    fpt, reason, conventions, conv_formulas = facts.derived(
         "model.sample", lambda: _sample_base(facts), flops.generation()
     )
-    if fixed is not None:
-        return fixed  # type: ignore[no-any-return]
-    return _sample_out(fpt, reason, conventions, conv_formulas, tokens_seen)
-
-
-def _sample_out(
-    fpt: dict[str, Any] | None, reason: str | None, conventions: dict[str, float] | None,
-    conv_formulas: dict[str, str], tokens_seen: float | None,
-) -> Section:
     out = Section()
     _per_token_and_spent(out, fpt, reason, tokens_seen)
     if conventions is not None:
@@ -261,21 +251,12 @@ def _sample_out(
 
 def _sample_base(
     facts: FactStore,
-) -> tuple[
-    dict[str, Any] | None, str | None, dict[str, float] | None, dict[str, str], Section | None
-]:
+) -> tuple[dict[str, Any] | None, str | None, dict[str, float] | None, dict[str, str]]:
     """What `section` gives that does not move with the tokens: (the flops_per_token entry or
-    None with its reason, the conventions, their formulas, and the whole section when it has
-    no FLOPs per token value, so nothing in it moves with the tokens)."""
+    None with its reason, the conventions, their formulas)."""
     fpt, reason = choose(facts)
     shape = shape_of(facts)
-    conventions = all_conventions(shape) if shape is not None else None
-    conv_formulas = formulas()
-    fixed = (
-        _sample_out(fpt, reason, conventions, conv_formulas, None)
-        if fpt is None or fpt["value"] is None else None
-    )
-    return fpt, reason, conventions, conv_formulas, fixed
+    return fpt, reason, all_conventions(shape) if shape is not None else None, formulas()
 
 
 def expression(shape: ModelShape, conv: str) -> str:

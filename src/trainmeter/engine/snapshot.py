@@ -12,7 +12,6 @@ it); `snapshot` composes the parts and costs the same however many records came 
 from __future__ import annotations
 
 from typing import Any
-from weakref import ReferenceType, WeakKeyDictionary, ref
 
 from .. import payloads
 from . import (
@@ -21,7 +20,6 @@ from . import (
     budget,
     cost,
     counted,
-    counters_sample,
     devices,
     mfu,
     model_flops,
@@ -32,25 +30,21 @@ from . import (
     waterfall,
 )
 from .cards import Cards
-from .counters import DERIVED as COUNTERS_DERIVED
 from .counters import GpuCounters
 from .death import DeathRecords
 from .facts import FactStore
-from .finite import all_finite, finite_only
+from .finite import finite_only
 from .flops import ModelShape
 from .formulas import num
 from .host_node import HostSeries, NodeSeries
 from .memory import MemoryState
-from .mfu_sample import MfuSampler
 from .model_flops import SHAPE_KEYS
 from .ranks import RankModel, RankTimes
-from .sample_keys import KeyPicker
 from .section import Section
 from .series import SeriesStore
 from .stragglers import Stragglers
 from .throughput import StepClock
 from .timesplit import TimeLedger
-from .timesplit_sample import SplitSampler
 
 __all__ = ["Engine", "SHAPE_KEYS"]
 _RUN_FIELDS = ("name", "argv", "tm_version", "hostname", "unix_time", "python")
@@ -67,22 +61,6 @@ _SAMPLERS = frozenset((payloads.SAMPLE_GPU.name, payloads.SAMPLE_HOST.name, payl
 #: The part a sample leaves out (the budget, energy: `sample`'s `keys`), one for every sample:
 #: read, never changed
 _NOTHING = Section()
-#: The keys whose values a sample's check need not read: those of the parts that answered for
-#: their floats, always (the time split, `timesplit_sample.py`; the pace, whose floats are
-#: three sums and quotients, `_pace_finite`; FLOPs per token, one entry checked once; the
-#: host, two numbers made from finite ones) and with the readers' keys that leave out the
-#: counters' derived part (MFU, `mfu_sample.py`; the ladder, the rows and OFU,
-#: `counters_sample.py`). When one found a float that is not finite, every value is checked.
-_PACE_KEYS = ("steps", "tokens_seen", "step_index", "tokens_per_s", "tokens_counted",
-              "step_time_s")
-_ANSWERED = frozenset(("time", *_PACE_KEYS, "flops_per_token", "host"))
-_ANSWERED_LEAN = _ANSWERED | frozenset(("mfu", "ladder", "gpus", "ofu"))
-_NOT_ANSWERED: frozenset[str] = frozenset()
-#: no values (read only)
-_EMPTY: dict[str, Any] = {}
-#: engine -> what its samples keep between them (`_SampleMemo`), for as long as it lives
-_SAMPLE_MEMOS: WeakKeyDictionary[Engine, _SampleMemo] = WeakKeyDictionary()
-_LAST_MEMO: tuple[ReferenceType[Engine], _SampleMemo] | None = None  # `Engine._sample_memo`
 
 
 def _spec_lookup(name: str) -> Any:
@@ -617,54 +595,22 @@ class Engine:
         composed. Every key kept is the same number either way."""
         p = _Parts(self.no_agent(), self.ledger.t_end is not None, self.shape())
         self._pace(p, detail=False, progress=keys is None or not keys.isdisjoint(_BUDGET_KEYS))
-        memo = self._sample_memo()
-        # the readers' keys leave out the counters' derived part and what only it reads (MFU's
-        # absent reason): MFU and the counters by their sample paths, which answer for their
-        # floats
-        lean = keys is not None and keys.isdisjoint(COUNTERS_DERIVED)
-        self._devices(p, detail=False, energy=keys is None or "energy" in keys, keys=keys,
-                      mfu_of=memo.mfu if lean else None)
-        # the time split's values, made by its sample path, which answers for its floats
-        split, split_finite = memo.split.sample(
-            self.ledger, self.t_last, now, self.probes, self.world_size
+        self._devices(p, detail=False, energy=keys is None or "energy" in keys, keys=keys)
+        p.time_split = self.ledger.section(
+            self.t_last, now, self.probes, p.no_agent, self.world_size, detail=False
         )
-        host = self.host.values()
-        finite = (  # each part's answer (those not asked: True)
-            split_finite and p.counters_finite and p.mfu_finite is not False
-            and _pace_finite(p.pace.values) and memo.finite_entry(p.fpt)
-            and _host_finite(host)
-        )
-        answered = _NOT_ANSWERED if not finite else _ANSWERED_LEAN if lean else _ANSWERED
         # the parts' values as `Section.merge` takes them (the first part to give a key keeps
         # it); their absent reasons, explanations and warnings are not handed on
-        snap, unchecked = memo.keys.pick(_merged(
+        snap = _merged(
             p.pace.values, p.model.values, p.progress.values, p.utilization.values,
-            p.counters.values, p.energy.values, memo.wanted(p.gpus.section.values, keys),
-            host, self.node.values(), p.memory.values, split,
-        ), keys, answered)
+            p.counters.values, p.energy.values, p.gpus.section.values, self.host.values(),
+            self.node.values(), p.memory.values, p.time_split.values, keys,
+        )
         untokened = samples.no_tokens(self.clock, p.tokens_seen)  # as `_insight` says it
         if untokened is not None:
             snap.pop("tokens_seen", None)
-        # no infinity or NaN leaves the engine: the values of the parts that did not answer
-        # for their own floats are checked, and when one of those is not finite, every value
-        # (as `finite_only(snap, {})` alone did: the same replacements)
-        if not finite or not all_finite(unchecked):
-            finite_only(snap, {})
+        finite_only(snap, {})
         return snap
-
-    def _sample_memo(self) -> _SampleMemo:
-        """This engine's `_SampleMemo`: the last one asked for without a look in
-        `_SAMPLE_MEMOS` (a replay's samples ask of one engine; a weak reference, so it does not
-        keep the engine alive)."""
-        global _LAST_MEMO
-        last = _LAST_MEMO
-        if last is not None and last[0]() is self:
-            return last[1]
-        memo = _SAMPLE_MEMOS.get(self)
-        if memo is None:
-            memo = _SAMPLE_MEMOS[self] = _SampleMemo()
-        _LAST_MEMO = (ref(self), memo)
-        return memo
 
     def _pace(self, p: _Parts, detail: bool = True, progress: bool = True) -> None:
         """The step clock, the model's FLOPs per token, and the budget's progress (`progress`
@@ -705,14 +651,13 @@ class Engine:
 
     def _devices(
         self, p: _Parts, detail: bool = True, energy: bool = True,
-        keys: frozenset[str] | None = None, mfu_of: MfuSampler | None = None,
+        keys: frozenset[str] | None = None,
     ) -> None:
         """The GPUs and their peak, MFU, the GPU counters and energy (`detail` False: without
         their explanations, for `sample`, whose GPU part is made again only after what it reads
         moved: a fact or a device fact (`FactStore.version`), the sampled GPUs' names,
         selection, versions or measured peaks (`GpuCounters.layout`); `keys`: a sample's, the
-        counters' values no reader reads left out; `mfu_of`: MFU's values by its sample path,
-        without its absent reason, which then nothing reads)."""
+        counters' values no reader reads left out)."""
         facts, gpu = self.facts, self.gpu
         p.gpus = gpus = devices.section(facts, self.devices, gpu, self.cards.spec) if detail else (
             facts.derived(
@@ -721,45 +666,29 @@ class Engine:
                 gpu.layout,
             )
         )
-        if mfu_of is not None:
-            values, p.mfu_finite = mfu_of.sample(
-                p.fpt, p.tps, gpus.peak, gpus.n_gpus, p.shape, _precision(self.facts)
-            )
-            p.utilization = Section(values=values)
-            p.mfu = values.get("mfu")
-            p.mfu_reason = None
-        else:
-            p.utilization = utilization = mfu.section(
-                flops_per_token=p.fpt,
-                flops_reason=p.fpt_reason,
-                tokens_per_s=p.tps,
-                tokens_reason=p.pace.absent.get("tokens_per_s"),
-                peak=gpus.peak,
-                peak_reason=gpus.peak_reason,
-                n_gpus=gpus.n_gpus,
-                n_gpus_source=gpus.n_gpus_source,
-                shape=p.shape,
-                precision=_precision(self.facts),
-                detail=detail,
-            )
-            p.mfu = utilization.values.get("mfu")
-            p.mfu_reason = utilization.absent.get("mfu")
-        if mfu_of is not None:  # the ladder, the rows and OFU by their sample path
-            values, p.counters_finite = counters_sample.sample(
-                self.gpu, gpus.covered, (p.mfu or {}).get("value")
-            )
-            p.counters = Section(values=values)
-        else:
-            p.counters = self.gpu.section(
-                gpus.covered, mfu=p.mfu, mfu_reason=p.mfu_reason, peak=gpus.peak,
-                peak_reason=gpus.peak_reason, detail=detail, keys=keys,
-            )
+        p.utilization = utilization = mfu.section(
+            flops_per_token=p.fpt,
+            flops_reason=p.fpt_reason,
+            tokens_per_s=p.tps,
+            tokens_reason=p.pace.absent.get("tokens_per_s"),
+            peak=gpus.peak,
+            peak_reason=gpus.peak_reason,
+            n_gpus=gpus.n_gpus,
+            n_gpus_source=gpus.n_gpus_source,
+            shape=p.shape,
+            precision=_precision(self.facts),
+            detail=detail,
+        )
+        p.mfu = utilization.values.get("mfu")
+        p.mfu_reason = utilization.absent.get("mfu")
+        p.counters = self.gpu.section(
+            gpus.covered, mfu=p.mfu, mfu_reason=p.mfu_reason, peak=gpus.peak,
+            peak_reason=gpus.peak_reason, detail=detail, keys=keys,
+        )
         p.energy = self.gpu.energy.section(
             gpus.covered, p.tokens_seen, self.gpu.unavailable, detail
         ) if energy else _NOTHING
-        memory = self.memory
-        # a sample hands on no absent reason: memory's, worded each time, not made for it
-        p.memory = memory.section() if detail or memory.by_rank and memory.ranks else _NOTHING
+        p.memory = self.memory.section()
 
     def _accounts(self, p: _Parts, now: float | None) -> None:
         """The time split, the cost, the counted FLOPs and the plan."""
@@ -857,13 +786,13 @@ class Engine:
 def _merged(
     a: dict[str, Any], b: dict[str, Any], c: dict[str, Any], d: dict[str, Any],
     e: dict[str, Any], f: dict[str, Any], g: dict[str, Any], h: dict[str, Any],
-    i: dict[str, Any], j: dict[str, Any], k: dict[str, Any],
+    i: dict[str, Any], j: dict[str, Any], k: dict[str, Any], keys: frozenset[str] | None,
 ) -> dict[str, Any]:
     """The parts' values in one dict as `Section.merge` takes them: each key in the order it
-    first appears, with the first part's value (`KeyPicker` then keeps a sample's readers'
-    keys). Merged by the dict display in C when no key is given twice (the lengths add up:
-    the common case, a key per part); else one key at a time. A Python step per key of ~40
-    was most of `sample`'s own cost."""
+    first appears, with the first part's value; only `keys` (None: every key). Merged by the
+    dict display in C when no key is given twice (the lengths add up: the common case, a key
+    per part), with the keys not wanted then deleted (the others keep their order); else one
+    key at a time. A Python step per key of ~40 was most of `sample`'s own cost."""
     snap = {**a, **b, **c, **d, **e, **f, **g, **h, **i, **j, **k}
     if len(snap) != (
         len(a) + len(b) + len(c) + len(d) + len(e) + len(f) + len(g) + len(h) + len(i)
@@ -872,70 +801,13 @@ def _merged(
         snap = {}
         for values in (a, b, c, d, e, f, g, h, i, j, k):
             for key, value in values.items():
-                if key not in snap:
+                if key not in snap and (keys is None or key in keys):
                     snap[key] = value
+        return snap
+    if keys is not None:
+        for key in snap.keys() - keys:
+            del snap[key]
     return snap
-
-
-def _pace_finite(values: dict[str, Any]) -> bool:
-    """Whether the pace's floats (`throughput.section`'s values without detail: the tokens seen,
-    tokens/s, the step time; the rest ints and a string) are finite: their sum is."""
-    check = (
-        values.get("tokens_seen", 0.0) + values.get("tokens_per_s", 0.0)
-        + values.get("step_time_s", 0.0)
-    )
-    return check - check == 0.0  # type: ignore[no-any-return]
-
-
-def _host_finite(values: dict[str, Any]) -> bool:
-    """Whether the host's floats (`HostSeries.sample`: the resident bytes and the cores, made
-    from finite numbers; the processes an int) are finite: their sum is."""
-    host = values.get("host")
-    if host is None:
-        return True
-    check = host.get("rss_b", 0.0) + host.get("cpu_cores", 0.0)
-    return check - check == 0.0  # type: ignore[no-any-return]
-
-
-class _SampleMemo:
-    """What `Engine.sample` keeps from one sample to the next: the kept keys' layout and the
-    time split's constant parts. Kept beside the engine (`_SAMPLE_MEMOS`), not in it: a 30th
-    engine attribute slows every attribute read of the engine (benchmarks/README.md), and a
-    cache has no place in the engine's checkpoint."""
-
-    __slots__ = ("keys", "split", "mfu", "_unwanted", "_finite_entry")
-
-    def __init__(self) -> None:
-        self.keys = KeyPicker()
-        self.split = SplitSampler()
-        self.mfu = MfuSampler()
-        self._unwanted: tuple[Any, Any] | None = None  # (values, keys) that share no key
-        self._finite_entry: Any = None  # the last entry `finite_entry` found finite
-
-    def finite_entry(self, entry: dict[str, Any] | None) -> bool:
-        """Whether every float in `entry` is finite, checked once per entry: FLOPs per token,
-        the same dict from one sample to the next while the facts stay (`FactStore.derived`),
-        which nothing changes once made but `finite_only`, and that only where one is not."""
-        if entry is None or entry is self._finite_entry:
-            return True
-        if not all_finite(entry):
-            return False
-        self._finite_entry = entry
-        return True
-
-    def wanted(self, values: dict[str, Any], keys: frozenset[str] | None) -> dict[str, Any]:
-        """`values`, or none when none of its keys is wanted: the GPUs' part (peak, devices,
-        n_gpus...), reused from one sample to the next (`Engine._devices`), whose keys the
-        history reads none of, is then not merged only to be cut. Leaving out a part whose
-        keys are all cut changes neither which part gives a kept key nor the kept keys'
-        order."""
-        unwanted = self._unwanted
-        if unwanted is not None and unwanted[0] is values and unwanted[1] is keys:
-            return _EMPTY
-        if keys is None or not keys.isdisjoint(values):
-            return values
-        self._unwanted = (values, keys)
-        return _EMPTY
 
 
 class _Parts:
@@ -953,8 +825,6 @@ class _Parts:
     utilization: Section  # MFU
     mfu: dict[str, Any] | None
     mfu_reason: str | None
-    mfu_finite: bool | None = None  # MFU's sample path's answer (None: `mfu.section` made it)
-    counters_finite = True  # the counters' sample path's answer (True when not asked)
     counters: Section  # the GPUs' own counters
     energy: Section
     memory: Section
