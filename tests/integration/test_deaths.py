@@ -25,6 +25,8 @@ from tests.conftest import (
 )
 from tests.engine.snapshot_keys import undocumented
 
+from . import hung
+
 pytestmark = pytest.mark.slow
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -240,31 +242,15 @@ def test_a_gloo_timeout_names_the_collective_and_the_rank(tmp_path: Path) -> Non
 HANG_SILENCE_S = 62  # over the stuck alert's 60 s floor
 
 
-@pytest.fixture(scope="module", autouse=True)
-def hung_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """The hang test's run, started as this module starts: its 62 s of silence pass while the
-    other deaths are made (the hung child sleeps and costs no CPU), and the test, last in the
-    module, waits only for what is left of them. None where the hang test is not selected."""
-    if not any(item.name == HANG_TEST and item.module is request.module
-               for item in request.session.items):
-        yield None
-        return
-    cwd = tmp_path_factory.mktemp("hang")
-    proc = subprocess.Popen([sys.executable, "-m", "trainmeter", "--no-web", DIES, "hang", "6"],
-                            cwd=cwd, env=_env(DIES_STEP_PAUSE="0.3"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("READY"):
-            break
-    ready = time.monotonic()
-    yield cwd, proc, ready
-    if proc.poll() is None:  # the test failed before it ended the run
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
+@pytest.fixture
+def hung_run():
+    """The hang test's run, started as the session started (tests/integration/hung.py): its
+    62 s of silence pass while the rest of the suite runs (the hung child sleeps and costs no
+    CPU), and the test waits only for what is left of them."""
+    run = hung.started()
+    return run.cwd, run.proc, run.ready()
 
 
-HANG_TEST = "test_a_hang_ended_by_a_timeout_says_it_hung"
 
 
 def test_a_hang_ended_by_a_timeout_says_it_hung(hung_run) -> None:

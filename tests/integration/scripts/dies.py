@@ -66,7 +66,7 @@ if how == "sigkill":
     os.kill(os.getpid(), signal.SIGKILL)
 if how in ("wait", "hang"):
     print("READY", flush=True)
-    time.sleep(600)
+    time.sleep(3600 if how == "hang" else 600)  # a hang waits out a whole suite (hung.py)
 if how == "memhog":
     hog = []
     while True:
