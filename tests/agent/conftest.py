@@ -8,7 +8,8 @@ PYTHONPATH (as `tm` does), every datagram read until the process has exited, the
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,26 @@ def run_pair(
 def run_tiny_lm_pair(cwd: Path, *flags: str, **kw: str) -> tuple[AgentRun, AgentRun]:
     """`tiny_lm.py FLAGS` under the agent and without it, at once (see run_pair)."""
     return run_pair(["python", str(SCRIPTS / "tiny_lm.py"), *flags], cwd, **kw)
+
+
+def runs_two_at_a_time(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    runs: dict[str, Callable[[Path], AgentRun]],
+) -> dict[str, AgentRun]:
+    """A module's single runs, test name -> run, made two at a time when first asked for.
+
+    For tests that each read one process of their own under the agent (its counts, facts and
+    losses; nothing timed): one process uses one of the suite's two cores, so made one test
+    after the other they leave the second idle. Only the runs of the tests selected are made,
+    each in a directory of its own."""
+    selected = {
+        item.originalname for item in request.session.items
+        if getattr(item, "module", None) is request.module
+    }
+    todo = {name: call for name, call in runs.items() if name in selected}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {
+            name: pool.submit(call, tmp_path_factory.mktemp(name[5:30])) for name, call in todo.items()
+        }
+        return {name: future.result() for name, future in futures.items()}

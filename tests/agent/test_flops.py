@@ -9,13 +9,35 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SCRIPTS, run_agent, run_tiny_lm, run_tiny_lm_pair
+from conftest import SCRIPTS, run_agent, run_tiny_lm, run_tiny_lm_pair, runs_two_at_a_time
 
 PER_TOKEN = 30720.0
 
+pytestmark = pytest.mark.slow  # every test here starts processes (the fast lane's rule)
 
-def test_counted_flops_for_a_plain_model(workdir):
-    run = run_tiny_lm(workdir, "--steps", "4", "--accum", "2")
+#: The tests that read one run of their own under the agent: made two at a time (see
+#: runs_two_at_a_time), each test asserting on its own as before.
+SINGLES = {
+    "test_counted_flops_for_a_plain_model":
+        lambda cwd: run_tiny_lm(cwd, "--steps", "4", "--accum", "2"),
+    "test_too_few_steps_leaves_no_count": lambda cwd: run_tiny_lm(cwd, "--steps", "2"),
+    "test_a_worker_forked_during_the_counted_step_does_not_count":
+        lambda cwd: run_agent(["python", str(SCRIPTS / "fork_in_window.py")], cwd),
+}
+
+
+@pytest.fixture(scope="module")
+def singles(request, tmp_path_factory):
+    return runs_two_at_a_time(request, tmp_path_factory, SINGLES)
+
+
+@pytest.fixture
+def run(request, singles):
+    """This test's run of SINGLES."""
+    return singles[request.node.originalname]
+
+
+def test_counted_flops_for_a_plain_model(run):
     assert run.rc == 0, run.stderr
     facts = run.fact_records("counted_flops_per_token")
     assert len(facts) == 1
@@ -53,15 +75,13 @@ def test_counted_flops_for_a_compiled_model_or_a_reason(workdir, how):
     assert _graphs(run) == _graphs(plain) == ["TRUTH_GRAPHS unique_graphs=1"]
 
 
-def test_too_few_steps_leaves_no_count(workdir):
-    run = run_tiny_lm(workdir, "--steps", "2")
+def test_too_few_steps_leaves_no_count(run):
     assert run.rc == 0, run.stderr
     assert "counted_flops_per_token" not in run.facts()
 
 
-def test_a_worker_forked_during_the_counted_step_does_not_count(workdir):
-    # Embedding(10, 4) + Linear(4, 10): 6 * 4 * 10 = 240 FLOPs per token
-    run = run_agent(["python", str(SCRIPTS / "fork_in_window.py")], workdir)
+def test_a_worker_forked_during_the_counted_step_does_not_count(run):
+    # fork_in_window.py: Embedding(10, 4) + Linear(4, 10): 6 * 4 * 10 = 240 FLOPs per token
     assert run.rc == 0, run.stderr
     assert len(run.losses()) == 6
     assert "MODE ACTIVE" not in run.stdout

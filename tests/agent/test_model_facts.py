@@ -10,7 +10,32 @@ The tiny LM (tests/agent/scripts/tiny_lm.py): V=64, T=8, d=16, L=2.
 
 from __future__ import annotations
 
-from conftest import run_tiny_lm
+import pytest
+
+from conftest import run_tiny_lm, runs_two_at_a_time
+
+pytestmark = pytest.mark.slow  # every test here starts processes (the fast lane's rule)
+
+#: Each test reads one run of its own under the agent: made two at a time (see
+#: runs_two_at_a_time), each test asserting on its own as before.
+SINGLES = {
+    "test_untied_model_shape": lambda cwd: run_tiny_lm(cwd, "--steps", "2"),
+    "test_tied_head_stays_in_n_minus_e_and_frozen_is_counted":
+        lambda cwd: run_tiny_lm(cwd, "--steps", "2", "--tied", "--frozen", "--experts", "8"),
+    "test_config_is_found_through_torch_compile":
+        lambda cwd: run_tiny_lm(cwd, "--steps", "2", "--compile", "eager"),
+}
+
+
+@pytest.fixture(scope="module")
+def singles(request, tmp_path_factory):
+    return runs_two_at_a_time(request, tmp_path_factory, SINGLES)
+
+
+@pytest.fixture
+def run(request, singles):
+    """This test's run of SINGLES."""
+    return singles[request.node.originalname]
 
 
 def _detected(run) -> dict:
@@ -22,8 +47,8 @@ def _detected(run) -> dict:
     return facts
 
 
-def test_untied_model_shape(workdir):
-    facts = _detected(run_tiny_lm(workdir, "--steps", "2"))
+def test_untied_model_shape(run):
+    facts = _detected(run)
     assert facts["n_params"] == 6528
     assert facts["n_embedding_params"] == 1152
     assert facts["n_frozen_params"] == 0
@@ -36,16 +61,15 @@ def test_untied_model_shape(workdir):
     assert "moe_routed_params" not in facts and "attn_windows" not in facts
 
 
-def test_tied_head_stays_in_n_minus_e_and_frozen_is_counted(workdir):
-    facts = _detected(run_tiny_lm(workdir, "--steps", "2", "--tied", "--frozen", "--experts", "8"))
+def test_tied_head_stays_in_n_minus_e_and_frozen_is_counted(run):
+    facts = _detected(run)
     assert facts["n_params"] == 5504
     assert facts["n_embedding_params"] == 128
     assert facts["n_frozen_params"] == 128  # the frozen position table
     assert facts["moe_experts"] == 8
 
 
-def test_config_is_found_through_torch_compile(workdir):
-    run = run_tiny_lm(workdir, "--steps", "2", "--compile", "eager")
+def test_config_is_found_through_torch_compile(run):
     facts = _detected(run)
     assert (facts["n_params"], facts["n_layers"], facts["d_model"]) == (6528, 2, 16)
     assert "global hooks" not in run.stderr  # torch's warning about our hooks is silenced

@@ -2,11 +2,38 @@
 
 from __future__ import annotations
 
-from conftest import run_pair, run_tiny_lm, run_tiny_lm_pair
+import pytest
+
+from conftest import run_pair, run_tiny_lm, run_tiny_lm_pair, runs_two_at_a_time
+
+pytestmark = pytest.mark.slow  # every test here starts processes (the fast lane's rule)
+
+#: The tests that read one run of their own under the agent: made two at a time (see
+#: runs_two_at_a_time), each test asserting on its own as before.
+SINGLES = {
+    "test_gradient_accumulation_counts_steps_micro_and_tokens":
+        lambda cwd: run_tiny_lm(cwd, "--steps", "4", "--accum", "4", "--batch", "4"),
+    "test_variable_batches_and_attention_mask_give_exact_real_tokens":
+        lambda cwd: run_tiny_lm(cwd, "--steps", "3", "--accum", "4", "--vary-batch", "--mask"),
+    "test_labels_with_ignore_index_count_real_tokens":
+        lambda cwd: run_tiny_lm(cwd, "--steps", "3", "--accum", "2", "--labels"),
+    "test_two_optimizers_in_one_iteration_are_one_step":
+        lambda cwd: run_tiny_lm(cwd, "--steps", "5", "--two-optimizers"),
+}
 
 
-def test_gradient_accumulation_counts_steps_micro_and_tokens(workdir):
-    run = run_tiny_lm(workdir, "--steps", "4", "--accum", "4", "--batch", "4")
+@pytest.fixture(scope="module")
+def singles(request, tmp_path_factory):
+    return runs_two_at_a_time(request, tmp_path_factory, SINGLES)
+
+
+@pytest.fixture
+def run(request, singles):
+    """This test's run of SINGLES."""
+    return singles[request.node.originalname]
+
+
+def test_gradient_accumulation_counts_steps_micro_and_tokens(run):
     assert run.rc == 0, run.stderr
     steps = run.kind("step")
     # 4 optimizer steps of 4 micro-batches of 4 sequences x 8 tokens: 4 * 4 * 8 = 128 a step
@@ -22,10 +49,10 @@ def test_gradient_accumulation_counts_steps_micro_and_tokens(workdir):
     assert {"steps", "tokens"} <= run.probes()
 
 
-def test_variable_batches_and_attention_mask_give_exact_real_tokens(workdir):
+def test_variable_batches_and_attention_mask_give_exact_real_tokens(run):
+    # --steps 3 --accum 4 --vary-batch --mask:
     # micro-batch sizes cycle 1, 2, 3 sequences: 12 micro-batches hold 4 * (1+2+3) = 24
     # sequences = 192 tokens; the mask pads each sequence to 8, the loop sums it itself
-    run = run_tiny_lm(workdir, "--steps", "3", "--accum", "4", "--vary-batch", "--mask")
     assert run.rc == 0, run.stderr
     truth = run.truth()
     assert truth["tokens"] == 192
@@ -35,16 +62,14 @@ def test_variable_batches_and_attention_mask_give_exact_real_tokens(workdir):
     assert all("real_tokens" in r["d"] for r in run.kind("step"))
 
 
-def test_labels_with_ignore_index_count_real_tokens(workdir):
-    run = run_tiny_lm(workdir, "--steps", "3", "--accum", "2", "--labels")
+def test_labels_with_ignore_index_count_real_tokens(run):
     assert run.rc == 0, run.stderr
     truth = run.truth()
     assert run.steps_total("tokens") == truth["tokens"] == 3 * 2 * 4 * 8
     assert run.steps_total("real_tokens") == truth["real"] < truth["tokens"]
 
 
-def test_two_optimizers_in_one_iteration_are_one_step(workdir):
-    run = run_tiny_lm(workdir, "--steps", "5", "--two-optimizers")
+def test_two_optimizers_in_one_iteration_are_one_step(run):
     assert run.rc == 0, run.stderr
     assert run.steps_total("k") == 5
     assert run.kind("step")[-1]["d"]["n"] == 5
