@@ -8,11 +8,12 @@ PYTHONPATH (as `tm` does), every datagram read until the process has exited, the
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from tests.conftest import together
@@ -21,6 +22,7 @@ from tests.socket_collector import SocketCollector
 REPO = Path(__file__).resolve().parents[2]
 BOOTSTRAP = REPO / "src" / "trainmeter" / "agent" / "bootstrap"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -145,21 +147,23 @@ def run_tiny_lm_pair(cwd: Path, *flags: str, **kw: str) -> tuple[AgentRun, Agent
 def runs_two_at_a_time(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
-    runs: dict[str, Callable[[Path], AgentRun]],
-) -> dict[str, AgentRun]:
+    runs: dict[str, Callable[[Path], T]],
+) -> dict[str, T]:
     """A module's single runs, test name -> run, made two at a time when first asked for.
 
-    For tests that each read one process of their own under the agent (its counts, facts and
-    losses; nothing timed): one process uses one of the suite's two cores, so made one test
-    after the other they leave the second idle. Only the runs of the tests selected are made,
-    each in a directory of its own."""
-    selected = {
-        item.originalname for item in request.session.items
-        if getattr(item, "module", None) is request.module
-    }
+    For tests that each read one process of their own (its counts, facts, losses and log;
+    nothing timed): one process uses one of the suite's two cores, so made one test after the
+    other they leave the second idle. A name is a test's function name or, for one case of a
+    parametrized test, its item name (`test_x[a-b]`). Only the runs of the tests selected are
+    made, each in a directory of its own (the call's argument)."""
+    selected: set[str] = set()
+    for item in request.session.items:
+        if getattr(item, "module", None) is request.module:
+            selected.update((item.name, getattr(item, "originalname", item.name)))
     todo = {name: call for name, call in runs.items() if name in selected}
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {
-            name: pool.submit(call, tmp_path_factory.mktemp(name[5:30])) for name, call in todo.items()
+            name: pool.submit(call, tmp_path_factory.mktemp(re.sub(r"\W", "_", name[5:40])))
+            for name, call in todo.items()
         }
         return {name: future.result() for name, future in futures.items()}

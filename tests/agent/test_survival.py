@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import collections
+import functools
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from tests.conftest import read_events, run_dirs, run_tm
+
+from conftest import runs_two_at_a_time
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
@@ -20,23 +24,56 @@ def _log(cwd: Path) -> list[dict]:
     return read_events(dirs[-1])
 
 
-@pytest.mark.parametrize(
-    ("steps", "how", "status"),
-    [
-        (300, "KILL", 128 + signal.SIGKILL),
-        (40, "KILL", 128 + signal.SIGKILL),
-        (120, "TERM", 128 + signal.SIGTERM),
-        (120, "HUP", 128 + signal.SIGHUP),
-        (120, "INT", None),  # KeyboardInterrupt: Python's own exit status for it
-    ],
-)
-def test_every_finished_step_and_value_survives_the_death(workdir, steps, how, status) -> None:
+DEATHS = [
+    (300, "KILL", 128 + signal.SIGKILL),
+    (40, "KILL", 128 + signal.SIGKILL),
+    (120, "TERM", 128 + signal.SIGTERM),
+    (120, "HUP", 128 + signal.SIGHUP),
+    (120, "INT", None),  # KeyboardInterrupt: Python's own exit status for it
+]
+METHODS = ["fork", "spawn"]
+
+
+def _die_after(steps: int, how: str, cwd: Path) -> tuple[Path, subprocess.CompletedProcess]:
+    return cwd, run_tm(
+        ["-q", "--no-web", "--", sys.executable, str(SCRIPTS / "die_after.py"), str(steps), how], cwd
+    )
+
+
+def _forking(method: str, cwd: Path) -> tuple[Path, subprocess.CompletedProcess]:
+    return cwd, run_tm(
+        ["-q", "--no-web", "--", sys.executable, str(SCRIPTS / "forking_trainer.py"), method], cwd
+    )
+
+
+#: Each case's one run under `tm`, made two at a time (see runs_two_at_a_time): counts and the
+#: log only, nothing timed. (The 100k emits' loop, below, runs alone: it tests the throughput
+#: of tm's ingest against the agent's, which a second run beside it would share.)
+SINGLES = {
+    **{f"test_every_finished_step_and_value_survives_the_death[{s}-{h}-{st}]":
+       functools.partial(_die_after, s, h) for s, h, st in DEATHS},
+    **{f"test_forked_and_spawned_workers_deliver_each_value_once[{m}]":
+       functools.partial(_forking, m) for m in METHODS},
+}
+
+
+@pytest.fixture(scope="module")
+def singles(request, tmp_path_factory):
+    return runs_two_at_a_time(request, tmp_path_factory, SINGLES)
+
+
+@pytest.fixture
+def ran(request, singles) -> tuple[Path, subprocess.CompletedProcess]:
+    """This case's (directory, finished `tm`) of SINGLES."""
+    return singles[request.node.name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("steps", "how", "status"), DEATHS)
+def test_every_finished_step_and_value_survives_the_death(ran, steps, how, status) -> None:
     """SIGKILL after 300 and after 40 steps; SIGTERM and SIGHUP (Python's default: no atexit);
     SIGINT. (os._exit is the forked workers' way out, below.)"""
-    out = run_tm(
-        ["-q", "--no-web", "--", sys.executable, str(SCRIPTS / "die_after.py"), str(steps), how],
-        workdir,
-    )
+    workdir, out = ran
     assert f"DONE {steps}" in out.stdout, out.stderr
     if status is not None:
         assert out.returncode == status, out.stderr
@@ -52,12 +89,10 @@ def test_every_finished_step_and_value_survives_the_death(workdir, steps, how, s
     assert events[-1]["kind"] == "run.end"
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_forked_and_spawned_workers_deliver_each_value_once(workdir, method) -> None:
-    out = run_tm(
-        ["-q", "--no-web", "--", sys.executable, str(SCRIPTS / "forking_trainer.py"), method],
-        workdir,
-    )
+@pytest.mark.slow
+@pytest.mark.parametrize("method", METHODS)
+def test_forked_and_spawned_workers_deliver_each_value_once(ran, method) -> None:
+    workdir, out = ran
     assert out.returncode == 0 and "DONE" in out.stdout, out.stderr
     seen = collections.Counter(
         (r["d"]["key"], r["d"]["value"])
