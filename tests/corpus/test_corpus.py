@@ -4,9 +4,11 @@ without it; what `tm` recorded is held against what each program counted about i
 Every program in `programs/` prints a `TRUTH` line (its own count of optimizer updates, of the
 token ids it fed the model in training forwards, and the shape it built) and `LOSS` lines with
 exact floats. All the runs are made in one fixture, then each test reads its own: the runs under
-`tm` two at a time, each as a person starts it; beside them the plain runs one after the other,
-each in a child forked from one interpreter that imported torch once (plain_batch.py: each
-program's own `import torch` was a quarter of its plain run). `TM_CORPUS_TABLE=path` also
+`tm` each as a person starts it; beside them the plain runs one after the other, each in a child
+forked from one interpreter that imported torch once (plain_batch.py: each program's own
+`import torch` was a quarter of its plain run). The runs are queued as the session starts and
+made one at a time while the tests before run, two at a time once the fixture waits for them
+(background.py). `TM_CORPUS_TABLE=path` also
 writes the table of docs/loops.md from the runs.
 """
 
@@ -17,18 +19,18 @@ import os
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from ..conftest import run_dirs, tm_env
+from . import background
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # starts two processes per program
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
-PARALLEL = 3
+WIDTH = 2  # runs at a time once the tests need them: one per core
 PLAIN_BATCH = Path(__file__).resolve().parent / "plain_batch.py"
 
 #: program -> how it updates its weights: the step signal `tm` should say it used
@@ -138,13 +140,15 @@ def _start_plain(names: list[str], root: Path) -> tuple[subprocess.Popen, dict[s
         jobs.append(job)
         runs[name] = job
     (root / "plain.json").write_text(json.dumps(jobs))
-    batch = subprocess.Popen([sys.executable, str(PLAIN_BATCH), str(root / "plain.json")],
-                             cwd=root, env=_env(False))
+    with open(root / "plain_batch.log", "wb") as log:  # never into a test's captured output
+        batch = subprocess.Popen([sys.executable, str(PLAIN_BATCH), str(root / "plain.json")],
+                                 cwd=root, env=_env(False), stdout=log, stderr=log)
     return batch, runs
 
 
 def _plain_done(batch: subprocess.Popen, runs: dict[str, dict]) -> dict[str, dict]:
-    assert batch.wait(timeout=600) == 0, "plain_batch.py failed"
+    log = Path(batch.args[-1]).parent / "plain_batch.log"  # type: ignore[index]
+    assert batch.wait(timeout=600) == 0, f"plain_batch.py failed: {log.read_text()[-3000:]}"
     out = {}
     for name, job in runs.items():
         status = Path(job["stdout"] + ".status")
@@ -156,23 +160,15 @@ def _plain_done(batch: subprocess.Popen, runs: dict[str, dict]) -> dict[str, dic
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    root = tmp_path_factory.mktemp("corpus")
-    only = os.environ.get("TM_CORPUS_ONLY")  # name,name: while working on a few programs
-    names = [n for n in CASES if _available(n) and (not only or n in only.split(","))]
-    batch, plain = _start_plain(names, root)  # the plain runs, one at a time, beside
-    try:
-        with ThreadPoolExecutor(PARALLEL - 1) as pool:  # the tm runs, two at a time
-            # the programs of a library first (the longest, 6-8 s of CPU under tm): the pool's
-            # last runs are short ones, so neither core waits long on the other at the end
-            first = sorted(names, key=lambda n: n not in NEEDS)
-            done = {r["name"]: r for r in pool.map(lambda n: _run(n, root, ("tm",)), first)}
-            results = {name: done[name] for name in names}  # the table's rows in CASES order
-    except BaseException:
-        batch.kill()
-        raise
-    for name, run in _plain_done(batch, plain).items():
-        results[name]["plain"] = run
+def corpus(request: pytest.FixtureRequest) -> dict[str, dict]:
+    """Every selected program's runs: under tm two at a time (each as a person starts it),
+    beside them the plain runs one after the other (plain_batch.py), all queued as the session
+    started (background.py) and most made by now on the core the tests before left idle."""
+    runs = background.start(request.session)
+    results = {name: runs.queue.result(f"tm:{name}", WIDTH) for name in runs.corpus}
+    if runs.corpus:
+        for name, run in runs.queue.result("plain", WIDTH).items():
+            results[name]["plain"] = run
     table = os.environ.get("TM_CORPUS_TABLE")
     if table:
         Path(table).write_text(_table(results))

@@ -18,12 +18,11 @@ Several processes print at once in `fork_workers`, so its LOSS lines are compare
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 
 from ..conftest import read_events, run_dirs
-from .test_corpus import _losses, _run, _seen, _summary, _truth
+from . import background
+from .test_corpus import _losses, _seen, _summary, _truth
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # two processes (and their workers) per program
@@ -32,12 +31,12 @@ CASES = ("exec_after_steps", "fork_workers", "dataloader_workers")
 
 
 @pytest.fixture(scope="module")
-def jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    """The three jobs, run at once (each under tm, then plain), as the corpus runs its programs:
-    one after the other they left a core idle."""
-    root = tmp_path_factory.mktemp("lifecycle")
-    with ThreadPoolExecutor(len(CASES)) as pool:
-        return {r["name"]: r for r in pool.map(lambda name: _run(name, root), CASES)}
+def jobs(request: pytest.FixtureRequest) -> dict[str, dict]:
+    """The selected jobs (each under tm, then plain), queued as the session started with the
+    corpus's runs (background.py); the three at once once the tests wait for them: one after
+    the other they left a core idle."""
+    runs = background.start(request.session)
+    return {name: runs.queue.result(f"life:{name}", len(CASES)) for name in runs.lifecycle}
 
 
 @pytest.fixture(params=CASES)
