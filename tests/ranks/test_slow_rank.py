@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import run_dirs, run_tm, tm_env
+from ..corpus.background import Queue
 
 SCRIPT = Path(__file__).parent / "scripts" / "slow_rank.py"
 SLOW_S = 0.060
@@ -52,14 +53,13 @@ class Job:
         return out
 
 
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory):
+def _plain_runs(factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """shape -> its first STEPS losses without tm (no agent on the path), from a run of the
     same number of ranks."""
     out: dict[str, list[str]] = {}
     for nproc, shapes in ((4, "ddp,accum"), (2, "fsdp,allreduce")):
         proc = subprocess.run(_torchrun(nproc, shapes, -1, 0, STEPS),
-                              cwd=tmp_path_factory.mktemp(f"plain{nproc}"),
+                              cwd=factory.mktemp(f"plain{nproc}"),
                               env=tm_env(OMP_NUM_THREADS="1"), capture_output=True, text=True,
                               timeout=240)
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -69,7 +69,37 @@ def plain(tmp_path_factory):
     return out
 
 
+#: the plain runs, started as the session starts (conftest.py) when the test reading them is
+#: selected: nothing in them is timed, so they run beside the tests before this module, on the
+#: core those leave idle. Every job under tm waits for them first, so no timed job ever shares
+#: the box with them (the module run alone makes them first, then the timed jobs, one after the
+#: other as before).
+PLAIN: list[Queue] = []
+
+
+def start_plain(factory: pytest.TempPathFactory) -> Queue:
+    if not PLAIN:
+        PLAIN.append(Queue([("plain", lambda: _plain_runs(factory))]))
+    return PLAIN[0]
+
+
+def _plain_made() -> None:
+    """Wait for the plain runs if they were started (a timed job must not run beside them)."""
+    if PLAIN:
+        try:
+            PLAIN[0].result("plain", 1)
+        except Exception:  # noqa: BLE001 - `plain` reports it to the test that reads it
+            pass
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """shape -> its first STEPS losses without tm."""
+    return start_plain(tmp_path_factory).result("plain", 1)
+
+
 def _job(tmp: Path, nproc: int, *args: object) -> Job:
+    _plain_made()
     proc = run_tm(["--no-web", "--", *_torchrun(nproc, *args)], tmp,
                   env=tm_env(OMP_NUM_THREADS="1"), timeout=300)
     return Job(tmp, proc)
