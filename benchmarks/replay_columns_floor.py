@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from io import BytesIO
 from itertools import accumulate
 from operator import attrgetter
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from profile_replay import best  # noqa: E402 - CPU seconds, the best of n runs
 from run_all import write_log  # noqa: E402 - the replay row's log
 
 from trainmeter.runlog import typed  # noqa: E402
@@ -84,15 +84,6 @@ def bare(blocks: list[list[Any]]) -> None:
         for r in records:
             if type(r) is step:
                 n += 1
-
-
-def best(fn: Any, blocks: list[list[Any]], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.process_time()
-        fn(blocks)
-        times.append(time.process_time() - t0)
-    return min(times)
 
 
 def main() -> int:

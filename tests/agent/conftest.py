@@ -167,3 +167,18 @@ def runs_two_at_a_time(
             for name, call in todo.items()
         }
         return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.fixture(scope="module")
+def singles(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The module's `SINGLES` (test name -> how its one run is made), made two at a time
+    (`runs_two_at_a_time`)."""
+    return runs_two_at_a_time(request, tmp_path_factory, request.module.SINGLES)
+
+
+@pytest.fixture
+def run(request: pytest.FixtureRequest, singles: dict[str, Any]) -> Any:
+    """This test's run of its module's `SINGLES`: by its item name for one case of a
+    parametrized test, else by its function name."""
+    node = request.node
+    return singles[node.name] if node.name in singles else singles[node.originalname]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SCRIPTS, run_agent, run_tiny_lm, run_tiny_lm_pair, runs_two_at_a_time
+from conftest import SCRIPTS, run_agent, run_tiny_lm, run_tiny_lm_pair
 
 PER_TOKEN = 30720.0
 
@@ -24,17 +24,6 @@ SINGLES = {
     "test_a_worker_forked_during_the_counted_step_does_not_count":
         lambda cwd: run_agent(["python", str(SCRIPTS / "fork_in_window.py")], cwd),
 }
-
-
-@pytest.fixture(scope="module")
-def singles(request, tmp_path_factory):
-    return runs_two_at_a_time(request, tmp_path_factory, SINGLES)
-
-
-@pytest.fixture
-def run(request, singles):
-    """This test's run of SINGLES."""
-    return singles[request.node.originalname]
 
 
 def test_counted_flops_for_a_plain_model(run):

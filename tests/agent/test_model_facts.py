@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_tiny_lm, runs_two_at_a_time
+from conftest import run_tiny_lm
 
 pytestmark = pytest.mark.slow  # every test here starts processes (the fast lane's rule)
 
@@ -25,17 +25,6 @@ SINGLES = {
     "test_config_is_found_through_torch_compile":
         lambda cwd: run_tiny_lm(cwd, "--steps", "2", "--compile", "eager"),
 }
-
-
-@pytest.fixture(scope="module")
-def singles(request, tmp_path_factory):
-    return runs_two_at_a_time(request, tmp_path_factory, SINGLES)
-
-
-@pytest.fixture
-def run(request, singles):
-    """This test's run of SINGLES."""
-    return singles[request.node.originalname]
 
 
 def _detected(run) -> dict:

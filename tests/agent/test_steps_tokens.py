@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_pair, run_tiny_lm, run_tiny_lm_pair, runs_two_at_a_time
+from conftest import run_pair, run_tiny_lm, run_tiny_lm_pair
 
 pytestmark = pytest.mark.slow  # every test here starts processes (the fast lane's rule)
 
@@ -20,17 +20,6 @@ SINGLES = {
     "test_two_optimizers_in_one_iteration_are_one_step":
         lambda cwd: run_tiny_lm(cwd, "--steps", "5", "--two-optimizers"),
 }
-
-
-@pytest.fixture(scope="module")
-def singles(request, tmp_path_factory):
-    return runs_two_at_a_time(request, tmp_path_factory, SINGLES)
-
-
-@pytest.fixture
-def run(request, singles):
-    """This test's run of SINGLES."""
-    return singles[request.node.originalname]
 
 
 def test_gradient_accumulation_counts_steps_micro_and_tokens(run):

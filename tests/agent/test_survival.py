@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 from tests.conftest import read_events, run_dirs, run_tm
 
-from conftest import runs_two_at_a_time
-
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 
@@ -57,23 +55,12 @@ SINGLES = {
 }
 
 
-@pytest.fixture(scope="module")
-def singles(request, tmp_path_factory):
-    return runs_two_at_a_time(request, tmp_path_factory, SINGLES)
-
-
-@pytest.fixture
-def ran(request, singles) -> tuple[Path, subprocess.CompletedProcess]:
-    """This case's (directory, finished `tm`) of SINGLES."""
-    return singles[request.node.name]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("steps", "how", "status"), DEATHS)
-def test_every_finished_step_and_value_survives_the_death(ran, steps, how, status) -> None:
+def test_every_finished_step_and_value_survives_the_death(run, steps, how, status) -> None:
     """SIGKILL after 300 and after 40 steps; SIGTERM and SIGHUP (Python's default: no atexit);
     SIGINT. (os._exit is the forked workers' way out, below.)"""
-    workdir, out = ran
+    workdir, out = run
     assert f"DONE {steps}" in out.stdout, out.stderr
     if status is not None:
         assert out.returncode == status, out.stderr
@@ -91,8 +78,8 @@ def test_every_finished_step_and_value_survives_the_death(ran, steps, how, statu
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
-def test_forked_and_spawned_workers_deliver_each_value_once(ran, method) -> None:
-    workdir, out = ran
+def test_forked_and_spawned_workers_deliver_each_value_once(run, method) -> None:
+    workdir, out = run
     assert out.returncode == 0 and "DONE" in out.stdout, out.stderr
     seen = collections.Counter(
         (r["d"]["key"], r["d"]["value"])
