@@ -1,7 +1,8 @@
 """What the first iteration shows, on loops the rule was not written from: a WGAN-GP whose
 generator (the root) is called twice on the same noise across the critic's step, with a gradient
 penalty's interpolated batch; an R-Drop LM fed one preallocated token buffer refilled in place;
-a soft actor-critic agent with twin critics, a target copy and a bare `log_alpha`.
+a soft actor-critic agent with twin critics, a target copy and a bare `log_alpha`; a DCGAN whose
+discriminator steps twice before its generator's first step.
 
 Each program counts what it fed and trained (`TRUTH`); each also runs without the agent, and the
 losses must be the same bits (promise 1)."""
@@ -57,3 +58,16 @@ def test_an_agent_object_of_actor_critics_and_a_bare_parameter(workdir):
     assert _models(run) == [
         ("critic", truth["critic"]), ("actor", truth["actor"]), ("log_alpha", 1)
     ]
+
+
+@pytest.mark.slow
+def test_a_generator_first_stepped_after_the_first_iteration_is_listed(workdir):
+    # D, D, G: the watched iteration ends as the second discriminator step begins, before the
+    # generator's optimizer has stepped; before, N was the discriminator's 449 alone and no
+    # `models` fact was sent
+    run = _run(workdir, "dcgan_n_critic")
+    truth = run.truth()
+    assert run.steps_total("k") == truth["steps"]
+    assert run.facts()["samples_per_step"] == truth["samples"]
+    assert _models(run) == [("netD", truth["netD"]), ("netG", truth["netG"])]
+    assert run.facts()["n_params"] == truth["netD"] + truth["netG"]

@@ -20,6 +20,9 @@ they are on:
   are the models trained, each named by the variable that holds it in the training code (else
   its class), with its parameters; parameters stepped that no called module holds are listed
   as such. Two or more: the `models` fact, and `n_params` becomes their sum (its note says so).
+  An optimizer first seen later, joining a step (`late`: a discriminator stepped n_critic
+  times before the generator's first step, a model whose optimizer starts after a warm-up),
+  says the models again with its own; an optimizer made anew over the same models adds none.
 - the data batches of the iteration (`steps` decides, cheaply, which root calls are new data:
   see `steps._new_data`; here each counts once in the iteration) give samples per step: the
   first data batch's size x their number.
@@ -53,6 +56,9 @@ left_out: Callable[[], list[Any]] = list
 _called: list[Any] = []  # weak references to the other modules called outermost, in order
 _made: set[int] = set()  # storage addresses of those calls' outputs
 _optimizers: list[Any] = []  # weak references to the optimizers that stepped
+#: ids of the optimizers seen stepping since adoption: one that joins a step later and is not
+#: here may train a model the first iteration did not see (`late`)
+known: set[int] = set()
 _marks: list[int] = []  # distinct data batches so far, at each optimizer step of the iteration
 _seen: list[Any] = []  # (weak reference, version) of each data batch of the iteration
 _distinct = [0]  # how many distinct data batches the iteration fed so far
@@ -87,6 +93,7 @@ def reset() -> None:
     _called.clear()
     _made.clear()
     _optimizers.clear()
+    known.clear()
     _marks.clear()
     _first.clear()
     _seen.clear()
@@ -188,6 +195,7 @@ def _leading(x: Any, tokens: Any) -> int | None:
 
 def optimizer(opt: Any, joined: bool) -> None:
     """An optimizer stepped during the iteration (`joined`: it joined the step in progress)."""
+    known.add(id(opt))
     if not any(r() is opt for r in _optimizers):
         try:
             _optimizers.append(weakref.ref(opt))
@@ -236,6 +244,28 @@ def end(at_exit: bool = False) -> None:
         _called.clear()
         _made.clear()
         _seen.clear()
+
+
+def late(opt: Any) -> None:
+    """An optimizer the first iteration did not see joins a step after it (`steps._step`'s join,
+    which a loop of one optimizer never takes). Why: the watch ends as the second step begins,
+    and in a loop that steps one model's optimizer twice before another's (D, D, G) the other
+    model's optimizer has not stepped by then: N was the discriminator's alone. Its parameters
+    not yet listed, the models are said again (the facts' latest value from a source is the one
+    kept); an optimizer over models already listed (one made anew) changes nothing."""
+    known.add(id(opt))
+    if state.root is None or guard.is_off("model"):
+        return
+    try:
+        listed = _stepped_params()
+        _optimizers.append(weakref.ref(opt))
+        if {id(p) for group in opt.param_groups for p in group.get("params", ())} <= (
+            listed | {id(p) for p in state.root.parameters()}
+        ):
+            return
+        _send_models()
+    except Exception as exc:  # noqa: BLE001 - promise 1: say nothing rather than stop the run
+        guard.off("model", exc)
 
 
 # ---- what the iteration showed -----------------------------------------------------------

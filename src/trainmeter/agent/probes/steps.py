@@ -548,6 +548,8 @@ def _step(optimizer: Any) -> None:
             cycle[key] = _weak(optimizer)  # another optimizer of the same iteration
             if first_iteration.watching:
                 first_iteration.optimizer(optimizer, joined=True)
+            elif key not in first_iteration.known:
+                first_iteration.late(optimizer)  # a model the first iteration did not see
             return
         if first_iteration.watching:
             first_iteration.optimizer(optimizer, joined=False)
