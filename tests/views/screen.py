@@ -74,6 +74,39 @@ class Screen:
         rows = rows[: self.rows] + [""] * (self.rows - len(rows))
         return rows
 
+    def frame(self) -> tuple[list[str], tuple[int, int]]:
+        """The visible screen (as `lines`) and the cursor's column and row, read by one tmux
+        command: nothing the pane's program writes is applied between the two reads."""
+        out = self._tmux(
+            "capture-pane", "-p", "-t", "t", ";",
+            "display-message", "-p", "-t", "t", "#{cursor_x} #{cursor_y}",
+        )
+        text, _, cursor = out.rstrip("\n").rpartition("\n")
+        x, y = (int(v) for v in cursor.split())
+        rows = [line.rstrip() for line in text.split("\n")]
+        return rows[: self.rows] + [""] * (self.rows - len(rows)), (x, y)
+
+    def wait_for_frame(
+        self, test: Callable[[list[str]], bool], timeout: float = 60.0, what: str = ""
+    ) -> list[str]:
+        """`wait_for` for a full-screen program (`tm top`): the screen once a whole frame passes
+        `test`. A frame is one write of some 6 kB, which the kernel hands the terminal in 2 kB
+        pieces; a screen read between two pieces shows the new frame's top rows over blank
+        rows (or the last frame's) below, so a test of the title alone can pass on a frame half
+        drawn (1 read in 30 here on a loaded machine). A frame drawn to its end leaves the
+        cursor after the bottom row's last column."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lines, cursor = self.frame()
+            if cursor == (self.cols, self.rows - 1) and test(lines):
+                return lines
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"the screen never showed a whole frame with {what or test} (cursor at "
+                    f"{cursor}); it shows:\n" + "\n".join(lines)
+                )
+            time.sleep(0.05)
+
     def history(self) -> str:
         """Everything the pane showed, scrolled-off lines included."""
         return self._tmux("capture-pane", "-p", "-t", "t", "-S", "-")

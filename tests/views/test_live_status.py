@@ -98,10 +98,14 @@ def _given_back(screen: Screen) -> None:
 def test_status_line_live_then_terminal_given_back(tmp_path: Path) -> None:
     screen = _start(tmp_path)
     try:
+        # the training's last line too: it prints after sending its steps, so a status line
+        # can be drawn from them while the training waits for a core to print on
         lines = screen.wait_for(
             lambda ls: all(x in _status_row(ls) for x in ("20/40 steps", "OFU"))
-            and sum("trainmeter: alert" in line for line in ls) == 2,
-            what="the status line at 20/40 steps with OFU (two GPU samples), and both alerts",
+            and sum("trainmeter: alert" in line for line in ls) == 2
+            and "training says 5" in ls,
+            what="the status line at 20/40 steps with OFU (two GPU samples), both alerts, and "
+            "the training's five lines",
         )
         status = _status_row(lines)
         # the training's own output scrolls above the status line, untouched
