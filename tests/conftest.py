@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -80,6 +83,46 @@ def latest_summary(cwd: Path) -> dict:
 
 def read_events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line]
+
+
+def reserved_port() -> tuple[socket.socket, int]:
+    """A free port held for a server the test starts later, and the socket that holds it (close
+    it once that server is up). A port found free and let go is anybody's until the server binds
+    it: a connection's local port, another test's server. This one stays bound, with
+    SO_REUSEADDR and never listening, so the kernel hands it to no `bind(("", 0))` and no
+    outgoing connection, while a server that binds it with SO_REUSEADDR (torch's TCPStore,
+    Prometheus, `tm`'s own) still can, and a second one listening on it is still refused."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock, sock.getsockname()[1]
+
+
+PROMETHEUS_LISTENING = re.compile(rb'msg="Listening on" address=127\.0\.0\.1:(\d+)')
+
+
+def start_prometheus(
+    prometheus: str, config: Path, tsdb: Path, log: Path, timeout: float = 60
+) -> tuple[subprocess.Popen, int]:
+    """A Prometheus on a port the kernel picks (`127.0.0.1:0`), and that port, read from its
+    log: no port is chosen free and bound later by another program (anything may take it in
+    between). Its log goes to `log` (a file: nobody has to keep reading a pipe)."""
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [prometheus, f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
+             "--web.listen-address=127.0.0.1:0", "--log.level=info"],
+            stdout=subprocess.DEVNULL, stderr=fh,
+        )
+    deadline = time.monotonic() + timeout
+    while True:
+        found = PROMETHEUS_LISTENING.search(log.read_bytes())
+        if found:
+            return proc, int(found.group(1))
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise AssertionError("prometheus did not say its port:\n" + log.read_text(errors="replace"))
+        time.sleep(0.05)
 
 
 @pytest.fixture

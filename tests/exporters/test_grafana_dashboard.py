@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
-import subprocess
 import time
 import urllib.error
 import urllib.parse
@@ -23,7 +21,7 @@ import pytest
 
 from trainmeter.exporters.prometheus import FAMILIES, MEMORY, PREFIX, MetricsServer
 
-from ..conftest import REPO
+from ..conftest import REPO, start_prometheus
 
 DASHBOARD = json.loads((REPO / "grafana" / "trainmeter.json").read_text())
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -96,12 +94,6 @@ NODES = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _promql(port: int, expr: str) -> list[dict]:
     url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
     try:
@@ -129,12 +121,7 @@ def test_memory_panels_evaluate_to_hand_worked_values(tmp_path: Path) -> None:
         "scrape_configs:\n  - job_name: trainmeter\n    static_configs:\n"
         f"      - targets: [{targets}]\n"
     )
-    port = _free_port()
-    prom = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    prom, port = start_prometheus(PROMETHEUS, config, tmp_path / "tsdb", tmp_path / "prometheus.log")
     try:
         count = f'count(trainmeter_memory_reserved_bytes{{run="{JOB}"}})'
         deadline = time.monotonic() + 60

@@ -18,6 +18,7 @@ from tests.conftest import (
     default_signals,
     latest_summary,
     read_events,
+    reserved_port,
     run_dirs,
     run_tm,
     tm_env,
@@ -226,9 +227,13 @@ def test_the_oom_killer_is_named(tmp_path: Path) -> None:
 
 
 def test_a_gloo_timeout_names_the_collective_and_the_rank(tmp_path: Path) -> None:
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                "--master-port", str(29400 + os.getpid() % 500), str(SCRIPTS / "gloo_timeout.py")]
-    ours = run_tm(["--no-web", *torchrun], tmp_path, env=_env())
+    holder, port = reserved_port()  # held from its pick (29400 + pid % 500 was anybody's)
+    try:
+        torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                    "--master-port", str(port), str(SCRIPTS / "gloo_timeout.py")]
+        ours = run_tm(["--no-web", *torchrun], tmp_path, env=_env())
+    finally:
+        holder.close()
     assert ours.returncode == 1
     assert "trainmeter: crashed: gloo timeout in all_reduce (rank 0); " in ours.stderr
     snap = latest_summary(tmp_path)

@@ -10,14 +10,13 @@ needed) and hold the log to the steps each rank printed.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_events, run_dirs, run_tm, tm_env
+from tests.conftest import read_events, reserved_port, run_dirs, run_tm, tm_env
 
 pytestmark = pytest.mark.slow
 
@@ -25,10 +24,15 @@ SCRIPT = str(Path(__file__).parent / "scripts" / "job_killed.py")
 
 
 def _torchrun(how: str, steps: int, cwd: Path):
-    port = str(29000 + os.getpid() % 400)
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-            "--master-port", port, SCRIPT, how, str(steps)]
-    return run_tm(["--no-web", *argv], cwd, env=tm_env(OMP_NUM_THREADS="1"))
+    # a port held from its pick (29000 + pid % 400 was anybody's: another job's store, a
+    # connection's local port)
+    holder, port = reserved_port()
+    try:
+        argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                "--master-port", str(port), SCRIPT, how, str(steps)]
+        return run_tm(["--no-web", *argv], cwd, env=tm_env(OMP_NUM_THREADS="1"))
+    finally:
+        holder.close()
 
 
 def _made(stdout: str) -> dict[int, int]:
