@@ -117,11 +117,18 @@ def test_a_client_that_never_reads_costs_one_message_not_a_queue(live) -> None:
     lazy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     lazy.sendall(f"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n\r\n".encode())
     crowd.append(lazy)
+    # the server has taken the stream before the snapshots come (until a deadline: the 0.6 s
+    # of snapshots and sleep below were a guess a loaded box could outlast, leaving no stream
+    # to look at, or one that had seen few of them)
+    deadline = time.monotonic() + 60
+    while not any(c.stream is not None for c in list(srv._conns.values())):
+        assert time.monotonic() < deadline, "the server never took the lazy client's stream"
+        time.sleep(0.01)
     for i in range(30):
         state.on_snapshot({**big, "steps": 100 + i}, now=2.0 + i)
         time.sleep(0.01)
-    time.sleep(0.3)
-    [conn] = [c for c in srv._conns.values() if c.stream is not None]
+    time.sleep(0.3)  # the loop's turns to try to send them: the stream must not queue them
+    [conn] = [c for c in list(srv._conns.values()) if c.stream is not None]
     assert sum(len(chunk) for chunk in conn.out) < 2 * 200_000 + 10_000
     assert _owner_gets_state(srv.port, steps=129) < 5.0
 

@@ -48,7 +48,8 @@ def step():
 
 for _ in range(5):
     step()
-open(os.path.join(here, "ready"), "w").close()
+with open(os.path.join(here, "ready"), "w") as fh:
+    fh.write(str(os.getpid()))
 while not os.path.exists(os.path.join(here, "go")):  # tm is being stopped
     time.sleep(0.01)
 until = time.monotonic() + 1.0  # train on while tm is stopped: its socket fills
@@ -71,6 +72,20 @@ def _wait_for(path: Path, timeout: float) -> None:
         time.sleep(0.02)
 
 
+def _wait_for_exit(pid: int, timeout: float) -> None:
+    """Until `pid` has exited: a zombie, as its parent (`tm`, stopped) cannot reap it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state in ("Z", "X"):
+            return
+        assert time.monotonic() < deadline, f"the training process {pid} never exited"
+        time.sleep(0.02)
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     cwd = tmp_path_factory.mktemp("stopped")
@@ -86,7 +101,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
         tm.send_signal(signal.SIGSTOP)
         (cwd / "go").touch()
         _wait_for(cwd / "done", 60)
-        time.sleep(3.0)  # past the training process's exit flush (2 s): it gave up
+        # past the training process's exit flush (2 s, then it gives up): until it has exited,
+        # not a fixed 3 s, which a loaded machine can outlast (tm would then take the rest from
+        # the socket, and the ring would not be read)
+        _wait_for_exit(int((cwd / "ready").read_text()), 120)
         tm.send_signal(signal.SIGCONT)
         out, err = tm.communicate(timeout=120)
     finally:

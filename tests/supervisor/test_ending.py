@@ -24,10 +24,15 @@ def test_an_exited_process_not_yet_reaped_sends_nothing_more() -> None:
     if pid == 0:
         os._exit(0)
     try:
-        for _ in range(1000):  # until it has exited (it does at once; a second at most)
+        # until it has exited: at once, but a loaded machine may not run it for a while; a
+        # deadline, not a count of tries (1,000 of 1 ms could run out first: the child then
+        # still runs, and a running process may still send)
+        deadline = time.monotonic() + 60
+        while True:
             with open(f"/proc/{pid}/stat", "rb") as fh:
                 if b") Z" in fh.read():
                     break
+            assert time.monotonic() < deadline, f"pid {pid} never exited"
             time.sleep(0.001)
         os.kill(pid, 0)  # still there: a zombie answers signal 0
         assert not agents_alive(_recorder(pid))

@@ -232,8 +232,13 @@ def test_cpu_only_page_folds_the_gpu_cards_and_passes_aa_contrast(browser, tmp_p
             for word in ("CPU", "Memory", "Disk", "Network"):
                 assert word in host, host
             page.set_viewport_size({"width": 390, "height": 844})  # a phone: no sideways scroll
-            page.wait_for_timeout(1000)  # the charts take the new width a moment after
+            # the charts take the new width a moment after (the page's resize timer, 150 ms):
+            # until they have, not a fixed second, which a loaded box's renderer can outlast
+            deadline = time.monotonic() + 30
             width, viewport = no_sideways_scroll(page)
+            while width > viewport and time.monotonic() < deadline:
+                page.wait_for_timeout(100)
+                width, viewport = no_sideways_scroll(page)
             wide = page.evaluate("""() => [...document.querySelectorAll('body *')].filter(e =>
                 e.getBoundingClientRect().right > document.documentElement.clientWidth + 1
                 && !e.closest('.table-wrap')).slice(0, 8).map(e => e.tagName + '.' + e.className + ' in ' + e.parentElement.className + ': ' + e.textContent.slice(0, 60))""")

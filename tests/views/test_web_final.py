@@ -75,8 +75,10 @@ def test_the_page_ends_on_the_final_snapshot_twenty_runs_in_a_row(tmp_path: Path
                 go.touch()
                 proc.stderr.read()
                 assert proc.wait(timeout=60) == 0
-                # tm has exited: whatever the page shows from here on, it already had
-                page.wait_for_selector("#status.pill-done", timeout=5_000)
+                # tm has exited: whatever the page shows from here on, it already had (so a
+                # longer wait lets nothing new in; 5 s was a renderer's time a loaded box can
+                # outlast)
+                page.wait_for_selector("#status.pill-done", timeout=30_000)
                 summary = json.loads((run_dirs(tmp_path)[-1] / "summary.json").read_text())
                 header = page.locator("#run-meta").inner_text()
                 now = page.locator('[data-chart="loss"] .now').inner_text()
