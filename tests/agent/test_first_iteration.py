@@ -2,7 +2,8 @@
 generator (the root) is called twice on the same noise across the critic's step, with a gradient
 penalty's interpolated batch; an R-Drop LM fed one preallocated token buffer refilled in place;
 a soft actor-critic agent with twin critics, a target copy and a bare `log_alpha`; a DCGAN whose
-discriminator steps twice before its generator's first step.
+discriminator steps twice before its generator's first step; sharpness-aware minimization, two
+passes of one batch sliced anew at each forward.
 
 Each program counts what it fed and trained (`TRUTH`); each also runs without the agent, and the
 losses must be the same bits (promise 1)."""
@@ -71,3 +72,18 @@ def test_a_generator_first_stepped_after_the_first_iteration_is_listed(workdir):
     assert run.facts()["samples_per_step"] == truth["samples"]
     assert _models(run) == [("netD", truth["netD"]), ("netG", truth["netG"])]
     assert run.facts()["n_params"] == truth["netD"] + truth["netG"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flag", ["", "--floats"])
+def test_a_batch_sliced_again_for_a_second_pass_is_one_batch(workdir, flag):
+    # SAM's two passes each take `x[:, :-1]`: a new view of the same data; before, each view
+    # was a new batch (tokens 144 of 72, samples per step 6 of 3)
+    run, plain = run_pair(["python", str(SCRIPTS / "sam_views.py"), *filter(None, [flag])], workdir)
+    assert run.rc == 0 and plain.rc == 0, run.stderr + plain.stderr
+    assert run.losses() and run.losses() == plain.losses()
+    truth = run.truth()
+    assert run.steps_total("k") == truth["steps"]
+    assert run.steps_total("micro") == truth["steps"]  # one batch a step
+    assert run.steps_total("tokens") == truth["tokens"]
+    assert run.facts()["samples_per_step"] == truth["samples"]

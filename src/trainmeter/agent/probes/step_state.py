@@ -55,6 +55,8 @@ class State:
         #             data; -1 when none was fed in the step in progress
         "last_shape",  # the last data batch's shape (None for token ids of the fast path)
         "shape_ver",  # the version counter of `last_in` when `last_shape` was read
+        "last_view",  # the last data batch not of token ids, when it is a view: (a weak reference
+        #              to its base, its data_ptr, strides, dtype), else None (`steps._same_data`)
         "fast",  # `steps._root_call` may take its fast paths (first call seen, no capture asked)
         "t",  # time.monotonic() of the last step
         "any_tokens",  # a token tensor was seen (the ring header says so too)
@@ -99,6 +101,7 @@ class State:
         self.last_ver = -1
         self.last_shape: Any = None
         self.shape_ver = -1
+        self.last_view: Any = None
         self.fast = False
         self.learning = False
         self.t = 0.0

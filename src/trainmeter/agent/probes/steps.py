@@ -201,6 +201,8 @@ def _root_call(inner: Callable[..., Any], impl: Any = None) -> Callable[..., Any
                     if ids.dim() == 2:
                         if ids is s.last_ids and version == s.last_ver:
                             s.n_calls += 1  # (`_micro` fed it in this step)
+                        elif version == s.last_ver and _same_data(ids):
+                            s.n_calls += 1  # the step's batch again, through a new view
                         else:
                             s.last_ids, s.ids_ver, s.ids_numel = ids, version, ids.numel()
                             s.last_in = s.last_shape = None
@@ -219,13 +221,23 @@ def _root_call(inner: Callable[..., Any], impl: Any = None) -> Callable[..., Any
                     # `model(x)`, one tensor of a dtype no token tensor has, a leaf that needs
                     # no gradient, not the kept batch: `_micro`'s rule without its search for
                     # tokens
-                    if s.last_ver >= 0:  # not the step's first batch: the last one's shape
-                        _shape_seen(s.last_shape)  # joins the step's (see `_shapes`)
-                    s.last_in = weak(ids)
-                    s.last_shape = ids.shape  # a torch.Size: equal to its tuple
-                    s.shape_ver = s.last_ver = ids._version
-                    s.last_ids = None
-                    s.n_micro += 1
+                    version = ids._version
+                    if version == s.last_ver and _same_data(ids):
+                        s.n_calls += 1  # the step's batch again, through a new view
+                    else:
+                        if s.last_ver >= 0:  # not the step's first batch: the last one's shape
+                            _shape_seen(s.last_shape)  # joins the step's (see `_shapes`)
+                        s.last_in = weak(ids)
+                        s.last_shape = ids.shape  # a torch.Size: equal to its tuple
+                        s.shape_ver = s.last_ver = version
+                        s.last_ids = None
+                        # a view (`x[:, :F]`): its base, weakly, to know it again once it died
+                        base = ids._base
+                        s.last_view = (
+                            None if base is None
+                            else (weak(base), ids.data_ptr(), ids.stride(), dtype)
+                        )
+                        s.n_micro += 1
                 else:
                     _micro(module, args, kwargs)
             except Exception as exc:  # noqa: BLE001 - promise 1
@@ -351,7 +363,8 @@ def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     else only a call. Not new data, read from metadata alone:
 
     - the same tensor again, unchanged (an LBFGS closure evaluated again, two losses on one
-      batch); a buffer refilled in place has a new version and is new data;
+      batch), or the last batch's data through a new view (`x[:, :-1]` sliced again for SAM's
+      second pass: `_same_data`); a buffer refilled in place has a new version and is new data;
     - a tensor computed in the autograd graph (a generator's fake batch, an interpolation of a
       real and a fake one);
     - a leaf that requires grad, shaped like a data batch of the same step (a gradient
@@ -372,7 +385,7 @@ def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         last = s.last_in
         version = x._version
         if version == s.last_ver and (
-            s.last_ids is x or (type(last) is weakref.ref and last() is x)
+            s.last_ids is x or (type(last) is weakref.ref and last() is x) or _same_data(x)
         ):
             new = False
         elif x.grad_fn is not None:
@@ -392,6 +405,11 @@ def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
                     s.last_ids, s.last_in, s.ids_ver = x, None, -2  # size not read here
                 else:
                     s.last_ids, s.last_in = None, weakref.ref(x)
+                    base = x._base  # a view: its base, weakly (see `_same_data`)
+                    s.last_view = (
+                        None if base is None
+                        else (weakref.ref(base), x.data_ptr(), x.stride(), x.dtype)
+                    )
                 s.last_shape, s.shape_ver, s.last_ver = shape, version, version
     if not new:
         s.n_calls += 1
@@ -433,6 +451,43 @@ def _micro(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         s.first_done = True
         for listener in tuple(first_forward):
             call(listener, module, tokens, args, kwargs)
+
+
+def _same_data(x: Any) -> bool:
+    """Whether `x`, fed at the version the step's last data batch was fed at, is that batch's
+    data again through a new view: the same first element, shape, strides and dtype. Why: a loop
+    that slices its batch at each forward (`model(x[:, :-1])`) and runs two passes of it (SAM's
+    two steps, an LBFGS closure, R-Drop) feeds a new tensor object each time; by identity each
+    was a new batch (tokens and samples per step twice the truth). Called only when the version
+    counters agree (a view shares its base's): a refill in place is still new data. Token ids
+    are held by the state, so no other tensor can sit at their addresses; another batch is held
+    weakly and may have died with its graph: then its base, kept weakly while a view, stands
+    for it (alive, its storage cannot have been reused)."""
+    s = state
+    try:
+        y = s.last_ids
+        if y is None:
+            last = s.last_in
+            y = last() if type(last) is weakref.ref else None
+        if y is not None:
+            return (
+                x.data_ptr() == y.data_ptr()
+                and x.shape == y.shape
+                and x.stride() == y.stride()
+                and x.dtype is y.dtype
+            )
+        view = s.last_view
+        if view is None or view[0]() is None:
+            return False
+        return (
+            x.data_ptr() == view[1]
+            and x.stride() == view[2]
+            and x.dtype is view[3]
+            and s.last_shape is not None
+            and tuple(x.shape) == tuple(s.last_shape)
+        )
+    except Exception:  # noqa: BLE001 - a fake or meta tensor: no address, taken as new data
+        return False
 
 
 #: the step whose data batches' shapes `_shapes` holds, and those shapes, but for the last data
