@@ -63,3 +63,25 @@ def test_lightning_values_are_what_its_loggers_receive(workdir: Path) -> None:
             phases[r["d"]["name"]] = phases.get(r["d"]["name"], 0) + r["d"]["n"]
     assert phases["eval"] == 2  # two validation runs
     assert phases["data"] >= 4  # every one of the 4 training batches (validation's are eval's)
+
+
+@pytest.mark.parametrize("order", ["g-first", "d-first"])
+def test_a_lightning_gan_with_toggled_optimizers(workdir: Path, order: str) -> None:
+    """Lightning's GAN shape: one module holding both models, manual optimization, each update
+    inside `toggle_optimizer`, which switches the other model's weights off. Before: the
+    generator first, the discriminator's 449 weights were 'frozen' (off at the first forward,
+    though its optimizer trains them); the discriminator first, the models were 'Sequential'
+    and 'parameters outside any model found' (the module's children had no names)."""
+    args = ["--d-first"] if order == "d-first" else []
+    ran, under = run_pair(workdir, "lightning_gan.py", args, ["--no-web"])
+    plain, answer = ran.check().answer, under.check().answer
+    assert answer["losses"] == plain["losses"]
+    summary = latest_summary(workdir)
+    assert summary["steps"] == answer["steps"]
+    facts = {k: v["value"] for k, v in summary["facts"].items()}
+    assert facts["n_params"] == answer["generator"] + answer["discriminator"]
+    assert facts["n_frozen_params"] == 0  # every weight is trained by one of the optimizers
+    if order == "d-first":  # the discriminator is called first: the root, and one of two
+        assert [(m["name"], m["params"]) for m in facts["models"]] == [
+            ("discriminator", answer["discriminator"]), ("generator", answer["generator"])
+        ]

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
 #: bound by `model.attach` (model imports the step probe, not the other way round)
 count_params: Callable[..., tuple[int, int, int]] | None = None
+#: the frozen parameters the model probe counted at the first forward (set there)
+frozen_at_first: list[int] = []
 unwrap: Callable[[Any], list[Any]] = lambda module: [module]  # noqa: E731
 left_out: Callable[[], list[Any]] = list
 
@@ -59,6 +61,9 @@ _optimizers: list[Any] = []  # weak references to the optimizers that stepped
 #: ids of the optimizers seen stepping since adoption: one that joins a step later and is not
 #: here may train a model the first iteration did not see (`late`)
 known: set[int] = set()
+#: ids of the weights the optimizers stepped with a gradient in the first iteration: trained,
+#: whatever their `requires_grad` says at the end (a model toggled off while another trains)
+_trained: set[int] = set()
 _marks: list[int] = []  # distinct data batches so far, at each optimizer step of the iteration
 _seen: list[Any] = []  # (weak reference, version) of each data batch of the iteration
 _distinct = [0]  # how many distinct data batches the iteration fed so far
@@ -94,6 +99,8 @@ def reset() -> None:
     _made.clear()
     _optimizers.clear()
     known.clear()
+    _trained.clear()
+    frozen_at_first.clear()
     _marks.clear()
     _first.clear()
     _seen.clear()
@@ -196,6 +203,7 @@ def _leading(x: Any, tokens: Any) -> int | None:
 def optimizer(opt: Any, joined: bool) -> None:
     """An optimizer stepped during the iteration (`joined`: it joined the step in progress)."""
     known.add(id(opt))
+    _note_trained(opt)
     if not any(r() is opt for r in _optimizers):
         try:
             _optimizers.append(weakref.ref(opt))
@@ -203,6 +211,15 @@ def optimizer(opt: Any, joined: bool) -> None:
             pass
     if joined:
         _marks.append(_distinct[0])
+
+
+def _note_trained(opt: Any) -> None:
+    """The weights `opt` just stepped with a gradient (once per optimizer step of the first
+    iteration only: metadata, no tensor read)."""
+    for group in getattr(opt, "param_groups", None) or ():
+        for p in group.get("params", ()):
+            if p.grad is not None:
+                _trained.add(id(p))
 
 
 def on_step(n: int) -> None:
@@ -259,6 +276,7 @@ def late(opt: Any) -> None:
     try:
         listed = _stepped_params()
         _optimizers.append(weakref.ref(opt))
+        _note_trained(opt)
         if {id(p) for group in opt.param_groups for p in group.get("params", ())} <= (
             listed | {id(p) for p in state.root.parameters()}
         ):
@@ -309,7 +327,7 @@ def _send_models() -> None:
     root_ids = {id(p) for p in root.parameters()}
     names = _Names()
     entries = []
-    n, e, frozen = count_params(root, tuple(left_out()))
+    n, e, frozen = count_params(root, tuple(left_out()), _trained)
     inner = unwrap(root)[-1]
     entries.append(_entry(names.of(unwrap(root)), inner, n, e, frozen))
     covered = set(root_ids)
@@ -318,7 +336,7 @@ def _send_models() -> None:
         if ids & covered or not ids & stepped:
             continue  # part of a model already listed, or not trained
         covered |= ids
-        n, e, frozen = count_params(module)
+        n, e, frozen = count_params(module, (), _trained)
         entries.append(_entry(names.of([module]), module, n, e, frozen))
     rest = [p for p in _stepped_tensors() if id(p) not in covered]
     if rest:
@@ -326,6 +344,14 @@ def _send_models() -> None:
         total = sum(int(p.numel()) for p in rest)
         entries.append({"name": label, "class": "Parameter", "params": total})
     if len(entries) < 2:
+        if frozen_at_first and entries[0]["frozen"] != frozen_at_first[0]:
+            _send(
+                "n_frozen_params",
+                entries[0]["frozen"],
+                "parameters with requires_grad=False that no optimizer stepped in the first "
+                f"iteration ({frozen_at_first[0]:,} were off at the first forward: a part "
+                "switched off while another part's optimizer stepped is trained)",
+            )
         return
     listed = ", ".join(f"{x['name']} ({x['class']}) {x['params']:,}" for x in entries)
     _send("models", entries, f"{len(entries)} models trained together: {listed}")
@@ -416,6 +442,12 @@ class _Names:
             if id(value) not in self._by_id:
                 self._by_id[id(value)] = name
                 self._objects.append(value)
+                if nested:
+                    # its children by their attribute names: a module holding the models (a
+                    # LightningModule's `self.generator` and `self.discriminator`)
+                    for key, child in list(value._modules.items())[:64]:
+                        if child is not None:
+                            self._add(key, child, module_cls, nested=False)
             return
         if isinstance(value, state.tensor_cls):
             self._by_id.setdefault(id(value), name)

@@ -185,11 +185,15 @@ def _fsdp1_full_sizes(root: Any) -> tuple[dict[int, int], set[int]]:
     return sizes, tied
 
 
-def count_params(root: Any, skip: tuple[Any, ...] = ()) -> tuple[int, int, int]:
+def count_params(
+    root: Any, skip: tuple[Any, ...] = (), trained: set[int] | None = None
+) -> tuple[int, int, int]:
     """(N, E, frozen): each weight once (by identity, and by storage when it has one); E holds
     embedding tables that no other module also registers (a table tied to the output head is
     a matmul weight, so it stays in N − E). Modules in `skip` (children found not to be part
-    of the model: `parts`) are left out."""
+    of the model: `parts`) are left out. `trained` (ids of weights an optimizer stepped with a
+    gradient, `first_iteration`): those are not frozen, whatever their flag says now (a GAN's
+    discriminator switched off while the generator trains: Lightning's `toggle_optimizer`)."""
     full, tied = _fsdp1_full_sizes(root)
     left_out = {id(m) for s in skip for m in s.modules()}
     modules = [m for m in root.modules() if id(m) not in left_out]
@@ -205,7 +209,7 @@ def count_params(root: Any, skip: tuple[Any, ...] = ()) -> tuple[int, int, int]:
             seen_ptrs.add(ptr)
         n = _numel(p, full)
         total += n
-        if not p.requires_grad:
+        if not p.requires_grad and (trained is None or id(p) not in trained):
             frozen += n
     lookup_types = (_torch.nn.Embedding, _torch.nn.EmbeddingBag)
     tables: dict[int, Any] = {}
@@ -419,6 +423,7 @@ def on_first_forward(root: Any, tokens: Any, args: Any, kwargs: Any) -> None:
     _fact("n_params", total, note)
     _fact("n_embedding_params", embedding, "nn.Embedding tables used only as lookups")
     _fact("n_frozen_params", frozen, "parameters with requires_grad=False")
+    first_iteration.frozen_at_first[:] = [frozen]  # said again if the iteration trains some
     _tokens_shape = tuple(tokens.shape) if tokens is not None else ()
     _settle_seq_len()
     config = find_config(chain)
