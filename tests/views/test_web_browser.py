@@ -370,7 +370,9 @@ def test_a_press_holds_the_live_page_until_its_click_lands(browser, live_run):
         assert int(page.evaluate("document.body.dataset.seq")) == seq
         assert page.evaluate("window.__pressed.isConnected")  # the very row, not a rebuilt one
         page.mouse.up()
-        page.locator("#explain").wait_for(state="visible", timeout=5_000)
+        # the release's click opens it (30 s: a wait for an event, which a loaded box's
+        # renderer can make late; a page that never opens it fails as before)
+        page.locator("#explain").wait_for(state="visible", timeout=30_000)
         assert "waterfall" in page.locator("#explain-title").inner_text().lower()
         _wait(page, f"Number(document.body.dataset.seq) > {seq}", timeout=10)  # drawn again
     finally:
