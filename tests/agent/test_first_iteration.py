@@ -3,7 +3,7 @@ generator (the root) is called twice on the same noise across the critic's step,
 penalty's interpolated batch; an R-Drop LM fed one preallocated token buffer refilled in place;
 a soft actor-critic agent with twin critics, a target copy and a bare `log_alpha`; a DCGAN whose
 discriminator steps twice before its generator's first step; sharpness-aware minimization, two
-passes of one batch sliced anew at each forward.
+passes of one batch sliced anew at each forward; a lazy model's dry run on a dummy batch.
 
 Each program counts what it fed and trained (`TRUTH`); each also runs without the agent, and the
 losses must be the same bits (promise 1)."""
@@ -85,5 +85,22 @@ def test_a_batch_sliced_again_for_a_second_pass_is_one_batch(workdir, flag):
     truth = run.truth()
     assert run.steps_total("k") == truth["steps"]
     assert run.steps_total("micro") == truth["steps"]  # one batch a step
+    assert run.steps_total("tokens") == truth["tokens"]
+    assert run.facts()["samples_per_step"] == truth["samples"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flag", ["", "--floats"])
+def test_a_dry_run_before_the_optimizer_is_made_is_no_batch(workdir, flag):
+    # lazy modules materialized by `model(dummy)` before the optimizer exists; before, the dummy
+    # was the first step's first batch: samples per step 2 (its one row x 2 batches) of 4, and
+    # 6 tokens more than were trained on
+    argv = ["python", str(SCRIPTS / "lazy_dry_run.py"), *filter(None, [flag])]
+    run, plain = run_pair(argv, workdir)
+    assert run.rc == 0 and plain.rc == 0, run.stderr + plain.stderr
+    assert run.losses() and run.losses() == plain.losses()
+    truth = run.truth()
+    assert run.steps_total("k") == truth["steps"]
+    assert run.steps_total("micro") == truth["steps"]
     assert run.steps_total("tokens") == truth["tokens"]
     assert run.facts()["samples_per_step"] == truth["samples"]

@@ -189,6 +189,15 @@ def data_batch(x: Any, tokens: Any) -> None:
     _distinct[0] += 1
 
 
+def forget_batches() -> None:
+    """The batches fed so far were a dry run (`steps._forget_dry_run`): samples per step are
+    read from the next one."""
+    _first.clear()
+    _seen.clear()
+    _distinct[0] = 0
+    _marks.clear()
+
+
 def _leading(x: Any, tokens: Any) -> int | None:
     if tokens is not None:
         return None  # read at the end: the model probe may find the ids sequence-first

@@ -34,6 +34,8 @@ _compiling: Callable[[], bool] = bool
 _graph_task: Callable[[], int] = int  # torch._C._current_graph_task_id (-1 outside backward)
 _on_step: Callable[[], None] = lambda: None  # noqa: E731 - replaced at bind
 _fail: Callable[[BaseException], None] = lambda exc: None  # noqa: E731 - replaced at bind
+#: called as the process makes its first optimizer (`steps._forget_dry_run`, set at attach)
+on_first_optimizer: Callable[[], None] = lambda: None  # noqa: E731
 
 NOTES = {
     "optimizer": "optimizer.step() of torch.optim optimizers; several in one iteration count once",
@@ -71,6 +73,8 @@ def optimizer_made() -> None:
 def _wrap_optimizer_init(original: Any) -> Any:
     @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if by_backward:  # the first optimizer: what the root ran before it was no step's
+            on_first_optimizer()
         optimizer_made()
         original(self, *args, **kwargs)
 

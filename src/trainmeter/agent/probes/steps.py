@@ -624,6 +624,28 @@ def _step(optimizer: Any) -> None:
         _fail(exc)
 
 
+def _forget_dry_run() -> None:
+    """The process makes its first optimizer, and the root ran training forwards since the last
+    step that no backward followed (with no optimizer each backward is a step): a dry run before
+    there was anything to train with (lazy modules materialized on a dummy batch, as torch's
+    documentation of them recommends; an output's shape printed), not the first step's data.
+    Its micro-batches and tokens are forgotten, back to the totals last published, and so is
+    the first iteration's record of its batch: before, the dummy's one row made samples per step
+    2 of 4. (A forward run before the first optimizer is made and backpropagated after it would
+    be forgotten too: no loop we know does that.)"""
+    s = state
+    try:
+        if s.n_micro == s.c_micro and s.n_calls == s.c_calls:
+            return
+        published = step_totals.totals()
+        s.n_tokens, s.n_real, s.n_missing = published.tokens, published.real, published.real_missing
+        s.n_micro, s.n_calls = s.c_micro, s.c_calls
+        s.last_ver = -1  # the next batch is new data, whatever it is
+        first_iteration.forget_batches()
+    except Exception as exc:  # noqa: BLE001 - promise 1
+        _fail(exc)
+
+
 def _forked() -> None:
     """A forked child (a `multiprocessing` worker, a DataLoader worker). Its parent's step in
     progress and unsent totals are not its own (`step_totals.forget_after_fork`), nor is the
@@ -702,6 +724,7 @@ def attach(torch: Any) -> list[str]:
     )
     bind_torch(torch)
     signal.bind(torch, state.compiling, _backward_step, _fail)
+    signal.on_first_optimizer = _forget_dry_run
     compile_support.install(torch, root_finder.compiled_pre, _fail)
     root_finder.start()
     state.step_hook.append(optim_module.register_optimizer_step_post_hook(_after_step))
