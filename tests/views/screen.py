@@ -129,6 +129,21 @@ class Screen:
     def raw_bytes(self) -> bytes:
         return self.raw.read_bytes() if self.raw.exists() else b""
 
+    def raw_through(self, marker: bytes, timeout: float = 60.0, what: str = "") -> bytes:
+        """The raw bytes once they hold `marker` (the last bytes of interest a program wrote):
+        they reach the file through a pipe and a `cat`, behind the screen, so a screen read
+        that shows a program's end can come before the file has its last bytes (a loaded
+        box's `cat` is late: a test read the status line's last draw without the reset after
+        it)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            raw = self.raw_bytes()
+            if marker in raw:
+                return raw
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the pane's bytes never held {what or marker!r}: {raw[-300:]!r}")
+            time.sleep(0.05)
+
     def close(self) -> None:
         subprocess.run(
             [TMUX or "tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=10

@@ -88,7 +88,7 @@ def _given_back(screen: Screen) -> None:
     lines = screen.wait_for(_finished, what="END on the bottom row")
     assert lines[-2] == "30" and lines[-3] == "29", lines  # the bottom row scrolls with the rest
     assert not any(_is_status(line) for line in lines), lines
-    raw = screen.raw_bytes()
+    raw = screen.raw_through(b"\r\n30\r\nEND")  # all the pane was sent, the shell's last
     assert b"\x1b[1;13r" in raw  # the bottom row of 14 was reserved ...
     last_region = max(raw.rfind(b"\x1b[1;13r"), raw.rfind(b"\x1b[1;15r"))
     assert raw.rfind(b"\x1b[r") > last_region  # ... and the full region set again after it
@@ -173,7 +173,8 @@ def test_resize_moves_the_status_line_to_the_new_bottom(tmp_path: Path) -> None:
             lambda ls: _is_status(ls[-1]) and len(ls) == 16, what="the status on row 16"
         )
         assert sum(_is_status(line) for line in lines) == 1, lines  # no stale copy left
-        assert b"\x1b[1;15r" in screen.raw_bytes()  # the region set again for 16 rows
+        # the region set again for 16 rows (in the file once the pipe has brought it there)
+        assert b"\x1b[1;15r" in screen.raw_through(b"\x1b[1;15r", what="the region for 16 rows")
         (tmp_path / "go").write_text("")
         lines = screen.wait_for(_finished, what="END on the bottom row")
         assert lines[-2] == "30" and not any(_is_status(line) for line in lines), lines
@@ -420,6 +421,7 @@ def test_under_timeout_the_status_line_says_once_that_it_is_off(tmp_path: Path) 
         assert text.count("status line off") == 1
         assert "not this terminal's foreground job" in text and "tm exited 0" in text
         assert not any(_is_status(line) for line in text.splitlines())
-        assert b"\x1b[1;13r" not in screen.raw_bytes()  # no row was reserved
+        # no row was reserved, in all the pane was sent (the shell's END the last of it)
+        assert b"\x1b[1;13r" not in screen.raw_through(b"tm exited 0\r\nEND")
     finally:
         screen.close()
