@@ -336,9 +336,23 @@ def _send_models() -> None:
     root_ids = {id(p) for p in root.parameters()}
     names = _Names()
     entries = []
-    n, e, frozen = count_params(root, tuple(left_out()), _trained)
-    inner = unwrap(root)[-1]
-    entries.append(_entry(names.of(unwrap(root)), inner, n, e, frozen))
+    chain = unwrap(root)
+    inner = chain[-1]
+    apart = _held_apart(root_ids)
+    n, e, frozen = count_params(root, (*left_out(), *apart), _trained)
+    name = names.of(chain)
+    if apart:
+        # the root less the models held apart: one child of it (the generator) is named so
+        kept = {id(p) for m in apart for p in m.parameters()}
+        rest = [c for c in inner.children() if {id(p) for p in c.parameters()} - kept]
+        if len(rest) == 1 and next(iter(inner.parameters(recurse=False)), None) is None:
+            inner = rest[0]
+        if names.has(inner):
+            name = names.of([inner])
+    entries.append(_entry(name, inner, n, e, frozen))
+    for module in apart:
+        n, e, frozen = count_params(module, (), _trained)
+        entries.append(_entry(names.of([module]), module, n, e, frozen))
     covered = set(root_ids)
     for module in _candidates(names):
         ids = {id(p) for p in module.parameters()}
@@ -380,6 +394,35 @@ def _send_models() -> None:
         sum(x.get("frozen", 0) for x in entries),
         f"parameters with requires_grad=False, in the {len(entries)} models",
     )
+
+
+def _held_apart(root_ids: set[int]) -> list[Any]:
+    """Modules inside the root that are models of their own: called outside the root's forward
+    in the iteration, and trained by optimizers that step nothing else of the root while another
+    optimizer steps the rest. Why: a LightningModule holds the generator and the discriminator
+    it trains (`self.generator`, `self.discriminator`, each with its optimizer), and its forward
+    runs the generator alone: the root was the module, one 'model' of both. A model trained by
+    two optimizers over its own parts (Muon and AdamW) calls those parts inside its forward,
+    and stays one."""
+    optimizers = [o for o in (r() for r in _optimizers) if o is not None]
+    if len(optimizers) < 2:
+        return []
+    stepped = [
+        {id(p) for group in o.param_groups for p in group.get("params", ())} for o in optimizers
+    ]
+    out: list[Any] = []
+    for module in (r() for r in _called):
+        if module is None or module is state.root:
+            continue
+        ids = {id(p) for p in module.parameters()}
+        if not ids or not ids <= root_ids:
+            continue
+        mine = [ps for ps in stepped if ps & ids]
+        others = [ps for ps in stepped if not ps & ids]
+        if mine and all(ps & root_ids <= ids for ps in mine) and any(ps & root_ids for ps in others):
+            if not any(ids & {id(p) for p in m.parameters()} for m in out):
+                out.append(module)
+    return out
 
 
 def _entry(name: str, module: Any, n: int, e: int, frozen: int) -> dict[str, Any]:
@@ -485,6 +528,9 @@ class _Names:
             if name is not None:
                 return name
         return type(chain[-1]).__name__
+
+    def has(self, module: Any) -> bool:
+        return id(module) in self._by_id
 
     def of_tensors(self, tensors: list[Any]) -> str:
         named = [self._by_id[id(t)] for t in tensors if id(t) in self._by_id]
