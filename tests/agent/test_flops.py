@@ -75,3 +75,58 @@ def test_a_worker_forked_during_the_counted_step_does_not_count(run):
     assert len(run.losses()) == 6
     assert "MODE ACTIVE" not in run.stdout
     assert run.facts()["counted_flops_per_token"] == 240
+
+
+def _updates() -> tuple[int, int]:
+    """dcgan_n_critic.py's FLOPs of one discriminator update and of one generator update, by
+    FlopCounterMode over updates of its shapes."""
+    import torch
+    import torch.nn as nn
+    from torch.utils.flop_counter import FlopCounterMode
+
+    B, Z, X = 8, 6, 12
+    netG = nn.Sequential(nn.Linear(Z, 32), nn.ReLU(), nn.Linear(32, X), nn.Tanh())
+    netD = nn.Sequential(nn.Linear(X, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+    crit = nn.BCEWithLogitsLoss()
+    with FlopCounterMode(display=False) as d_mode:
+        crit(netD(torch.randn(B, X)), torch.ones(B, 1)).backward()
+        fake = netG(torch.randn(B, Z))
+        crit(netD(fake.detach()), torch.zeros(B, 1)).backward()
+    with FlopCounterMode(display=False) as g_mode:
+        crit(netD(fake), torch.ones(B, 1)).backward()
+    d, g = d_mode.get_total_flops(), g_mode.get_total_flops()
+    assert d > 0 and g > 0 and d != g  # the steps differ: one step would not be the average
+    return d, g
+
+
+def _update_flops(n_critic: int) -> float:
+    """FLOPs per step of the agent's rule: a cycle of `n_critic` steps holds `n_critic`
+    discriminator updates and one generator update."""
+    d, g = _updates()
+    return (n_critic * d + g) / n_critic
+
+
+@pytest.mark.parametrize("n_critic", [2, 5])
+def test_a_loop_whose_steps_differ_is_counted_over_one_cycle(workdir, n_critic):
+    # D, D, G (and n_critic=5): each discriminator update begins a step, the generator's joins
+    # one: steps alternate "D only" and "D plus G". Before, the one counted step was one of
+    # them (72,192 FLOPs a step for n_critic=2 against an average of 54,528)
+    run = run_agent(["python", str(SCRIPTS / "dcgan_n_critic.py"), str(n_critic)], workdir)
+    assert run.rc == 0, run.stderr
+    (fact,) = run.fact_records("counted_flops_per_step")
+    assert fact["d"]["value"] == _update_flops(n_critic)
+    first = {2: 7, 5: 13}[n_critic]  # the period is seen after 2 cycles, the window opens then
+    assert f"(steps {first}-{first + n_critic - 1}: one cycle" in fact["d"]["note"]
+    assert f"over {n_critic} whole steps" in fact["d"]["note"]
+
+
+def test_a_loop_whose_steps_repeat_with_no_period_counts_one_step_and_says_so(workdir):
+    # discriminator runs of 2, 5, 1, 7, 3, 8, 4 steps, each then one generator step: no
+    # period of at most 8 steps in the first 18, so one step (the 19th) is counted, as before
+    # the cycle was looked for, and the note says the steps differ
+    run = run_agent(["python", str(SCRIPTS / "dcgan_n_critic.py"), "2,5,1,7,3,8,4"], workdir)
+    assert run.rc == 0, run.stderr
+    (fact,) = run.fact_records("counted_flops_per_step")
+    d, g = _updates()
+    assert fact["d"]["value"] in (d, d + g)  # one step's: "D only" or "D plus G"
+    assert "(step 19; steps differ" in fact["d"]["note"]

@@ -12,6 +12,13 @@ decomposition, so the step computes exactly what it would have computed without 
 bit. A matmul-class operator that ran with no formula is named (`counted_missing_ops`), never
 left out silently.
 
+A loop whose steps differ in which optimizers step (a DCGAN stepping its discriminator twice per
+generator step: steps alternate "D only" and "D plus G") has no representative step: there the
+window stays open for one whole cycle of steps, the repeat period seen in warm-up
+(`step_cycle`), and FLOPs per step are the cycle's divided by its length (per token, by its
+tokens). Every loop of one optimizer, or of several all stepping every step, has a period of 1:
+one step, as above. The note says over which steps it counted.
+
 A compiled model runs kernels the mode cannot see, and running it under a dispatch mode could
 make dynamo recompile. So for a model wrapped by `torch.compile` the step itself is left alone:
 the first micro-batch's inputs are captured and the *uncompiled* module (`_orig_mod`) is copied
@@ -31,7 +38,7 @@ from typing import Any
 
 from ...payloads import FACT
 from ..sender import get_sender
-from . import flop_formulas, phases, steps
+from . import flop_formulas, phases, step_cycle, steps
 from . import step_signal as signal
 from .model import unwrap_chain
 
@@ -47,6 +54,9 @@ _torch: Any = None
 _counter_cls: Any = None
 _mode: Any = None
 _start: tuple[int, int] = (0, 0)  # (tokens committed, eval spans) when the window opened
+_period = 1  # the steps the window stays open: one cycle of the loop's steps (`step_cycle`)
+_differ = False  # no period was found in warm-up: one step is counted, and the note says so
+_left = 0  # the steps still to run before the open window closes
 _compiled: str | None = None  # how the model is compiled: None, "wrapper", or a reason
 _captured: list[Any] = []
 _tries = 0
@@ -196,7 +206,14 @@ on_first_forward.probe = "flops"  # type: ignore[attr-defined]
 
 
 def on_step(n: int) -> None:
-    """After each step: open the counted window after warm-up, close it one step later.
+    """After each step: open the counted window after warm-up, close it one cycle later.
+
+    The cycle is the repeat period of which optimizers step in each step (`step_cycle`): 1 for
+    a loop of one optimizer, or of several that all step in every step (the window of one step
+    after `ARM_AFTER`, as ever); 2 for a DCGAN stepping its discriminator twice per generator
+    step, 5 for a WGAN's n_critic=5 (the window opens once the period is seen, and counts that
+    many steps). No period seen by `step_cycle.WATCH` steps: one step, and the note says steps
+    differ.
 
     With an optimizer the window opens and closes in its step post-hook, on the training
     thread. With no optimizer the step is marked inside the backward pass (`step_signal`), where
@@ -205,22 +222,34 @@ def on_step(n: int) -> None:
     mode was entered"). So there the window opens and closes at the root's next training
     forward instead (a one-shot pre-hook on the root, gone once it ran): from one step's forward
     to the next's, one whole step."""
-    global _mode, _start, _tries
+    global _left, _period, _differ
     if _waiting:
         return  # a one-shot hook waits for the next forward
     if _mode is not None:
+        _left -= 1
+        if _left > 0:
+            return  # the cycle's steps are not all run yet
         if signal.by_backward:
             _at_next_forward(lambda: _close_live(n, at_forward=True), closing=n)
         else:
             _close_live(n)
     elif _captured:
         _count_fake()
-    elif n >= ARM_AFTER:
+    else:
+        step_cycle.seen(n)
+        if n < ARM_AFTER:
+            return
         if isinstance(_compiled, str) and _compiled != "wrapper":
             _unavailable(_compiled)
-        elif _compiled == "wrapper":
+            return
+        if _compiled == "wrapper":
             steps.capture_next(_captured)
-        elif _dynamo_frames():
+            return
+        found = step_cycle.period()
+        if found is None and n < step_cycle.WATCH:
+            return  # the steps' period is not seen yet
+        _period, _differ = found or 1, found is None
+        if _dynamo_frames():
             _unavailable(
                 "torch.compile is in use outside the model; counting a live step could "
                 "make it recompile, so no step was counted"
@@ -358,10 +387,11 @@ def _drop_mode() -> None:
 
 
 def _open_live() -> None:
-    global _mode, _start
+    global _mode, _start, _left
     mode = counter()
     mode.__enter__()
     _mode = mode
+    _left = _period
     _start = (steps.totals().tokens, phases.count("eval"))
 
 
@@ -382,9 +412,25 @@ def _close_live(n: int, at_forward: bool = False) -> None:
         if _tries >= MAX_TRIES:
             _unavailable("every counted step had an eval span inside it")
         else:
-            _open_live()  # an eval ran inside the window: count the next step instead
+            _open_live()  # an eval ran inside the window: count the next cycle instead
         return
-    _report(mode, tokens, NOTE + f" (step {n})")
+    _report(mode, tokens, window_note(n, _period, _differ), _period)
+
+
+def window_note(n: int, period: int, differ: bool) -> str:
+    """Over which steps the count was made (the window closed after step `n`)."""
+    if differ:
+        return NOTE + (
+            f" (step {n}; steps differ: which optimizers step did not repeat with a period of "
+            f"at most {step_cycle.MAX_PERIOD} steps in the first {step_cycle.WATCH}, or an "
+            "optimizer made did not step in them, so this one step may not be their average)"
+        )
+    if period == 1:
+        return NOTE + f" (step {n})"
+    return NOTE.replace("over one whole step", f"over {period} whole steps") + (
+        f" (steps {n - period + 1}-{n}: one cycle of the loop, whose steps repeat which "
+        f"optimizers step every {period} steps; FLOPs per step are the cycle's / {period})"
+    )
 
 
 def _close_at_exit() -> None:
@@ -406,8 +452,11 @@ def _missing_text(mode: Any) -> str:
     return ", ".join(parts)
 
 
-def _report(mode: Any, tokens: int, note: str) -> None:
+def _report(mode: Any, tokens: int, note: str, n_steps: int = 1) -> None:
+    """Send the count of `n_steps` whole steps holding `tokens` tokens: FLOPs per step are the
+    total over `n_steps`, per token the total over the tokens."""
     flops = mode.get_total_flops()
+    per_step = flops // n_steps if flops % n_steps == 0 else flops / n_steps
     if attention_missed:
         note += f"; attention NOT included: {attention_missed}"
     missing = _missing_text(mode)
@@ -425,10 +474,10 @@ def _report(mode: Any, tokens: int, note: str) -> None:
             + (f" (without one: {missing})" if missing else "")
         )
     elif tokens <= 0:
-        _send("counted_flops_per_step", flops, note)
+        _send("counted_flops_per_step", per_step, note)
         _unavailable("no token tensor was seen, so FLOPs per token cannot be formed")
     else:
-        _send("counted_flops_per_step", flops, note)
+        _send("counted_flops_per_step", per_step, note)
         _send(
             "counted_flops_per_token", flops / tokens, note + f", {flops} FLOPs / {tokens} tokens"
         )

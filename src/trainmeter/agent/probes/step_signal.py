@@ -15,6 +15,7 @@ instance): from the first optimizer made, only optimizer steps count. Standard l
 from __future__ import annotations
 
 import functools
+import weakref
 
 from ...payloads import FACT
 from ..sender import get_sender
@@ -36,6 +37,10 @@ _on_step: Callable[[], None] = lambda: None  # noqa: E731 - replaced at bind
 _fail: Callable[[BaseException], None] = lambda exc: None  # noqa: E731 - replaced at bind
 #: called as the process makes its first optimizer (`steps._forget_dry_run`, set at attach)
 on_first_optimizer: Callable[[], None] = lambda: None  # noqa: E731
+#: the torch.optim optimizers made in this process and still alive (weakly): one made for a
+#: generator that steps after n_critic discriminator steps is known before it steps
+#: (`step_cycle`)
+made: weakref.WeakSet[Any] = weakref.WeakSet()
 
 NOTES = {
     "optimizer": "optimizer.step() of torch.optim optimizers; several in one iteration count once",
@@ -77,6 +82,10 @@ def _wrap_optimizer_init(original: Any) -> Any:
             on_first_optimizer()
         optimizer_made()
         original(self, *args, **kwargs)
+        try:
+            made.add(self)
+        except TypeError:  # an optimizer class without weak references: not known before it steps
+            pass
 
     __init__.__trainmeter_original__ = original  # type: ignore[attr-defined]
     return __init__

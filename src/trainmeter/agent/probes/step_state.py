@@ -65,6 +65,7 @@ class State:
         "plain_dtype",  # a dtype no token tensor has, seen as the one argument (the fast path)
         "capture",  # a list to receive (args, kwargs, tokens) of the next counted call, or None
         "cycle",  # optimizers that stepped in the step in progress: id() -> weak reference
+        #           (in the order they stepped; a new dict at each step `_step` begins)
         "learning",  # the first iteration is being watched (`first_iteration`): not the hot path
         "solo_ref",  # the weak reference (in `cycle`) of the one optimizer of a settled step,
         #             else `bool`: called, it returns no optimizer

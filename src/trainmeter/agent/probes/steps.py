@@ -614,8 +614,10 @@ def _step(optimizer: Any) -> None:
             if not s.discovery:
                 root_finder.start()
             return
-        cycle.clear()
-        cycle[key] = ref = _weak(optimizer)
+        # a new dict, not the old one cleared: a reader that kept the last step's (`step_cycle`,
+        # during warm-up) finds in it every optimizer that stepped in that step
+        ref = _weak(optimizer)
+        s.cycle = {key: ref}
         signal.say("optimizer")
         _commit()
         if isinstance(ref, weakref.ref) and not first_iteration.watching:
