@@ -130,3 +130,28 @@ def test_a_loop_whose_steps_repeat_with_no_period_counts_one_step_and_says_so(wo
     d, g = _updates()
     assert fact["d"]["value"] in (d, d + g)  # one step's: "D only" or "D plus G"
     assert "(step 19; steps differ" in fact["d"]["note"]
+
+
+def test_an_optimizer_made_that_never_steps_waits_for_the_watch_and_is_named(workdir):
+    # a second optimizer kept for a later phase stops any period from being found (it might be
+    # a generator's, stepping after n_critic steps): at the watch's end the steps are looked at
+    # again without it, one step is counted with no "steps differ", and the note names it.
+    # Before, the note said the steps differ
+    import torch
+    import torch.nn as nn
+    from torch.utils.flop_counter import FlopCounterMode
+
+    run = run_agent(["python", str(SCRIPTS / "spare_optimizer.py")], workdir)
+    assert run.rc == 0, run.stderr
+    (fact,) = run.fact_records("counted_flops_per_step")
+    V, T, B = 64, 16, 4
+    model = nn.Sequential(nn.Embedding(V, 32), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, V))
+    with FlopCounterMode(display=False) as mode:
+        x = torch.randint(0, V, (B, T))
+        nn.functional.cross_entropy(model(x).view(-1, V), x.view(-1)).backward()
+    assert fact["d"]["value"] == mode.get_total_flops()
+    note = fact["d"]["note"]
+    assert "(step 19)" in note and "steps differ" not in note
+    assert "1 optimizer made in the process stepped in none of the first 18 steps" in note
+    (per_token,) = run.fact_records("counted_flops_per_token")
+    assert per_token["d"]["value"] == mode.get_total_flops() / (B * T)

@@ -3,6 +3,8 @@ the counted FLOPs' window (`flops.on_step`)."""
 
 from __future__ import annotations
 
+import weakref
+
 from trainmeter.agent.probes import flops, step_cycle
 
 D, G = 1, 2
@@ -59,3 +61,25 @@ def test_the_note_says_over_which_steps():
     assert "over 2 whole steps" in two and "(steps 6-7: one cycle" in two
     differ = flops.window_note(19, 1, True)
     assert "(step 19; steps differ" in differ
+
+
+def test_an_optimizer_that_never_stepped_is_left_out_at_the_watchs_end(monkeypatch):
+    class Optimizer:  # stands for torch.optim's: only its identity is read
+        pass
+
+    d, g, spare = Optimizer(), Optimizer(), Optimizer()
+    monkeypatch.setattr(step_cycle.signal, "made", weakref.WeakSet([d, g, spare]))
+    monkeypatch.setattr(step_cycle.signal, "by_backward", False)
+    steps = _steps([(id(d),), (id(d), id(g))], step_cycle.WATCH - 1)
+    monkeypatch.setattr(step_cycle, "history", steps)
+    monkeypatch.setattr(step_cycle, "_held", [{id(d): None}])  # the step now begun: D's
+    assert step_cycle.period() is None  # the spare one never stepped: no period holds it
+    assert step_cycle.idle() == {id(spare)}
+    assert step_cycle.period_without({id(spare)}) == 2
+
+
+def test_the_note_names_the_optimizers_that_never_stepped():
+    note = flops.window_note(19, 1, False, 1)
+    assert note.startswith(flops.window_note(19, 1, False))
+    assert "; 1 optimizer made in the process stepped in none of the first 18 steps" in note
+    assert "2 optimizers made" in flops.window_note(19, 1, False, 2)

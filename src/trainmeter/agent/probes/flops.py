@@ -56,6 +56,7 @@ _mode: Any = None
 _start: tuple[int, int] = (0, 0)  # (tokens committed, eval spans) when the window opened
 _period = 1  # the steps the window stays open: one cycle of the loop's steps (`step_cycle`)
 _differ = False  # no period was found in warm-up: one step is counted, and the note says so
+_idle = 0  # optimizers made that stepped in none of the watched steps, left out of the period
 _left = 0  # the steps still to run before the open window closes
 _compiled: str | None = None  # how the model is compiled: None, "wrapper", or a reason
 _captured: list[Any] = []
@@ -222,7 +223,7 @@ def on_step(n: int) -> None:
     mode was entered"). So there the window opens and closes at the root's next training
     forward instead (a one-shot pre-hook on the root, gone once it ran): from one step's forward
     to the next's, one whole step."""
-    global _left, _period, _differ
+    global _left, _period, _differ, _idle
     if _waiting:
         return  # a one-shot hook waits for the next forward
     if _mode is not None:
@@ -248,7 +249,14 @@ def on_step(n: int) -> None:
         found = step_cycle.period()
         if found is None and n < step_cycle.WATCH:
             return  # the steps' period is not seen yet
+        unused: set[int] = set()
+        if found is None:
+            # an optimizer made that never stepped in the watch (one kept for a later phase)
+            # stops any period: the steps are looked at again without it, and the note says so
+            unused = step_cycle.idle()
+            found = step_cycle.period_without(unused) if unused else None
         _period, _differ = found or 1, found is None
+        _idle = len(unused) if found is not None else 0
         if _dynamo_frames():
             _unavailable(
                 "torch.compile is in use outside the model; counting a live step could "
@@ -414,11 +422,19 @@ def _close_live(n: int, at_forward: bool = False) -> None:
         else:
             _open_live()  # an eval ran inside the window: count the next cycle instead
         return
-    _report(mode, tokens, window_note(n, _period, _differ), _period)
+    _report(mode, tokens, window_note(n, _period, _differ, _idle), _period)
 
 
-def window_note(n: int, period: int, differ: bool) -> str:
-    """Over which steps the count was made (the window closed after step `n`)."""
+def window_note(n: int, period: int, differ: bool, idle: int = 0) -> str:
+    """Over which steps the count was made (the window closed after step `n`); `idle`: the
+    optimizers made that stepped in none of the steps watched, left out of the period."""
+    if idle:
+        return window_note(n, period, differ) + (
+            f"; {idle} optimizer{'s' if idle > 1 else ''} made in the process stepped in none "
+            f"of the first {step_cycle.WATCH} steps (kept for later, or stepping less often "
+            "than that): the count waited for them, and a step where one steps would add its "
+            "FLOPs to this"
+        )
     if differ:
         return NOTE + (
             f" (step {n}; steps differ: which optimizers step did not repeat with a period of "

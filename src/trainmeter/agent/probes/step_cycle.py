@@ -58,6 +58,21 @@ def period() -> int | None:
     return find(history, alive, leader())
 
 
+def idle() -> set[int]:
+    """The optimizers made and alive that stepped in none of the steps watched (read once, at
+    `WATCH`): one kept for a later phase of the script, or one stepping less often than the
+    watch is long. They kept `period` from finding any: the steps are looked at again without
+    them (`period_without`)."""
+    stepped = {key for step in history for key in step}
+    return {id(o) for o in tuple(signal.made)} - stepped
+
+
+def period_without(unused: set[int]) -> int | None:
+    """The repeat period of the steps watched, the optimizers in `unused` left out."""
+    alive = {id(o) for o in tuple(signal.made)} - unused
+    return find(history, alive, leader())
+
+
 def find(steps_seen: list[tuple[int, ...]], alive: set[int], first: int | None) -> int | None:
     """The smallest P <= MAX_PERIOD with which `steps_seen` (each step's optimizers) repeats
     from its second step on, seen at least twice over (the first step may be odd: a G, D, D loop
