@@ -176,6 +176,26 @@ def test_summary_text_says_observe_only_up_front_and_never_crops_a_reason() -> N
     assert f"observe_only (see note) detected {reason}" in flat  # whole, wrapped not cropped
 
 
+def test_a_facts_reason_is_said_once_and_a_list_in_words() -> None:
+    """A reason that is its own note (the agent's counted_unavailable) is printed once, not
+    twice; a structured value (the models trained) by its note, not as Python's repr."""
+    reason = "no token tensor was seen, so FLOPs per token cannot be formed"
+    models = [{"name": "netG_A", "class": "Sequential", "params": 514}]
+    words = "2 models trained together: netG_A (Sequential) 514, netD_A (Sequential) 289"
+    snap = {"facts": {
+        "counted_unavailable": {"value": reason, "source": "measured", "note": reason},
+        "models": {"value": models, "source": "detected", "note": words},
+        "observe_only": {"value": "not a Python program (sh)", "source": "detected",
+                         "note": "pid 7, watched for 3 s"},
+    }}
+    flat = " ".join(summary_text(snap, "r").split())
+    assert flat.count(reason) == 1
+    assert f"counted_unavailable (see note) measured {reason}" in flat
+    assert f"models (see note) detected {words}" in flat and "'class'" not in flat
+    # a reason with a note of its own keeps both
+    assert "observe_only (see note) detected not a Python program (sh). pid 7" in flat
+
+
 def test_units_read_the_same_everywhere() -> None:
     """One decimal below 100 once scaled (energy '1.4 kJ'), memory in GiB/MiB."""
     from trainmeter.views.format import si_unit

@@ -49,10 +49,14 @@ def facts(snap: dict[str, Any]) -> list[Any]:
             shown = si(value)
         elif isinstance(value, dict) and value.get("name"):
             shown = str(value["name"])  # a device: {name, index, uuid}
+        elif isinstance(value, (list, dict)) and note:
+            shown = "(see note)"  # a structure (the models trained): its note says it in words
         else:
             shown = str(value)
         if len(shown) > 24:  # a reason, not a value: it goes where text may wrap
-            shown, note = "(see note)", f"{shown}. {note}".strip(". ") if note else shown
+            # said once: an agent's reason is often its note too
+            said = note.startswith(shown.rstrip(". "))
+            shown, note = "(see note)", note if said else f"{shown}. {note}".strip(". ")
         conflicts = fact.get("conflicts") or []
         if conflicts:
             note += f" (also said: {len(conflicts)} other value{'s' if len(conflicts) > 1 else ''})"
