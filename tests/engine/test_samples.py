@@ -46,6 +46,18 @@ def test_detected_samples_and_counted_flops_scale_by_dp():
     assert "samples" in snap["absent"]["counted"]
 
 
+def test_counted_flops_of_a_cycle_of_steps_say_which_steps():
+    """A loop whose steps differ (D, D, G) is counted over one cycle (the agent's note, in the
+    facts, names the steps): the figure's source says whole steps, not one."""
+    note = "... over 2 whole steps ... (steps 7-8: one cycle of the loop ...)"
+    snap = cnn_run(fact(2.6, "counted_flops_per_step", PER_RANK_FLOPS, "measured", note=note))
+    s = snap["samples"]
+    assert s["flops_per_step"] == 2 * PER_RANK_FLOPS
+    assert s["flops_source"].startswith("counted (FlopCounterMode over whole steps")
+    assert "one whole step" not in s["flops_source"]
+    assert snap["facts"]["counted_flops_per_step"]["note"] == note
+
+
 def test_declared_samples_and_flops_per_sample_are_taken_as_given():
     snap = cnn_run(declared={"samples_per_step": 64, "flops_per_sample": 1e6})
     s = snap["samples"]

@@ -125,7 +125,7 @@ def _flops(
     if declared and samples is not None:
         flops = (declared * samples[0], "declared (flops per sample x samples per step)")
     elif counted is not None:
-        flops = (counted[0], "counted (FlopCounterMode, one whole step)")
+        flops = (counted[0], "counted (FlopCounterMode over whole steps: one, or one cycle of a loop whose steps differ)")
         if counted[2]:
             entry["flops_note"] = counted[2]
     if counted is not None and facts.number("counted_flops_per_token") is None:
