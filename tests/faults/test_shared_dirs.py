@@ -22,8 +22,13 @@ from markdown_it import MarkdownIt
 from ..conftest import run_dirs, run_tm
 
 SWAP = r"""
-import os, sys
+import os, sys, time
 runs = os.path.join(".trainmeter", "runs")
+# tm makes the run directory while the command boots (it starts the command first): wait for it
+deadline = time.monotonic() + 60
+while not (os.path.isdir(runs) and [d for d in os.listdir(runs) if not d.startswith(".")]):
+    assert time.monotonic() < deadline, "tm never made its run directory"
+    time.sleep(0.01)
 [mine] = [d for d in os.listdir(runs) if not d.startswith(".")]
 live = os.path.join(runs, mine)
 os.rename(live, live + ".real")          # the run directory moved away ...
