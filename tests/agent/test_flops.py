@@ -15,6 +15,12 @@ PER_TOKEN = 30720.0
 
 pytestmark = pytest.mark.slow  # every test here starts processes (the fast lane's rule)
 
+def _dcgan(schedule: str):
+    """How the D, D, G loop's run of `schedule` (its n_critic, or D steps per G step in turn)
+    is made."""
+    return lambda cwd: run_agent(["python", str(SCRIPTS / "dcgan_n_critic.py"), schedule], cwd)
+
+
 #: The tests that read one run of their own under the agent: made two at a time (see
 #: runs_two_at_a_time), each test asserting on its own as before.
 SINGLES = {
@@ -23,6 +29,14 @@ SINGLES = {
     "test_too_few_steps_leaves_no_count": lambda cwd: run_tiny_lm(cwd, "--steps", "2"),
     "test_a_worker_forked_during_the_counted_step_does_not_count":
         lambda cwd: run_agent(["python", str(SCRIPTS / "fork_in_window.py")], cwd),
+    **{
+        f"test_a_loop_whose_steps_differ_is_counted_over_one_cycle[{k}]": _dcgan(str(k))
+        for k in (2, 5)
+    },
+    "test_a_loop_whose_steps_repeat_with_no_period_counts_one_step_and_says_so":
+        _dcgan("2,5,1,7,3,8,4"),
+    "test_an_optimizer_made_that_never_steps_waits_for_the_watch_and_is_named":
+        lambda cwd: run_agent(["python", str(SCRIPTS / "spare_optimizer.py")], cwd),
 }
 
 
@@ -107,11 +121,10 @@ def _update_flops(n_critic: int) -> float:
 
 
 @pytest.mark.parametrize("n_critic", [2, 5])
-def test_a_loop_whose_steps_differ_is_counted_over_one_cycle(workdir, n_critic):
+def test_a_loop_whose_steps_differ_is_counted_over_one_cycle(run, n_critic):
     # D, D, G (and n_critic=5): each discriminator update begins a step, the generator's joins
     # one: steps alternate "D only" and "D plus G". Before, the one counted step was one of
     # them (72,192 FLOPs a step for n_critic=2 against an average of 54,528)
-    run = run_agent(["python", str(SCRIPTS / "dcgan_n_critic.py"), str(n_critic)], workdir)
     assert run.rc == 0, run.stderr
     (fact,) = run.fact_records("counted_flops_per_step")
     assert fact["d"]["value"] == _update_flops(n_critic)
@@ -120,11 +133,10 @@ def test_a_loop_whose_steps_differ_is_counted_over_one_cycle(workdir, n_critic):
     assert f"over {n_critic} whole steps" in fact["d"]["note"]
 
 
-def test_a_loop_whose_steps_repeat_with_no_period_counts_one_step_and_says_so(workdir):
+def test_a_loop_whose_steps_repeat_with_no_period_counts_one_step_and_says_so(run):
     # discriminator runs of 2, 5, 1, 7, 3, 8, 4 steps, each then one generator step: no
     # period of at most 8 steps in the first 18, so one step (the 19th) is counted, as before
     # the cycle was looked for, and the note says the steps differ
-    run = run_agent(["python", str(SCRIPTS / "dcgan_n_critic.py"), "2,5,1,7,3,8,4"], workdir)
     assert run.rc == 0, run.stderr
     (fact,) = run.fact_records("counted_flops_per_step")
     d, g = _updates()
@@ -132,7 +144,7 @@ def test_a_loop_whose_steps_repeat_with_no_period_counts_one_step_and_says_so(wo
     assert "(step 19; steps differ" in fact["d"]["note"]
 
 
-def test_an_optimizer_made_that_never_steps_waits_for_the_watch_and_is_named(workdir):
+def test_an_optimizer_made_that_never_steps_waits_for_the_watch_and_is_named(run):
     # a second optimizer kept for a later phase stops any period from being found (it might be
     # a generator's, stepping after n_critic steps): at the watch's end the steps are looked at
     # again without it, one step is counted with no "steps differ", and the note names it.
@@ -141,7 +153,6 @@ def test_an_optimizer_made_that_never_steps_waits_for_the_watch_and_is_named(wor
     import torch.nn as nn
     from torch.utils.flop_counter import FlopCounterMode
 
-    run = run_agent(["python", str(SCRIPTS / "spare_optimizer.py")], workdir)
     assert run.rc == 0, run.stderr
     (fact,) = run.fact_records("counted_flops_per_step")
     V, T, B = 64, 16, 4
